@@ -1,0 +1,58 @@
+"""`python -m conformance`: helpers beside the pytest plugin.
+
+migrate DIR|manifest.json   print the v2 equivalent of a legacy v1 manifest
+requirements                print the requirement catalog
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from conformance.catalog import load_catalog
+from conformance.fengyu.manifest import MANIFEST
+from conformance.fengyu.migrate import MigrationError, migrate_v1
+from conformance.sources import JsonLoadError, load_json_file
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance")
+    commands = parser.add_subparsers(dest="command", required=True)
+    migrate = commands.add_parser("migrate", help="print the v2 equivalent of a v1 manifest")
+    migrate.add_argument("path", type=Path, help="plugin folder or manifest.json")
+    commands.add_parser("requirements", help="print the requirement catalog")
+    args = parser.parse_args(argv)
+    if args.command == "requirements":
+        print(format_catalog())
+        return 0
+    return _migrate(args.path)
+
+
+def format_catalog() -> str:
+    rows = [
+        f"{r.id:<12} {r.level.value:<6} {r.title} - {r.text} [{r.source}]"
+        for r in load_catalog().values()
+    ]
+    return "\n".join(rows)
+
+
+def _migrate(path: Path) -> int:
+    manifest = path / MANIFEST if path.is_dir() else path
+    try:
+        document = load_json_file(manifest, str(manifest))
+        if not isinstance(document.data, dict):
+            raise MigrationError(f"{manifest} does not hold a JSON object")
+        migration = migrate_v1(document.data)
+    except (JsonLoadError, MigrationError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for note in migration.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(json.dumps(migration.manifest, indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

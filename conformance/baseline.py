@@ -1,0 +1,84 @@
+"""Expected-failures baseline: known failures pass, new ones fail, fixed ones fail as stale.
+
+The file is JSON, so a CI can keep it next to the plugin:
+
+    {"expected_failures": [
+      {"plugin": "fan.summer.excel", "requirement": "FY-FILE-001", "reason": "tracked in #12"}
+    ]}
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.sources import JsonLoadError, load_json_file
+
+
+class BaselineError(Exception):
+    """The baseline file is unreadable or malformed; the message names file and pointer."""
+
+
+@dataclass(frozen=True)
+class ExpectedFailure:
+    plugin: str
+    requirement: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Baseline:
+    path: Path | None
+    entries: tuple[ExpectedFailure, ...] = ()
+
+    def expects(self, plugin: str, requirement: str) -> ExpectedFailure | None:
+        return next(
+            (e for e in self.entries if (e.plugin, e.requirement) == (plugin, requirement)), None
+        )
+
+    def unmatched(self, collectable: set[tuple[str, str]]) -> list[ExpectedFailure]:
+        """Entries naming no plugin x requirement the kit would check: stale by definition."""
+        return [e for e in self.entries if (e.plugin, e.requirement) not in collectable]
+
+
+def load_baseline(path: Path | None) -> Baseline:
+    if path is None:
+        return Baseline(None)
+    try:
+        data = load_json_file(path, str(path)).data
+    except JsonLoadError as exc:
+        raise BaselineError(f"baseline {exc.message}") from None
+    entries = data.get("expected_failures") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise BaselineError(f"baseline {path} /expected_failures: expected a list of entries")
+    parsed = []
+    for index, entry in enumerate(entries):
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("plugin"), str)
+            and isinstance(entry.get("requirement"), str)
+        ):
+            raise BaselineError(
+                f"baseline {path} /expected_failures/{index}: "
+                "expected an object with string 'plugin' and 'requirement'"
+            )
+        parsed.append(
+            ExpectedFailure(entry["plugin"], entry["requirement"], str(entry.get("reason", "")))
+        )
+    return Baseline(path, tuple(parsed))
+
+
+def dump_baseline(failures: list[ExpectedFailure]) -> str:
+    return (
+        json.dumps(
+            {
+                "expected_failures": [
+                    {"plugin": f.plugin, "requirement": f.requirement, "reason": f.reason}
+                    for f in failures
+                ]
+            },
+            indent=2,
+        )
+        + "\n"
+    )

@@ -1,0 +1,52 @@
+"""The requirement catalog: what the kit checks, loaded once from requirements.toml."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cache
+from importlib import resources
+
+
+class Level(StrEnum):
+    """RFC 2119 strength: MUST findings fail, SHOULD findings warn."""
+
+    MUST = "MUST"
+    SHOULD = "SHOULD"
+
+
+@dataclass(frozen=True)
+class Requirement:
+    id: str
+    level: Level
+    title: str
+    text: str
+    source: str
+    hint: str
+    profiles: tuple[str, ...]
+
+    def applies_to(self, profile: str) -> bool:
+        return profile in self.profiles
+
+
+@cache
+def load_catalog() -> dict[str, Requirement]:
+    """Requirements by id, in the catalog's order."""
+    text = resources.files("conformance").joinpath("requirements.toml").read_text("utf-8")
+    return {
+        rid: Requirement(
+            id=rid,
+            level=Level(entry["level"]),
+            title=entry["title"],
+            text=entry["text"],
+            source=entry["source"],
+            hint=entry["hint"],
+            profiles=tuple(entry["profiles"]),
+        )
+        for rid, entry in tomllib.loads(text).items()
+    }
+
+
+def requirement(rid: str) -> Requirement:
+    return load_catalog()[rid]

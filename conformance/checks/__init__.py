@@ -1,0 +1,5 @@
+"""The kit's checks; importing this package registers every one of them."""
+
+from conformance.checks import fengyu_files, fengyu_legacy, fengyu_manifest
+
+__all__ = ["fengyu_files", "fengyu_legacy", "fengyu_manifest"]

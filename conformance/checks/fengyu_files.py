@@ -1,0 +1,113 @@
+"""Checks of file-class parameters (SPEC F8, F9): what the host will inject and resolve."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from conformance.fengyu.manifest import AiTool, FengYuPlugin
+from conformance.findings import Finding
+from conformance.registry import CheckContext, check
+from conformance.sources import pointer
+from reference_host.filerefs import FileClass, classify_parameters
+
+
+@dataclass(frozen=True)
+class FileParameter:
+    """One file-class parameter of one tool, and the injection route the host will take."""
+
+    tool: str
+    parameter: str
+    file_class: FileClass
+    schema_pointer: str
+    route: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "tool": self.tool,
+            "parameter": self.parameter,
+            "class": self.file_class.value,
+            "route": self.route,
+        }
+
+
+def file_parameters(plugin: FengYuPlugin) -> list[FileParameter]:
+    """Every file-class parameter of every tool; route B needs exactly one per tool (F9)."""
+    found = []
+    for tool in plugin.tools:
+        classes = _classes(tool)
+        route = "B (host injects a matching grant)" if len(classes) == 1 else "A (model fills it)"
+        for name, file_class in classes.items():
+            at = tool.input_schema.pointer + pointer("properties", name)
+            found.append(FileParameter(str(tool.name), name, file_class, at, route))
+    return found
+
+
+@check("FY-FILE-001")
+def file_parameters_typed_as_paths(ctx: CheckContext) -> Iterator[Finding]:
+    seen: set[str] = set()
+    for parameter in file_parameters(ctx.plugin):
+        if parameter.schema_pointer in seen:
+            continue
+        seen.add(parameter.schema_pointer)
+        schema = _schema_at(ctx.plugin, parameter)
+        expected = "array of string" if parameter.file_class is FileClass.FILE_LIST else "string"
+        actual = _type_of(schema)
+        if actual != expected:
+            yield ctx.plugin.finding(
+                "FY-FILE-001",
+                parameter.schema_pointer + "/type",
+                f"{parameter.parameter!r} is a {parameter.file_class.value} parameter typed "
+                f"{actual}; the worker receives the resolved path, so type it {expected}",
+            )
+
+
+@check("FY-FILE-002")
+def writing_tools_need_approval(ctx: CheckContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
+        writes = [name for name, cls in _classes(tool).items() if cls.writes]
+        if writes and tool.effect == "read":
+            yield ctx.plugin.finding(
+                "FY-FILE-002",
+                f"{tool.pointer}/effect",
+                f"tool {tool.name!r} writes through {', '.join(writes)} but declares effect "
+                "'read', which runs without approval",
+            )
+
+
+@check("FY-FILE-003")
+def file_permissions_declared(ctx: CheckContext) -> Iterator[Finding]:
+    declared = ctx.plugin.data.get("permissions")
+    declared = declared if isinstance(declared, list) else []
+    needs: dict[str, str] = {}
+    for parameter in file_parameters(ctx.plugin):
+        permission = "files.write" if parameter.file_class.writes else "files.read"
+        needs.setdefault(permission, f"{parameter.tool}.{parameter.parameter}")
+    for permission, example in sorted(needs.items()):
+        if permission not in declared:
+            yield ctx.plugin.finding(
+                "FY-FILE-003",
+                "/permissions",
+                f"{permission} is not declared, but {example} takes a "
+                f"{'writable directory' if permission == 'files.write' else 'granted file'}",
+            )
+
+
+def _classes(tool: AiTool) -> dict[str, FileClass]:
+    return classify_parameters(tool.input_schema.data) if tool.input_schema else {}
+
+
+def _schema_at(plugin: FengYuPlugin, parameter: FileParameter) -> object:
+    tool = next(t for t in plugin.tools if str(t.name) == parameter.tool)
+    return tool.input_schema.data["properties"][parameter.parameter]
+
+
+def _type_of(schema: object) -> str:
+    if not isinstance(schema, dict):
+        return "nothing"
+    kind = schema.get("type", "nothing")
+    if kind == "array":
+        items = schema.get("items")
+        inner = items.get("type", "anything") if isinstance(items, dict) else "anything"
+        return f"array of {inner}"
+    return str(kind)

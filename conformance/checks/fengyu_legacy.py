@@ -1,0 +1,39 @@
+"""Checks of legacy v1 manifests (SPEC F4): recognised, reported, still checked where possible."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from conformance.fengyu.manifest import FENGYU_V1
+from conformance.findings import Finding
+from conformance.registry import CheckContext, check
+
+
+@check("FY-LEG-001")
+def manifest_is_v2(ctx: CheckContext) -> Iterator[Finding]:
+    if ctx.plugin.profile != FENGYU_V1:
+        return
+    yield ctx.plugin.finding(
+        "FY-LEG-001",
+        "/schemaVersion",
+        "schemaVersion 1 is the legacy format (schemas as escaped strings on aiTools, "
+        f"backend.command); `python -m conformance migrate {ctx.plugin.root}` prints the "
+        "equivalent v2 manifest",
+    )
+
+
+@check("FY-LEG-002")
+def schema_strings_parse(ctx: CheckContext) -> Iterator[Finding]:
+    for at, message in ctx.plugin.embedded_errors:
+        yield ctx.plugin.finding("FY-LEG-002", at, message)
+
+
+@check("FY-LEG-003")
+def tools_declare_effect(ctx: CheckContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
+        if "effect" not in tool.entry:
+            yield ctx.plugin.finding(
+                "FY-LEG-003",
+                f"{tool.pointer}/effect",
+                f"tool {tool.name!r} declares no effect, so hosts treat it as external",
+            )

@@ -1,0 +1,96 @@
+"""Static checks of a FengYu manifest.json (SPEC F1-F3): what the file itself must get right."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+
+from conformance.fengyu.manifest import FENGYU_V1, MANIFEST, SCHEMA_FILES, FengYuPlugin
+from conformance.findings import Finding
+from conformance.registry import CheckContext, check
+from conformance.schema_validation import annotated_requirements, schema_uri, validate
+from reference_host.builtin_tools import BUILTIN_TOOL_NAMES
+
+METHOD_SCHEMA = schema_uri("fengyu-manifest-v2.schema.json#/$defs/methodSchema")
+
+
+@check("FY-MAN-001")
+def manifest_loads(ctx: CheckContext) -> Iterator[Finding]:
+    error = ctx.plugin.load_error
+    if error is not None:
+        yield Finding("FY-MAN-001", error.message, MANIFEST, "", error.line)
+
+
+@check("FY-MAN-002")
+def no_duplicate_keys(ctx: CheckContext) -> Iterator[Finding]:
+    for duplicate in ctx.plugin.duplicates:
+        yield ctx.plugin.finding(
+            "FY-MAN-002",
+            duplicate.pointer,
+            f"key {duplicate.key!r} appears twice in one object; parsers keep only the last value",
+        )
+
+
+@cache
+def schema_findings(plugin: FengYuPlugin) -> list[Finding]:
+    """Every schema error of the manifest, once per plugin, attributed to its requirement.
+
+    v1 schemas are escaped strings the manifest schema cannot see into, so each parsed one is
+    validated on its own against the same method-schema definition v2 uses.
+    """
+    errors = validate(plugin.data, schema_uri(SCHEMA_FILES[plugin.profile]))
+    if plugin.profile == FENGYU_V1:
+        for site in plugin.schemas:
+            errors += validate(site.data, METHOD_SCHEMA, at=site.pointer)
+    return [plugin.finding(e.requirement, e.pointer, e.message) for e in errors]
+
+
+@check(*sorted(set().union(*(annotated_requirements(f) for f in SCHEMA_FILES.values()))))
+def manifest_schema(ctx: CheckContext) -> list[Finding]:
+    return schema_findings(ctx.plugin)
+
+
+@check("FY-MAN-004")
+def ai_tool_methods_resolve(ctx: CheckContext) -> Iterator[Finding]:
+    rpc = ctx.plugin.data.get("rpc")
+    methods = rpc.get("methods") if isinstance(rpc, dict) else None
+    declared = sorted(methods) if isinstance(methods, dict) else []
+    for tool in ctx.plugin.tools:
+        if isinstance(tool.method, str) and tool.method not in declared:
+            known = ", ".join(declared) if declared else "rpc.methods declares none"
+            yield ctx.plugin.finding(
+                "FY-MAN-004",
+                f"{tool.pointer}/method",
+                f"method {tool.method!r} is not a key of rpc.methods (declared: {known})",
+            )
+
+
+@check("FY-MAN-007")
+def tool_names_unique(ctx: CheckContext) -> Iterator[Finding]:
+    first: dict[str, str] = {}
+    for tool in ctx.plugin.tools:
+        if not isinstance(tool.name, str):
+            continue
+        if tool.name in first:
+            yield ctx.plugin.finding(
+                "FY-MAN-007",
+                f"{tool.pointer}/name",
+                f"tool name {tool.name!r} is already used at {first[tool.name]}",
+            )
+        else:
+            first[tool.name] = tool.pointer
+
+
+@check("FY-MAN-008")
+def tool_names_do_not_clash(ctx: CheckContext) -> Iterator[Finding]:
+    offered_by = {name: "the host's built-in tools" for name in BUILTIN_TOOL_NAMES}
+    for peer in ctx.peers:
+        for name in peer.tool_names():
+            offered_by.setdefault(name, f"plugin {peer.label} ({peer.root})")
+    for tool in ctx.plugin.tools:
+        if isinstance(tool.name, str) and tool.name in offered_by:
+            yield ctx.plugin.finding(
+                "FY-MAN-008",
+                f"{tool.pointer}/name",
+                f"tool name {tool.name!r} is also offered by {offered_by[tool.name]}",
+            )

@@ -1,0 +1,171 @@
+"""A FengYu plugin folder, loaded once into the model every FengYu check reads.
+
+Both manifest versions load into the same shape: a list of AiTool with parsed input and
+output schemas. In v2 those live on rpc.methods; in v1 they are escaped JSON strings on the
+tool, whose inner pointers are written `outer#inner` (e.g. /aiTools/0/inputSchema#/properties).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.findings import Finding
+from conformance.sources import (
+    DuplicateKey,
+    JsonDocument,
+    JsonLoadError,
+    load_json_file,
+    parse_json,
+    pointer,
+)
+
+MANIFEST = "manifest.json"
+FENGYU_V2 = "fengyu-v2"
+FENGYU_V1 = "fengyu-v1"
+SCHEMA_FILES = {
+    FENGYU_V2: "fengyu-manifest-v2.schema.json",
+    FENGYU_V1: "fengyu-manifest-v1.schema.json",
+}
+
+
+@dataclass(frozen=True)
+class SchemaSite:
+    """A method's input or output schema and the pointer it is written at."""
+
+    pointer: str
+    data: Any
+
+
+@dataclass(frozen=True)
+class AiTool:
+    """One aiTools[] entry, with the schemas of the method it calls."""
+
+    pointer: str
+    entry: dict[str, Any]
+    input_schema: SchemaSite | None
+    output_schema: SchemaSite | None
+
+    @property
+    def name(self) -> Any:
+        return self.entry.get("name")
+
+    @property
+    def method(self) -> Any:
+        return self.entry.get("method")
+
+    @property
+    def effect(self) -> Any:
+        return self.entry.get("effect")
+
+
+@dataclass(eq=False)
+class FengYuPlugin:
+    """A plugin folder of the FengYu profile, as far as it could be read (hashable by identity)."""
+
+    root: Path
+    profile: str = FENGYU_V2
+    document: JsonDocument | None = None
+    load_error: JsonLoadError | None = None
+    tools: list[AiTool] = field(default_factory=list)
+    schemas: list[SchemaSite] = field(default_factory=list)
+    embedded_errors: list[tuple[str, str]] = field(default_factory=list)
+    duplicates: list[DuplicateKey] = field(default_factory=list)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.document.data if self.document else {}
+
+    @property
+    def label(self) -> str:
+        """How test ids name the plugin: its id when it has one, else its folder."""
+        plugin_id = self.data.get("id")
+        return plugin_id if isinstance(plugin_id, str) and plugin_id.strip() else self.root.name
+
+    def tool_names(self) -> set[str]:
+        """The names this plugin offers to the model."""
+        return {tool.name for tool in self.tools if isinstance(tool.name, str)}
+
+    def finding(self, requirement: str, at: str, message: str) -> Finding:
+        """A finding in manifest.json; `outer#inner` pointers get the line of the outer value."""
+        line = self.document.line_of(at.split("#", 1)[0]) if self.document else None
+        return Finding(requirement, message, MANIFEST, at, line)
+
+
+def load_fengyu_plugin(root: Path) -> FengYuPlugin:
+    """Read root/manifest.json; never raises, a load failure is kept on the result."""
+    plugin = FengYuPlugin(root=root)
+    try:
+        document = load_json_file(root / MANIFEST, MANIFEST)
+    except JsonLoadError as exc:
+        plugin.load_error = exc
+        return plugin
+    if not isinstance(document.data, dict):
+        plugin.load_error = JsonLoadError(f"{MANIFEST} must hold a JSON object", 1)
+        return plugin
+    plugin.document = document
+    plugin.duplicates = list(document.duplicates)
+    if document.data.get("schemaVersion") == 1:
+        plugin.profile = FENGYU_V1
+        _read_v1_tools(plugin)
+    else:
+        _read_v2_tools(plugin)
+    return plugin
+
+
+def _read_v2_tools(plugin: FengYuPlugin) -> None:
+    rpc = plugin.data.get("rpc")
+    methods = rpc.get("methods") if isinstance(rpc, dict) else None
+    methods = methods if isinstance(methods, dict) else {}
+    sites: dict[tuple[str, str], SchemaSite] = {}
+    for name, method in methods.items():
+        if not isinstance(method, dict):
+            continue
+        for key in ("inputSchema", "outputSchema"):
+            if key in method:
+                sites[name, key] = SchemaSite(pointer("rpc", "methods", name, key), method[key])
+    plugin.schemas = list(sites.values())
+    for index, entry in enumerate(_tool_entries(plugin)):
+        if isinstance(entry, dict):
+            method = entry.get("method")
+            key = method if isinstance(method, str) else ""
+            plugin.tools.append(
+                AiTool(
+                    pointer("aiTools", index),
+                    entry,
+                    sites.get((key, "inputSchema")),
+                    sites.get((key, "outputSchema")),
+                )
+            )
+
+
+def _read_v1_tools(plugin: FengYuPlugin) -> None:
+    for index, entry in enumerate(_tool_entries(plugin)):
+        if not isinstance(entry, dict):
+            continue
+        parsed: dict[str, SchemaSite | None] = {}
+        for key in ("inputSchema", "outputSchema"):
+            parsed[key] = _parse_embedded(plugin, pointer("aiTools", index, key), entry.get(key))
+        plugin.tools.append(
+            AiTool(pointer("aiTools", index), entry, parsed["inputSchema"], parsed["outputSchema"])
+        )
+        plugin.schemas.extend(site for site in parsed.values() if site is not None)
+
+
+def _parse_embedded(plugin: FengYuPlugin, at: str, text: Any) -> SchemaSite | None:
+    """Parse a v1 escaped-JSON schema string; its problems are kept for FY-LEG-002/FY-MAN-002."""
+    if not isinstance(text, str):
+        return None
+    try:
+        inner = parse_json(text, f"{MANIFEST} {at}")
+    except JsonLoadError as exc:
+        plugin.embedded_errors.append((at, exc.message))
+        return None
+    plugin.duplicates.extend(DuplicateKey(f"{at}#{d.pointer}", d.key) for d in inner.duplicates)
+    return SchemaSite(at + "#", inner.data)
+
+
+def _tool_entries(plugin: FengYuPlugin) -> list[Any]:
+    tools = plugin.data.get("aiTools")
+    return tools if isinstance(tools, list) else []

@@ -1,0 +1,98 @@
+"""One kit run: the plugin folders under test, what will be checked on each, and the verdicts.
+
+Kept apart from the pytest hooks so that the rules (what a finding means for the outcome)
+read in one place and can be tested without pytest's machinery.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from conformance import checks  # noqa: F401  (registers every check)
+from conformance.baseline import Baseline
+from conformance.catalog import Level, Requirement, load_catalog
+from conformance.fengyu.manifest import load_fengyu_plugin
+from conformance.findings import Finding, NotApplicable
+from conformance.registry import CheckContext, run_checks
+
+LOAD_REQUIREMENT = "FY-MAN-001"
+
+
+class KitUsageError(Exception):
+    """A plugin folder the kit cannot check at all (missing, not a folder)."""
+
+
+class Status(StrEnum):
+    PASSED = "passed"
+    WARNED = "warned"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    EXPECTED = "expected-failure"
+    STALE = "stale-baseline-entry"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status
+    findings: list[Finding]
+    reason: str = ""
+
+
+@dataclass
+class KitRun:
+    plugins: list[Any]
+    baseline: Baseline
+    strict: bool = False
+    labels: dict[int, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, dirs: list[str], baseline: Baseline, strict: bool, base: Path) -> KitRun:
+        roots = []
+        for raw in dirs:
+            root = (base / raw).resolve()
+            if not root.is_dir():
+                raise KitUsageError(f"--plugin-dir {raw}: {root} is not a folder")
+            if root not in roots:
+                roots.append(root)
+        run = cls([load_fengyu_plugin(root) for root in roots], baseline, strict)
+        run.labels = _unique_labels(run.plugins)
+        return run
+
+    def label(self, plugin: Any) -> str:
+        return self.labels[id(plugin)]
+
+    def requirements_for(self, plugin: Any) -> list[Requirement]:
+        return [r for r in load_catalog().values() if r.applies_to(plugin.profile)]
+
+    def collectable(self) -> set[tuple[str, str]]:
+        return {(self.label(p), r.id) for p in self.plugins for r in self.requirements_for(p)}
+
+    def judge(self, plugin: Any, requirement: Requirement) -> Verdict:
+        """Run the requirement's checks on the plugin and decide the outcome."""
+        if plugin.load_error is not None and requirement.id != LOAD_REQUIREMENT:
+            return Verdict(Status.SKIPPED, [], f"manifest did not load ({LOAD_REQUIREMENT})")
+        peers = [p for p in self.plugins if p is not plugin and p.load_error is None]
+        try:
+            findings = run_checks(CheckContext(plugin, requirement, peers))
+        except NotApplicable as exc:
+            return Verdict(Status.SKIPPED, [], str(exc))
+        failing = bool(findings) and (requirement.level is Level.MUST or self.strict)
+        expected = self.baseline.expects(self.label(plugin), requirement.id)
+        if expected is not None:
+            if findings:
+                return Verdict(Status.EXPECTED, findings, expected.reason)
+            return Verdict(Status.STALE, [], expected.reason)
+        if failing:
+            return Verdict(Status.FAILED, findings)
+        return Verdict(Status.WARNED if findings else Status.PASSED, findings)
+
+
+def _unique_labels(plugins: list[Any]) -> dict[int, str]:
+    """Plugin labels for test ids; two folders with one plugin id get their folder appended."""
+    counts: dict[str, int] = {}
+    for plugin in plugins:
+        counts[plugin.label] = counts.get(plugin.label, 0) + 1
+    return {id(p): p.label if counts[p.label] == 1 else f"{p.label}@{p.root}" for p in plugins}

@@ -1,0 +1,253 @@
+"""The pytest plugin: `pytest --plugin-dir DIR` checks DIR against the requirement catalog.
+
+Without --plugin-dir it does nothing. With it, the plugin repo's own tests are not collected;
+instead each (plugin, requirement) pair becomes one test item, so -k, -n, --junitxml and --lf
+work as pytest users expect. MUST findings fail, SHOULD findings warn.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.__main__ import format_catalog
+from conformance.baseline import BaselineError, load_baseline
+from conformance.catalog import Requirement
+from conformance.checks.fengyu_files import file_parameters
+from conformance.findings import Finding
+from conformance.kit import KitRun, KitUsageError, Status, Verdict
+from conformance.report import report_paths, write_reports
+
+
+class ConformanceWarning(UserWarning):
+    """A SHOULD requirement the plugin does not meet."""
+
+
+class ConformanceFailure(Exception):
+    """Raised by an item whose verdict fails; repr_failure prints it without a traceback."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conformance", "plugin conformance kit")
+    group.addoption(
+        "--plugin-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="check the plugin in DIR (repeatable); the repo's own tests are skipped",
+    )
+    group.addoption(
+        "--conformance-strict",
+        action="store_true",
+        help="fail on SHOULD findings too, not only MUST",
+    )
+    group.addoption(
+        "--conformance-report",
+        metavar="PATH",
+        help="write PATH.json (one record per check) and PATH.md (summary)",
+    )
+    group.addoption(
+        "--conformance-baseline",
+        metavar="FILE",
+        help="JSON file of expected failures; a listed failure that passes fails",
+    )
+    group.addoption(
+        "--list-requirements", action="store_true", help="print the requirement catalog and exit"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    if config.option.list_requirements:
+        print(format_catalog())
+        return 0
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.option.plugin_dir:
+        return
+    config.addinivalue_line("markers", "conformance(requirement): a conformance kit check")
+    baseline_option = config.option.conformance_baseline
+    try:
+        baseline = load_baseline(Path(baseline_option) if baseline_option else None)
+        kit = KitRun.load(
+            config.option.plugin_dir,
+            baseline,
+            config.option.conformance_strict,
+            config.invocation_params.dir,
+        )
+    except (BaselineError, KitUsageError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.pluginmanager.register(KitSession(config, kit), "conformance-kit")
+
+
+class KitSession:
+    """The hooks that run only with --plugin-dir, holding the run and its records."""
+
+    def __init__(self, config: pytest.Config, kit: KitRun) -> None:
+        self.config = config
+        self.kit = kit
+        self.records: list[dict[str, Any]] = []
+        self.is_worker = hasattr(config, "workerinput")
+
+    def pytest_ignore_collect(self, collection_path: Path) -> bool:
+        """The kit's items replace whatever the paths would have collected."""
+        return True
+
+    def pytest_report_header(self) -> list[str]:
+        return [
+            f"conformance: {self.kit.label(p)} [{p.profile}] {p.root}" for p in self.kit.plugins
+        ]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, items: list[pytest.Item]
+    ) -> None:
+        items[:] = [
+            ConformanceItem.from_parent(
+                session, kit=self.kit, plugin=plugin, requirement=requirement
+            )
+            for plugin in self.kit.plugins
+            for requirement in self.kit.requirements_for(plugin)
+        ]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item) -> Any:
+        report = yield
+        if isinstance(item, ConformanceItem) and report.when == "call":
+            report.conformance_record = json.dumps(item.record())
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "conformance_record", None)
+        if record is not None:
+            self.records.append(json.loads(record))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.is_worker:
+            return
+        if self.kit.baseline.unmatched(self.kit.collectable()):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.config.option.conformance_report:
+            write_reports(self._report_base(), self._plugin_summaries(), self.records)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.is_worker:
+            return
+        write = terminalreporter.write_line
+        for plugin in self._plugin_summaries():
+            if plugin["file_parameters"]:
+                terminalreporter.section(f"file-class parameters of {plugin['label']}", sep="-")
+                for f in plugin["file_parameters"]:
+                    write(f"{f['tool']}.{f['parameter']}: {f['class']}, route {f['route']}")
+        stale = self.kit.baseline.unmatched(self.kit.collectable())
+        if stale:
+            terminalreporter.section("stale baseline entries", sep="-", red=True)
+            for entry in stale:
+                write(
+                    f"{entry.plugin} {entry.requirement}: the kit checks no such plugin x "
+                    f"requirement; remove it from {self.kit.baseline.path}"
+                )
+        if self.config.option.conformance_report:
+            json_path, md_path = report_paths(self._report_base())
+            write(f"conformance report: {json_path} {md_path}")
+
+    def _report_base(self) -> Path:
+        return Path(self.config.invocation_params.dir, self.config.option.conformance_report)
+
+    def _plugin_summaries(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "label": self.kit.label(p),
+                "profile": p.profile,
+                "root": str(p.root),
+                "file_parameters": [f.to_json() for f in file_parameters(p)]
+                if p.load_error is None
+                else [],
+            }
+            for p in self.kit.plugins
+        ]
+
+
+class ConformanceItem(pytest.Item):
+    """One requirement checked on one plugin, named `[plugin] ID title`."""
+
+    def __init__(self, *, kit: KitRun, plugin: Any, requirement: Requirement, **kw: Any) -> None:
+        name = f"[{kit.label(plugin)}] {requirement.id} {requirement.title}"
+        super().__init__(name=name, nodeid=name, **kw)
+        self.kit, self.plugin, self.requirement = kit, plugin, requirement
+        self.add_marker(pytest.mark.conformance(requirement.id))
+        self.user_properties += [
+            ("requirement", requirement.id),
+            ("level", requirement.level.value),
+            ("plugin", kit.label(plugin)),
+        ]
+        self.verdict: Verdict | None = None
+
+    def runtest(self) -> None:
+        verdict = self.verdict = self.kit.judge(self.plugin, self.requirement)
+        if verdict.status is Status.SKIPPED:
+            pytest.skip(verdict.reason)
+        if verdict.status is Status.EXPECTED:
+            pytest.xfail(f"listed in the baseline: {verdict.reason or 'no reason given'}")
+        if verdict.status is Status.STALE:
+            raise ConformanceFailure(
+                self._render(
+                    [],
+                    f"stale baseline entry: {self.requirement.id} now passes on "
+                    f"{self.kit.label(self.plugin)}; remove it from "
+                    f"{self.kit.baseline.path}",
+                )
+            )
+        if verdict.status is Status.FAILED:
+            raise ConformanceFailure(self._render(verdict.findings))
+        if verdict.status is Status.WARNED:
+            first = verdict.findings[0]
+            warnings.warn_explicit(
+                ConformanceWarning(self._render(verdict.findings)),
+                ConformanceWarning,
+                str(self.plugin.root / first.file),
+                first.line or 1,
+            )
+
+    def _render(self, findings: list[Finding], headline: str = "") -> str:
+        r = self.requirement
+        lines = [f"{r.id} ({r.level.value}) {r.title}: {r.text} [{r.source}]"]
+        if headline:
+            lines.append(headline)
+        for finding in findings:
+            lines += [f"  {finding.location}", f"    {finding.message}"]
+        if findings:
+            lines.append(f"  fix ({r.id}): {r.hint}")
+        lines.append(f"  plugin: {self.plugin.root}")
+        return "\n".join(lines)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, ConformanceFailure):
+            return excinfo.value.text
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.plugin.root / "manifest.json", None, self.name
+
+    def record(self) -> dict[str, Any]:
+        verdict = self.verdict
+        return {
+            "plugin": self.kit.label(self.plugin),
+            "plugin_dir": str(self.plugin.root),
+            "requirement": self.requirement.id,
+            "level": self.requirement.level.value,
+            "title": self.requirement.title,
+            "status": verdict.status.value if verdict else Status.SKIPPED.value,
+            "reason": verdict.reason if verdict else "not run",
+            "findings": [f.to_json() for f in verdict.findings] if verdict else [],
+        }

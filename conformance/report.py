@@ -1,0 +1,81 @@
+"""CI reports: a JSON results file (one record per check) and a Markdown summary."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from conformance import __version__
+
+
+def report_paths(base: Path) -> tuple[Path, Path]:
+    """`--conformance-report PATH`: PATH.json and PATH.md (a .json/.md suffix is replaced)."""
+    stem = base.with_suffix("") if base.suffix in (".json", ".md") else base
+    return stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")
+
+
+def write_reports(base: Path, plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> None:
+    json_path, md_path = report_paths(base)
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    records = sorted(records, key=lambda r: (r["plugin"], r["requirement"]))
+    document = {
+        "kit": {"name": "ai-plugin-conformance", "version": __version__},
+        "summary": dict(Counter(r["status"] for r in records)),
+        "plugins": plugins,
+        "results": records,
+    }
+    _write_atomically(json_path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    _write_atomically(md_path, markdown(plugins, records))
+
+
+def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
+    lines = ["# Plugin conformance report", ""]
+    lines += [
+        "| plugin | profile | passed | warned | failed | expected | stale | skipped |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for plugin in plugins:
+        counts = Counter(r["status"] for r in records if r["plugin"] == plugin["label"])
+        lines.append(
+            f"| {plugin['label']} | {plugin['profile']} | {counts['passed']} | {counts['warned']} "
+            f"| {counts['failed']} | {counts['expected-failure']} "
+            f"| {counts['stale-baseline-entry']} | {counts['skipped']} |"
+        )
+    problems = [r for r in records if r["status"] not in ("passed", "skipped")]
+    if problems:
+        lines += ["", "## Findings", ""]
+        for record in problems:
+            lines.append(
+                f"### {record['plugin']} {record['requirement']} "
+                f"({record['level']}, {record['status']}): {record['title']}"
+            )
+            lines.append("")
+            for finding in record["findings"]:
+                where = finding["file"] + (f":{finding['line']}" if finding["line"] else "")
+                lines.append(f"- `{where}` `{finding['pointer'] or '/'}`: {finding['message']}")
+            if record.get("reason"):
+                lines.append(f"- baseline: {record['reason']}")
+            lines.append("")
+    files = [(p["label"], f) for p in plugins for f in p.get("file_parameters", [])]
+    if files:
+        lines += [
+            "",
+            "## File-class parameters",
+            "",
+            "| plugin | tool | parameter | class | route |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {label} | {f['tool']} | {f['parameter']} | {f['class']} | {f['route']} |"
+            for label, f in files
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write beside the target and rename, so a crash never leaves half a report."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,147 @@
+"""Validate JSON against the kit's shipped schemas and attribute each error to a requirement.
+
+The schemas carry `x-requirement` annotations. An error belongs to the innermost annotated
+schema node on its path (a missing property to the annotation of that property's schema), so
+one validation pass serves many requirements and the editor-facing schema stays the single
+source of truth.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from conformance.sources import pointer
+
+ANNOTATION = "x-requirement"
+SCHEMA_BASE = "https://ai-plugin-conformance.invalid/schemas/"
+
+
+@dataclass(frozen=True)
+class SchemaError:
+    requirement: str
+    pointer: str
+    message: str
+
+
+@cache
+def _registry() -> Registry:
+    resources_ = []
+    for entry in resources.files("conformance").joinpath("schemas").iterdir():
+        if entry.name.endswith(".schema.json"):
+            contents = json.loads(entry.read_text("utf-8"))
+            resources_.append((contents["$id"], Resource(contents, DRAFT202012)))
+    return Registry().with_resources(resources_)
+
+
+def schema_uri(name: str) -> str:
+    """The URI of a shipped schema file, optionally with a #fragment."""
+    return SCHEMA_BASE + name
+
+
+@cache
+def _validator(uri: str) -> Draft202012Validator:
+    return Draft202012Validator({"$ref": uri}, registry=_registry())
+
+
+def validate(instance: Any, uri: str, at: str = "") -> list[SchemaError]:
+    """All errors of instance against the schema at uri, with pointers prefixed by at."""
+    return [
+        error for raw in _validator(uri).iter_errors(instance) for error in _attribute(raw, uri, at)
+    ]
+
+
+def annotated_requirements(name: str) -> set[str]:
+    """Every requirement id a shipped schema file attributes errors to."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get(ANNOTATION), str):
+                found.add(node[ANNOTATION])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(_registry().contents(schema_uri(name)))
+    return found
+
+
+def _attribute(error: ValidationError, uri: str, at: str) -> Iterator[SchemaError]:
+    path = list(error.absolute_schema_path)
+    keyword = path[-1] if path else None
+    nodes = _schema_nodes(path, {"$ref": uri})
+    requirement = next(
+        (n[ANNOTATION] for n, _ in reversed(nodes) if isinstance(n, dict) and ANNOTATION in n), None
+    )
+    where = at + pointer(*error.absolute_path)
+    holder, resolver = nodes[-2] if len(nodes) >= 2 else ({}, None)
+    if keyword == "required":
+        for missing in _missing(error):
+            target = holder.get("properties", {}).get(missing)
+            if isinstance(target, dict) and ANNOTATION not in target and "$ref" in target:
+                target = resolver.lookup(target["$ref"]).contents
+            owner = target.get(ANNOTATION) if isinstance(target, dict) else None
+            yield SchemaError(
+                owner or requirement,
+                where + pointer(missing),
+                f"required property {missing!r} is missing",
+            )
+    elif keyword == "additionalProperties" and holder.get("additionalProperties") is False:
+        for extra in _additional(error.instance, holder):
+            yield SchemaError(requirement, where + pointer(extra), f"unknown property {extra!r}")
+    elif "propertyNames" in path:
+        yield SchemaError(
+            requirement,
+            where + pointer(error.instance),
+            f"property name {error.instance!r} is not allowed here: {error.message}",
+        )
+    else:
+        yield SchemaError(requirement, where, error.message)
+
+
+def _schema_nodes(path: list[Any], root: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """Every schema node a schema path passes through, with the resolver for its resource.
+
+    jsonschema leaves $ref out of its paths, so a key missing from a node means: follow its $ref.
+    The second-to-last node is the one holding the failing keyword.
+    """
+    resolver = _registry().resolver()
+    node: Any = root
+    nodes = [(node, resolver)]
+    for key in path:
+        while isinstance(node, dict) and key not in node and "$ref" in node:
+            resolved = resolver.lookup(node["$ref"])
+            node, resolver = resolved.contents, resolved.resolver
+            nodes.append((node, resolver))
+        node = node[key]
+        nodes.append((node, resolver))
+    return nodes
+
+
+def _missing(error: ValidationError) -> list[str]:
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    return [
+        name
+        for name in error.validator_value
+        if name not in instance and repr(name) in error.message
+    ]
+
+
+def _additional(instance: Any, holder: dict[str, Any]) -> list[str]:
+    if not isinstance(instance, dict):
+        return []
+    declared = holder.get("properties", {})
+    patterns = [re.compile(p) for p in holder.get("patternProperties", {})]
+    return [k for k in instance if k not in declared and not any(p.search(k) for p in patterns)]

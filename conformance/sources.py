@@ -1,0 +1,127 @@
+"""JSON files as the kit reads them: parsed once, with duplicate keys and line numbers kept.
+
+Findings name a file, an RFC 6901 JSON pointer and a line, so a plugin author can jump
+straight to the value; this module is where pointers meet lines.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import json_source_map
+
+
+def pointer(*tokens: str | int) -> str:
+    """Join tokens into an RFC 6901 JSON pointer ('' is the whole document)."""
+    return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
+
+
+def pointer_tokens(ptr: str) -> list[str]:
+    if not ptr:
+        return []
+    return [t.replace("~1", "/").replace("~0", "~") for t in ptr.split("/")[1:]]
+
+
+class JsonLoadError(Exception):
+    """A file that is missing, not UTF-8 or not JSON; carries where it went wrong."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+@dataclass(frozen=True)
+class DuplicateKey:
+    pointer: str
+    key: str
+
+
+@dataclass
+class JsonDocument:
+    """A parsed JSON text with the means to locate any pointer in it."""
+
+    display: str
+    text: str
+    data: Any
+    duplicates: list[DuplicateKey] = field(default_factory=list)
+
+    @cached_property
+    def _source_map(self) -> dict[str, Any]:
+        return json_source_map.calculate(self.text)
+
+    def line_of(self, ptr: str) -> int | None:
+        """1-based line of the value at ptr, or of its nearest existing ancestor."""
+        tokens = pointer_tokens(ptr)
+        while True:
+            entry = self._source_map.get("".join("/" + t for t in tokens))
+            if entry is not None:
+                return entry.value_start.line + 1
+            if not tokens:
+                return None
+            tokens.pop()
+
+    def get(self, ptr: str, default: Any = None) -> Any:
+        node = self.data
+        for token in pointer_tokens(ptr):
+            if isinstance(node, dict) and token in node:
+                node = node[token]
+            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                return default
+        return node
+
+
+def parse_json(text: str, display: str) -> JsonDocument:
+    """Parse text, recording every repeated key instead of silently keeping the last value."""
+    repeated: dict[int, list[str]] = {}
+
+    def pairs_hook(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj:
+                repeated.setdefault(id(obj), []).append(key)
+            obj[key] = value
+        return obj
+
+    try:
+        data = json.loads(text, object_pairs_hook=pairs_hook)
+    except json.JSONDecodeError as exc:
+        raise JsonLoadError(f"{display} is not valid JSON: {exc.msg}", exc.lineno) from None
+    duplicates = [
+        DuplicateKey(pointer_at + pointer(key), key)
+        for pointer_at, node in _walk(data, "")
+        if isinstance(node, dict)
+        for key in repeated.get(id(node), ())
+    ]
+    return JsonDocument(display=display, text=text, data=data, duplicates=duplicates)
+
+
+def load_json_file(path: Path, display: str) -> JsonDocument:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise JsonLoadError(f"{display} not found") from None
+    except OSError as exc:
+        raise JsonLoadError(f"{display} cannot be read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise JsonLoadError(f"{display} is not UTF-8 (byte {exc.start})") from None
+    return parse_json(text, display)
+
+
+def _walk(node: Any, at: str) -> Iterator[tuple[str, Any]]:
+    yield at, node
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _walk(value, at + pointer(key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _walk(value, at + pointer(index))

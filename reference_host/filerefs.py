@@ -1,0 +1,64 @@
+"""File-class parameters (SPEC F9): which tool inputs take a granted FileRef.
+
+The host classifies a parameter by its description, as FengYu does, to decide whether it can
+inject a grant itself (route B) or must list the refs for the model (route A). The kit reports
+the same classification, so plugin authors see what the host will do with each parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+
+class FileClass(StrEnum):
+    READ_FILE = "read-file"
+    READ_DIRECTORY = "read-directory"
+    WRITE_DIRECTORY = "write-directory"
+    FILE_LIST = "file-list"
+
+    @property
+    def kind(self) -> str:
+        """The FileRef kind a grant must have to fill this parameter."""
+        directories = (FileClass.READ_DIRECTORY, FileClass.WRITE_DIRECTORY)
+        return "directory" if self in directories else "file"
+
+    @property
+    def writes(self) -> bool:
+        return self is FileClass.WRITE_DIRECTORY
+
+
+def classify_parameter(schema: Any) -> FileClass | None:
+    """The file class of one property schema, or None for an ordinary parameter.
+
+    An array whose items are FileRefs is a file list even when the array's own description
+    mentions FileRefs too, so that check comes first.
+    """
+    if not isinstance(schema, Mapping):
+        return None
+    items = schema.get("items")
+    if schema.get("type") == "array" and "fileref" in _description(items):
+        return FileClass.FILE_LIST
+    text = _description(schema)
+    if "directoryref" in text:
+        writable = "writable" in text or "output" in text
+        return FileClass.WRITE_DIRECTORY if writable else FileClass.READ_DIRECTORY
+    if "fileref" in text:
+        return FileClass.READ_FILE
+    return None
+
+
+def classify_parameters(input_schema: Any) -> dict[str, FileClass]:
+    """File-class parameters of a tool's input schema, by property name."""
+    properties = input_schema.get("properties") if isinstance(input_schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return {}
+    classes = {name: classify_parameter(schema) for name, schema in properties.items()}
+    return {name: cls for name, cls in classes.items() if cls is not None}
+
+
+def _description(schema: Any) -> str:
+    if isinstance(schema, Mapping) and isinstance(schema.get("description"), str):
+        return schema["description"].lower()
+    return ""
