@@ -53,8 +53,10 @@ def manifest_schema(ctx: CheckContext) -> list[Finding]:
 @check("FY-MAN-004")
 def ai_tool_methods_resolve(ctx: CheckContext) -> Iterator[Finding]:
     rpc = ctx.plugin.data.get("rpc")
-    methods = rpc.get("methods") if isinstance(rpc, dict) else None
-    declared = sorted(methods) if isinstance(methods, dict) else []
+    methods = rpc.get("methods", {}) if isinstance(rpc, dict) else {}
+    if not isinstance(methods, dict):
+        return  # a malformed method table is the schema's finding (FY-MAN-003), not ours
+    declared = sorted(methods)
     for tool in ctx.plugin.tools:
         if isinstance(tool.method, str) and tool.method not in declared:
             known = ", ".join(declared) if declared else "rpc.methods declares none"

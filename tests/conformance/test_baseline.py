@@ -1,0 +1,92 @@
+"""Expected-failures baseline: listed failures pass, new ones fail, fixed ones fail as stale."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.baseline import BaselineError, load_baseline
+from tests.conftest import REPO, plugin_with_manifest
+
+SAMPLE = REPO / "sample_plugins" / "fan.summer.markdown"
+
+
+@pytest.fixture
+def dangling(tmp_path: Path) -> Path:
+    manifest = json.loads((SAMPLE / "manifest.json").read_text(encoding="utf-8"))
+    manifest["aiTools"][0]["method"] = "renderGhost"
+    return plugin_with_manifest(tmp_path, manifest, "dangling")
+
+
+def write_baseline(path: Path, *entries: tuple[str, str]) -> Path:
+    path.write_text(
+        json.dumps(
+            {
+                "expected_failures": [
+                    {"plugin": plugin, "requirement": rid, "reason": "known"}
+                    for plugin, rid in entries
+                ]
+            }
+        )
+    )
+    return path
+
+
+def test_listed_failure_is_expected(pytester: pytest.Pytester, dangling: Path) -> None:
+    baseline = write_baseline(
+        pytester.path / "baseline.json", ("fan.summer.markdown", "FY-MAN-004")
+    )
+    result = pytester.runpytest(
+        "--plugin-dir", str(dangling), "--conformance-baseline", str(baseline)
+    )
+    result.assert_outcomes(passed=17, xfailed=1)
+    assert result.ret == 0
+
+
+def test_unlisted_failure_still_fails(pytester: pytest.Pytester, dangling: Path) -> None:
+    baseline = write_baseline(
+        pytester.path / "baseline.json", ("fan.summer.markdown", "FY-MAN-003")
+    )
+    result = pytester.runpytest(
+        "--plugin-dir", str(dangling), "--conformance-baseline", str(baseline)
+    )
+    result.assert_outcomes(passed=16, failed=2)
+
+
+def test_listed_requirement_that_passes_is_stale(pytester: pytest.Pytester) -> None:
+    baseline = write_baseline(
+        pytester.path / "baseline.json", ("fan.summer.markdown", "FY-MAN-004")
+    )
+    result = pytester.runpytest(
+        "--plugin-dir", str(SAMPLE), "--conformance-baseline", str(baseline)
+    )
+    result.assert_outcomes(passed=17, failed=1)
+    result.stdout.fnmatch_lines(["*stale baseline entry: FY-MAN-004 now passes*"])
+
+
+def test_entry_for_nothing_checked_fails_the_run(pytester: pytest.Pytester) -> None:
+    baseline = write_baseline(pytester.path / "baseline.json", ("gone.plugin", "FY-MAN-004"))
+    result = pytester.runpytest(
+        "--plugin-dir", str(SAMPLE), "--conformance-baseline", str(baseline)
+    )
+    result.assert_outcomes(passed=18)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*stale baseline entries*", "gone.plugin FY-MAN-004: *"])
+
+
+def test_malformed_baseline_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    bad = pytester.path / "baseline.json"
+    bad.write_text('{"expected_failures": [{"plugin": 1}]}')
+    result = pytester.runpytest("--plugin-dir", str(SAMPLE), "--conformance-baseline", str(bad))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*baseline.json /expected_failures/0: expected an object*"])
+
+
+@pytest.mark.parametrize("text", ["[]", "{", '{"expected_failures": {}}'])
+def test_load_baseline_names_the_problem(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "b.json"
+    path.write_text(text)
+    with pytest.raises(BaselineError, match=str(path)):
+        load_baseline(path)

@@ -1,0 +1,178 @@
+"""The pytest plugin as users meet it: options, test ids, outcomes, reports and baselines."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conformance.catalog import load_catalog
+from tests.conftest import FIXTURE_PLUGINS, REPO, plugin_with_manifest
+
+SAMPLE = REPO / "sample_plugins" / "fan.summer.markdown"
+DANGLING = FIXTURE_PLUGINS / "FY-MAN-004-dangling-method"
+
+
+def sample_manifest() -> dict:
+    return json.loads((SAMPLE / "manifest.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def dangling(tmp_path: Path) -> Path:
+    manifest = sample_manifest()
+    manifest["aiTools"][0]["method"] = "renderGhost"
+    return plugin_with_manifest(tmp_path, manifest, "dangling")
+
+
+@pytest.fixture
+def should_only(tmp_path: Path) -> Path:
+    """A plugin whose only finding is a SHOULD: files.read missing for a FileRef parameter."""
+    manifest = sample_manifest()
+    manifest["permissions"] = []
+    return plugin_with_manifest(tmp_path, manifest, "should-only")
+
+
+def test_inert_without_plugin_dir(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_own(): pass")
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_plugin_dir_replaces_the_repos_own_tests(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_own(): assert False")
+    result = pytester.runpytest("--plugin-dir", str(SAMPLE), "-v")
+    result.assert_outcomes(passed=len(_requirements("fengyu-v2")))
+    assert "test_own" not in result.stdout.str()
+
+
+def test_test_ids_name_plugin_requirement_and_title(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--plugin-dir", str(SAMPLE), "--collect-only", "-q")
+    lines = [line for line in result.stdout.lines if line.startswith("[")]
+    assert "[fan.summer.markdown] FY-MAN-004 aiTools method resolves" in lines
+    assert len(lines) == len(_requirements("fengyu-v2"))
+
+
+def test_list_requirements_prints_the_catalog(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--list-requirements")
+    assert result.ret == 0
+    for rid, requirement in load_catalog().items():
+        result.stdout.fnmatch_lines([f"{rid}*{requirement.level.value}*{requirement.title}*"])
+
+
+def test_must_failure_prints_file_pointer_requirement_and_fix(
+    pytester: pytest.Pytester, dangling: Path
+) -> None:
+    result = pytester.runpytest("--plugin-dir", str(dangling))
+    result.assert_outcomes(passed=len(_requirements("fengyu-v2")) - 1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*FY-MAN-004 (MUST) aiTools method resolves*",
+            "*manifest.json:* /aiTools/0/method",
+            "*method 'renderGhost' is not a key of rpc.methods (declared: outline, render)",
+            "*fix (FY-MAN-004): *",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_keyword_selection_runs_one_requirement(pytester: pytest.Pytester, dangling: Path) -> None:
+    result = pytester.runpytest("--plugin-dir", str(dangling), "-k", "FY-MAN-004")
+    result.assert_outcomes(failed=1)
+
+
+def test_should_finding_warns_and_passes(pytester: pytest.Pytester, should_only: Path) -> None:
+    result = pytester.runpytest("--plugin-dir", str(should_only))
+    result.assert_outcomes(passed=len(_requirements("fengyu-v2")), warnings=1)
+    result.stdout.fnmatch_lines(["*ConformanceWarning: FY-FILE-003 (SHOULD)*"])
+    assert result.ret == 0
+
+
+def test_strict_fails_on_should(pytester: pytest.Pytester, should_only: Path) -> None:
+    result = pytester.runpytest("--plugin-dir", str(should_only), "--conformance-strict")
+    result.assert_outcomes(passed=len(_requirements("fengyu-v2")) - 1, failed=1)
+    result.stdout.fnmatch_lines(["*FY-FILE-003 (SHOULD) file permissions declared*"])
+
+
+def test_unloadable_manifest_fails_one_requirement_and_skips_the_rest(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    broken = plugin_with_manifest(tmp_path, '{"schemaVersion": 2,,}', "broken")
+    result = pytester.runpytest("--plugin-dir", str(broken), "-rs")
+    result.assert_outcomes(failed=1, skipped=len(_requirements("fengyu-v2")) - 1)
+    result.stdout.fnmatch_lines(["*manifest.json:1 /*", "*manifest.json is not valid JSON*"])
+
+
+def test_missing_plugin_dir_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--plugin-dir", "no/such/dir")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--plugin-dir no/such/dir: * is not a folder*"])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_several_plugin_dirs_and_duplicate_ids_get_distinct_labels(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(SAMPLE, copy)
+    manifest = sample_manifest()
+    for tool in manifest["aiTools"]:
+        tool["name"] = "other_" + tool["name"]
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    result = pytester.runpytest(
+        "--plugin-dir", str(SAMPLE), "--plugin-dir", str(copy), "--collect-only", "-q"
+    )
+    assert f"[fan.summer.markdown@{copy}] FY-MAN-001 manifest loads" in result.stdout.str()
+    assert "[fan.summer.markdown@" + str(SAMPLE) + "] FY-MAN-001 manifest loads" in (
+        result.stdout.str()
+    )
+
+
+def test_junit_xml_carries_requirement_properties(
+    pytester: pytest.Pytester, dangling: Path
+) -> None:
+    junit = pytester.path / "junit.xml"
+    pytester.runpytest("--plugin-dir", str(dangling), f"--junitxml={junit}")
+    cases = ET.parse(junit).getroot().iter("testcase")
+    properties = {
+        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
+        for case in cases
+    }
+    failing = properties["[fan.summer.markdown] FY-MAN-004 aiTools method resolves"]
+    assert failing == {
+        "requirement": "FY-MAN-004",
+        "level": "MUST",
+        "plugin": "fan.summer.markdown",
+    }
+
+
+def test_json_report_has_a_record_per_check(run_kit, dangling: Path) -> None:
+    kit = run_kit([dangling])
+    records = kit.report["results"]
+    assert len(records) == len(_requirements("fengyu-v2"))
+    failed = [r for r in records if r["status"] == "failed"]
+    assert [(r["requirement"], r["plugin"]) for r in failed] == [
+        ("FY-MAN-004", "fan.summer.markdown")
+    ]
+    assert failed[0]["findings"][0]["pointer"] == "/aiTools/0/method"
+    assert kit.report["plugins"][0]["file_parameters"] == [
+        {
+            "tool": "markdown_outline",
+            "parameter": "filePath",
+            "class": "read-file",
+            "route": "B (host injects a matching grant)",
+        }
+    ]
+
+
+def test_markdown_summary(run_kit, pytester: pytest.Pytester, dangling: Path) -> None:
+    run_kit([dangling])
+    md = (pytester.path / "kit-report.md").read_text(encoding="utf-8")
+    assert "| fan.summer.markdown | fengyu-v2 | 17 | 0 | 1 | 0 | 0 | 0 |" in md
+    assert "### fan.summer.markdown FY-MAN-004 (MUST, failed): aiTools method resolves" in md
+    assert "`/aiTools/0/method`" in md
+
+
+def _requirements(profile: str) -> list[str]:
+    return [rid for rid, r in load_catalog().items() if r.applies_to(profile)]

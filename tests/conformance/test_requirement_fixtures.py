@@ -1,0 +1,101 @@
+"""Every catalog requirement has fixture plugins that break it, and only it.
+
+Each folder in tests/fixtures/plugins is named `<REQUIREMENT-ID>-<what>` and is a minimal
+change from a valid manifest. The kit must report exactly that requirement on it (plus the
+FY-LEG-001 warning every v1 manifest gets), with the right status and a located finding.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conformance.catalog import Level, load_catalog
+from tests.conftest import FIXTURE_PLUGINS, REPO, plugin_with_manifest
+
+ID_PREFIX = re.compile(r"^(FY-[A-Z]+-\d{3})")
+LEGACY_WARNING = "FY-LEG-001"
+SAMPLE_PLUGIN = REPO / "sample_plugins" / "fan.summer.markdown"
+FIXTURES = sorted(p for p in FIXTURE_PLUGINS.iterdir() if p.is_dir())
+
+
+def requirement_of(folder: Path) -> str:
+    match = ID_PREFIX.match(folder.name)
+    assert match, f"fixture folder {folder.name} does not start with a requirement id"
+    return match.group(1)
+
+
+def is_v1(folder: Path) -> bool:
+    """Whether the folder's manifest loads as a schemaVersion 1 object."""
+    try:
+        data = json.loads((folder / "manifest.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("schemaVersion") == 1
+
+
+def expected_reports(folder: Path) -> set[str]:
+    expected = {requirement_of(folder)}
+    if is_v1(folder):
+        expected.add(LEGACY_WARNING)
+    return expected
+
+
+@pytest.mark.parametrize("folder", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_fixture_reports_exactly_its_requirement(run_kit, folder: Path) -> None:
+    rid = requirement_of(folder)
+    requirement = load_catalog()[rid]
+    result = run_kit([folder])
+
+    assert result.reported() == expected_reports(folder)
+    status = "failed" if requirement.level is Level.MUST else "warned"
+    assert result.statuses()[rid] == status
+    findings = result.findings(rid)
+    assert findings, f"{rid} is reported without findings"
+    for finding in findings:
+        assert finding["pointer"] or finding["file"], finding
+    if requirement.level is Level.MUST:
+        assert rid in result.result.stdout.str()
+
+
+def test_every_requirement_has_a_fixture() -> None:
+    covered = {requirement_of(folder) for folder in FIXTURES}
+    assert set(load_catalog()) - covered == set()
+
+
+def test_fixture_folders_name_known_requirements() -> None:
+    assert {requirement_of(folder) for folder in FIXTURES} <= set(load_catalog())
+
+
+@pytest.mark.parametrize("folder", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_fixture_names_its_requirement(folder: Path) -> None:
+    """Grepping a requirement id finds its fixtures."""
+    texts = [p.read_bytes().decode("utf-8", "replace") for p in folder.iterdir() if p.is_file()]
+    assert any(requirement_of(folder) in text for text in texts)
+
+
+def test_sample_plugin_reports_nothing(run_kit) -> None:
+    result = run_kit([SAMPLE_PLUGIN])
+    assert result.reported() == set()
+    result.result.assert_outcomes(passed=len(result.statuses()))
+
+
+def test_tool_name_clash_across_plugins(run_kit, tmp_path: Path) -> None:
+    manifest = json.loads((SAMPLE_PLUGIN / "manifest.json").read_text("utf-8"))
+    first = plugin_with_manifest(tmp_path, manifest, "first")
+    manifest["id"] = "fan.summer.markdown-copy"
+    del manifest["aiTools"][1]
+    second = plugin_with_manifest(tmp_path, manifest, "second")
+
+    result = run_kit([first, second])
+
+    assert result.reported("fan.summer.markdown") == {"FY-MAN-008"}
+    assert result.reported("fan.summer.markdown-copy") == {"FY-MAN-008"}
+    assert result.statuses("fan.summer.markdown")["FY-MAN-008"] == "failed"
+    assert result.statuses("fan.summer.markdown-copy")["FY-MAN-008"] == "failed"
+    messages = [f["message"] for f in result.findings("FY-MAN-008")]
+    assert len(messages) == 2
+    assert all("markdown_render" in m for m in messages)

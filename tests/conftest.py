@@ -1,0 +1,82 @@
+"""Shared test helpers: run the kit in-process with pytester and read its JSON report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import hypothesis  # noqa: F401  (imported once here: in-process kit runs would re-import it)
+import pytest
+
+pytest_plugins = ["pytester"]
+
+TESTS = Path(__file__).parent
+FIXTURE_PLUGINS = TESTS / "fixtures" / "plugins"
+REPO = TESTS.parent
+
+
+@dataclass
+class KitResult:
+    """The outcome of one kit run: pytest's result plus the parsed JSON report."""
+
+    result: pytest.RunResult
+    report: dict[str, Any]
+
+    def statuses(self, plugin: str | None = None) -> dict[str, str]:
+        """Requirement id -> status, for one plugin label (or the only plugin)."""
+        records = self.report["results"]
+        labels = {r["plugin"] for r in records}
+        if plugin is None:
+            assert len(labels) == 1, f"several plugins in the run: {labels}"
+            plugin = labels.pop()
+        return {r["requirement"]: r["status"] for r in records if r["plugin"] == plugin}
+
+    def reported(self, plugin: str | None = None) -> set[str]:
+        """Requirements that did not simply pass (failed, warned, expected or stale)."""
+        return {
+            rid
+            for rid, status in self.statuses(plugin).items()
+            if status not in ("passed", "skipped")
+        }
+
+    def findings(self, requirement: str) -> list[dict[str, Any]]:
+        return [
+            f
+            for r in self.report["results"]
+            if r["requirement"] == requirement
+            for f in r["findings"]
+        ]
+
+
+@pytest.fixture
+def run_kit(pytester: pytest.Pytester):
+    """Run `pytest --plugin-dir ...` in-process; returns a KitResult."""
+
+    def run(plugin_dirs: Iterable[Path], *args: str) -> KitResult:
+        report_base = pytester.path / "kit-report"
+        argv = [a for d in plugin_dirs for a in ("--plugin-dir", str(d))]
+        result = pytester.runpytest(*argv, "--conformance-report", str(report_base), *args)
+        report_file = report_base.with_suffix(".json")
+        report = json.loads(report_file.read_text()) if report_file.exists() else {}
+        return KitResult(result, report)
+
+    return run
+
+
+def plugin_with_manifest(tmp_path: Path, manifest: Any, name: str = "plugin") -> Path:
+    """A plugin folder holding the given manifest (dict/list -> JSON, str -> verbatim)."""
+    root = tmp_path / name
+    root.mkdir(parents=True, exist_ok=True)
+    text = manifest if isinstance(manifest, str) else json.dumps(manifest, indent=2)
+    (root / "manifest.json").write_text(text, encoding="utf-8")
+    return root
+
+
+def copy_plugin(source: Path, tmp_path: Path) -> Path:
+    target = tmp_path / source.name
+    shutil.copytree(source, target)
+    return target
