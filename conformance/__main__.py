@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from importlib import resources
 from pathlib import Path
 
 from conformance.catalog import load_catalog
@@ -23,9 +24,16 @@ def main(argv: list[str] | None = None) -> int:
     migrate = commands.add_parser("migrate", help="print the v2 equivalent of a v1 manifest")
     migrate.add_argument("path", type=Path, help="plugin folder or manifest.json")
     commands.add_parser("requirements", help="print the requirement catalog")
+    commands.add_parser("schemas", help="print the paths of the shipped JSON Schemas")
     args = parser.parse_args(argv)
     if args.command == "requirements":
         print(format_catalog())
+        return 0
+    if args.command == "schemas":
+        folder = resources.files("conformance").joinpath("schemas")
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+            if entry.name.endswith(".schema.json"):
+                print(entry)
         return 0
     return _migrate(args.path)
 
