@@ -65,6 +65,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """A kit run is the kit's, not the repo's: the plugin repo's conftest.py files stay out."""
+    if early_config.known_args_namespace.plugin_dir:
+        early_config.known_args_namespace.noconftest = True
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if config.option.list_requirements:
         print(format_catalog())

@@ -176,3 +176,9 @@ def test_markdown_summary(run_kit, pytester: pytest.Pytester, dangling: Path) ->
 
 def _requirements(profile: str) -> list[str]:
     return [rid for rid, r in load_catalog().items() if r.applies_to(profile)]
+
+
+def test_plugin_repo_conftest_is_not_loaded(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("raise ImportError('the plugin repo needs something not installed')")
+    result = pytester.runpytest("--plugin-dir", str(SAMPLE))
+    result.assert_outcomes(passed=len(_requirements("fengyu-v2")))
