@@ -1,1 +1,4 @@
-"""The reference host: aggregates plugin tools for an AI assistant the way the SPEC says."""
+"""The reference host: aggregates plugin tools for an AI assistant the way the SPEC says.
+
+PYTEST_DONT_REWRITE: the host is application code, imported by the kit's pytest plugin.
+"""
