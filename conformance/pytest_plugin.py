@@ -235,7 +235,7 @@ class ConformanceItem(pytest.Item):
             lines += [f"  {finding.location}", f"    {finding.message}"]
         if findings:
             lines.append(f"  fix ({r.id}): {r.hint}")
-        lines.append(f"  plugin: {self.plugin.root}")
+        lines.append(f"  rerun: pytest --plugin-dir {self.plugin.root} -k {r.id}")
         return "\n".join(lines)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:

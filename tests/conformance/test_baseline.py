@@ -20,57 +20,35 @@ def dangling(tmp_path: Path) -> Path:
     return plugin_with_manifest(tmp_path, manifest, "dangling")
 
 
-def write_baseline(path: Path, *entries: tuple[str, str]) -> Path:
-    path.write_text(
-        json.dumps(
-            {
-                "expected_failures": [
-                    {"plugin": plugin, "requirement": rid, "reason": "known"}
-                    for plugin, rid in entries
-                ]
-            }
-        )
-    )
-    return path
+def run_with_baseline(
+    pytester: pytest.Pytester, plugin: Path, *entries: tuple[str, str]
+) -> pytest.RunResult:
+    """Run the kit on plugin with a baseline listing the given (plugin, requirement) pairs."""
+    baseline = pytester.path / "baseline.json"
+    listed = [{"plugin": p, "requirement": rid, "reason": "known"} for p, rid in entries]
+    baseline.write_text(json.dumps({"expected_failures": listed}))
+    return pytester.runpytest("--plugin-dir", str(plugin), "--conformance-baseline", str(baseline))
 
 
 def test_listed_failure_is_expected(pytester: pytest.Pytester, dangling: Path) -> None:
-    baseline = write_baseline(
-        pytester.path / "baseline.json", ("fan.summer.markdown", "FY-MAN-004")
-    )
-    result = pytester.runpytest(
-        "--plugin-dir", str(dangling), "--conformance-baseline", str(baseline)
-    )
+    result = run_with_baseline(pytester, dangling, ("fan.summer.markdown", "FY-MAN-004"))
     result.assert_outcomes(passed=17, xfailed=1)
     assert result.ret == 0
 
 
 def test_unlisted_failure_still_fails(pytester: pytest.Pytester, dangling: Path) -> None:
-    baseline = write_baseline(
-        pytester.path / "baseline.json", ("fan.summer.markdown", "FY-MAN-003")
-    )
-    result = pytester.runpytest(
-        "--plugin-dir", str(dangling), "--conformance-baseline", str(baseline)
-    )
+    result = run_with_baseline(pytester, dangling, ("fan.summer.markdown", "FY-MAN-003"))
     result.assert_outcomes(passed=16, failed=2)
 
 
 def test_listed_requirement_that_passes_is_stale(pytester: pytest.Pytester) -> None:
-    baseline = write_baseline(
-        pytester.path / "baseline.json", ("fan.summer.markdown", "FY-MAN-004")
-    )
-    result = pytester.runpytest(
-        "--plugin-dir", str(SAMPLE), "--conformance-baseline", str(baseline)
-    )
+    result = run_with_baseline(pytester, SAMPLE, ("fan.summer.markdown", "FY-MAN-004"))
     result.assert_outcomes(passed=17, failed=1)
     result.stdout.fnmatch_lines(["*stale baseline entry: FY-MAN-004 now passes*"])
 
 
 def test_entry_for_nothing_checked_fails_the_run(pytester: pytest.Pytester) -> None:
-    baseline = write_baseline(pytester.path / "baseline.json", ("gone.plugin", "FY-MAN-004"))
-    result = pytester.runpytest(
-        "--plugin-dir", str(SAMPLE), "--conformance-baseline", str(baseline)
-    )
+    result = run_with_baseline(pytester, SAMPLE, ("gone.plugin", "FY-MAN-004"))
     result.assert_outcomes(passed=18)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*stale baseline entries*", "gone.plugin FY-MAN-004: *"])
