@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.findings import Finding
@@ -20,6 +21,7 @@ class FileParameter:
     parameter: str
     file_class: FileClass
     schema_pointer: str
+    schema: Any
     route: str
 
     def to_json(self) -> dict[str, str]:
@@ -39,7 +41,8 @@ def file_parameters(plugin: FengYuPlugin) -> list[FileParameter]:
         route = "B (host injects a matching grant)" if len(classes) == 1 else "A (model fills it)"
         for name, file_class in classes.items():
             at = tool.input_schema.pointer + pointer("properties", name)
-            found.append(FileParameter(str(tool.name), name, file_class, at, route))
+            schema = tool.input_schema.data["properties"][name]
+            found.append(FileParameter(str(tool.name), name, file_class, at, schema, route))
     return found
 
 
@@ -50,9 +53,8 @@ def file_parameters_typed_as_paths(ctx: CheckContext) -> Iterator[Finding]:
         if parameter.schema_pointer in seen:
             continue
         seen.add(parameter.schema_pointer)
-        schema = _schema_at(ctx.plugin, parameter)
         expected = "array of string" if parameter.file_class is FileClass.FILE_LIST else "string"
-        actual = _type_of(schema)
+        actual = _type_of(parameter.schema)
         if actual != expected:
             yield ctx.plugin.finding(
                 "FY-FILE-001",
@@ -95,11 +97,6 @@ def file_permissions_declared(ctx: CheckContext) -> Iterator[Finding]:
 
 def _classes(tool: AiTool) -> dict[str, FileClass]:
     return classify_parameters(tool.input_schema.data) if tool.input_schema else {}
-
-
-def _schema_at(plugin: FengYuPlugin, parameter: FileParameter) -> object:
-    tool = next(t for t in plugin.tools if str(t.name) == parameter.tool)
-    return tool.input_schema.data["properties"][parameter.parameter]
 
 
 def _type_of(schema: object) -> str:
