@@ -70,10 +70,16 @@ class KitRun:
     def collectable(self) -> set[tuple[str, str]]:
         return {(self.label(p), r.id) for p in self.plugins for r in self.requirements_for(p)}
 
+    def skip_reason(self, plugin: Any, requirement: Requirement) -> str | None:
+        """Why a requirement cannot be checked at all: the plugin's files did not load."""
+        if plugin.load_error is not None and requirement.id != LOAD_REQUIREMENT:
+            return f"manifest did not load ({LOAD_REQUIREMENT})"
+        return None
+
     def judge(self, plugin: Any, requirement: Requirement) -> Verdict:
         """Run the requirement's checks on the plugin and decide the outcome."""
-        if plugin.load_error is not None and requirement.id != LOAD_REQUIREMENT:
-            return Verdict(Status.SKIPPED, [], f"manifest did not load ({LOAD_REQUIREMENT})")
+        if reason := self.skip_reason(plugin, requirement):
+            return Verdict(Status.SKIPPED, [], reason)
         peers = [p for p in self.plugins if p is not plugin and p.load_error is None]
         try:
             findings = run_checks(CheckContext(plugin, requirement, peers))

@@ -119,6 +119,8 @@ class KitSession:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, items: list[pytest.Item]
     ) -> None:
+        """Replace the (empty) collection with one item per plugin x requirement, and report
+        them as collected so that pytest's own summary counts them."""
         items[:] = [
             ConformanceItem.from_parent(
                 session, kit=self.kit, plugin=plugin, requirement=requirement
@@ -126,11 +128,14 @@ class KitSession:
             for plugin in self.kit.plugins
             for requirement in self.kit.requirements_for(plugin)
         ]
+        report = pytest.CollectReport("", "passed", None, list(items))
+        self.config.hook.pytest_collectreport(report=report)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item) -> Any:
         report = yield
-        if isinstance(item, ConformanceItem) and report.when == "call":
+        ran = report.when == "call" or (report.when == "setup" and report.skipped)
+        if isinstance(item, ConformanceItem) and ran:
             report.conformance_record = json.dumps(item.record())
         return report
 
@@ -151,7 +156,8 @@ class KitSession:
         if self.is_worker:
             return
         write = terminalreporter.write_line
-        for plugin in self._plugin_summaries():
+        shown = [] if self.config.option.collectonly else self._plugin_summaries()
+        for plugin in shown:
             if plugin["file_parameters"]:
                 terminalreporter.section(f"file-class parameters of {plugin['label']}", sep="-")
                 for f in plugin["file_parameters"]:
@@ -193,6 +199,8 @@ class ConformanceItem(pytest.Item):
         super().__init__(name=name, nodeid=name, **kw)
         self.kit, self.plugin, self.requirement = kit, plugin, requirement
         self.add_marker(pytest.mark.conformance(requirement.id))
+        if reason := kit.skip_reason(plugin, requirement):
+            self.add_marker(pytest.mark.skip(reason=reason))
         self.user_properties += [
             ("requirement", requirement.id),
             ("level", requirement.level.value),
@@ -244,17 +252,17 @@ class ConformanceItem(pytest.Item):
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.plugin.root / "manifest.json", None, self.name
+        return self.plugin.root / "manifest.json", 0, self.name
 
     def record(self) -> dict[str, Any]:
-        verdict = self.verdict
+        verdict, r = self.verdict, self.requirement
         return {
             "plugin": self.kit.label(self.plugin),
             "plugin_dir": str(self.plugin.root),
-            "requirement": self.requirement.id,
-            "level": self.requirement.level.value,
-            "title": self.requirement.title,
+            "requirement": r.id,
+            "level": r.level.value,
+            "title": r.title,
             "status": verdict.status.value if verdict else Status.SKIPPED.value,
-            "reason": verdict.reason if verdict else "not run",
+            "reason": verdict.reason if verdict else self.kit.skip_reason(self.plugin, r) or "",
             "findings": [f.to_json() for f in verdict.findings] if verdict else [],
         }

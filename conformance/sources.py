@@ -93,7 +93,10 @@ def parse_json(text: str, display: str) -> JsonDocument:
     try:
         data = json.loads(text, object_pairs_hook=pairs_hook)
     except json.JSONDecodeError as exc:
-        raise JsonLoadError(f"{display} is not valid JSON: {exc.msg}", exc.lineno) from None
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise JsonLoadError(
+            f"{display} is not valid JSON: {exc.msg} ({where})", exc.lineno
+        ) from None
     duplicates = [
         DuplicateKey(pointer_at + pointer(key), key)
         for pointer_at, node in _walk(data, "")

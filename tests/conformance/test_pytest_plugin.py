@@ -49,6 +49,7 @@ def test_plugin_dir_replaces_the_repos_own_tests(pytester: pytest.Pytester) -> N
 
 def test_test_ids_name_plugin_requirement_and_title(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--plugin-dir", str(SAMPLE), "--collect-only", "-q")
+    result.stdout.fnmatch_lines([f"{len(_requirements('fengyu-v2'))} tests collected*"])
     lines = [line for line in result.stdout.lines if line.startswith("[")]
     assert "[fan.summer.markdown] FY-MAN-004 aiTools method resolves" in lines
     assert len(lines) == len(_requirements("fengyu-v2"))
@@ -182,3 +183,13 @@ def test_plugin_repo_conftest_is_not_loaded(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("raise ImportError('the plugin repo needs something not installed')")
     result = pytester.runpytest("--plugin-dir", str(SAMPLE))
     result.assert_outcomes(passed=len(_requirements("fengyu-v2")))
+
+
+def test_report_records_skipped_checks_too(run_kit, tmp_path: Path) -> None:
+    broken = plugin_with_manifest(tmp_path, "[1, 2", "broken")
+    kit = run_kit([broken], "-rs")
+    statuses = kit.statuses()
+    assert statuses.pop("FY-MAN-001") == "failed"
+    assert set(statuses.values()) == {"skipped"}
+    assert len(statuses) == len(_requirements("fengyu-v2")) - 1
+    kit.result.stdout.fnmatch_lines(["*broken/manifest.json: manifest did not load (FY-MAN-001)"])
