@@ -14,7 +14,9 @@ from typing import Any
 from conformance import checks  # noqa: F401  (registers every check)
 from conformance.baseline import Baseline
 from conformance.catalog import Level, Requirement, load_catalog
-from conformance.fengyu.manifest import load_fengyu_plugin
+from conformance.checks.fengyu_files import file_parameters
+from conformance.fengyu.manifest import FENGYU_V1, load_fengyu_plugin
+from conformance.fengyu.migrate import MigrationError, migrate_v1
 from conformance.findings import Finding, NotApplicable
 from conformance.registry import CheckContext, run_checks
 
@@ -75,6 +77,28 @@ class KitRun:
         if plugin.load_error is not None and requirement.id != LOAD_REQUIREMENT:
             return f"manifest did not load ({LOAD_REQUIREMENT})"
         return None
+
+    def summaries(self) -> list[dict[str, Any]]:
+        """What the reports say about each plugin beyond pass/fail: how the host will fill its
+        file parameters and, for a legacy manifest, its v2 equivalent."""
+        return [self._summary(p) for p in self.plugins]
+
+    def _summary(self, plugin: Any) -> dict[str, Any]:
+        summary: dict[str, Any] = {
+            "label": self.label(plugin),
+            "profile": plugin.profile,
+            "root": str(plugin.root),
+            "file_parameters": [],
+        }
+        if plugin.load_error is not None:
+            return summary
+        summary["file_parameters"] = [f.to_json() for f in file_parameters(plugin)]
+        if plugin.profile == FENGYU_V1:
+            try:
+                summary["v2_equivalent"] = migrate_v1(plugin.data).manifest
+            except MigrationError as exc:
+                summary["v2_equivalent_error"] = str(exc)
+        return summary
 
     def judge(self, plugin: Any, requirement: Requirement) -> Verdict:
         """Run the requirement's checks on the plugin and decide the outcome."""

@@ -17,7 +17,6 @@ import pytest
 from conformance.__main__ import format_catalog
 from conformance.baseline import BaselineError, load_baseline
 from conformance.catalog import Requirement
-from conformance.checks.fengyu_files import file_parameters
 from conformance.findings import Finding
 from conformance.kit import KitRun, KitUsageError, Status, Verdict
 from conformance.report import report_paths, write_reports
@@ -150,13 +149,13 @@ class KitSession:
         if self.kit.baseline.unmatched(self.kit.collectable()):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.config.option.conformance_report:
-            write_reports(self._report_base(), self._plugin_summaries(), self.records)
+            write_reports(self._report_base(), self.kit.summaries(), self.records)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:
             return
         write = terminalreporter.write_line
-        shown = [] if self.config.option.collectonly else self._plugin_summaries()
+        shown = [] if self.config.option.collectonly else self.kit.summaries()
         for plugin in shown:
             if plugin["file_parameters"]:
                 terminalreporter.section(f"file-class parameters of {plugin['label']}", sep="-")
@@ -176,19 +175,6 @@ class KitSession:
 
     def _report_base(self) -> Path:
         return Path(self.config.invocation_params.dir, self.config.option.conformance_report)
-
-    def _plugin_summaries(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "label": self.kit.label(p),
-                "profile": p.profile,
-                "root": str(p.root),
-                "file_parameters": [f.to_json() for f in file_parameters(p)]
-                if p.load_error is None
-                else [],
-            }
-            for p in self.kit.plugins
-        ]
 
 
 class ConformanceItem(pytest.Item):

@@ -71,6 +71,21 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
             f"| {label} | {f['tool']} | {f['parameter']} | {f['class']} | {f['route']} |"
             for label, f in files
         ]
+    for plugin in plugins:
+        if "v2_equivalent" in plugin:
+            text = json.dumps(plugin["v2_equivalent"], indent=2, ensure_ascii=False)
+            lines += [
+                "",
+                f"## {plugin['label']}: v2 equivalent of its v1 manifest",
+                "",
+                "<details><summary>manifest.json (schemaVersion 2)</summary>",
+                "",
+                "```json",
+                text,
+                "```",
+                "",
+                "</details>",
+            ]
     return "\n".join(lines) + "\n"
 
 

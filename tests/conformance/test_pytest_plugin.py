@@ -193,3 +193,13 @@ def test_report_records_skipped_checks_too(run_kit, tmp_path: Path) -> None:
     assert set(statuses.values()) == {"skipped"}
     assert len(statuses) == len(_requirements("fengyu-v2")) - 1
     kit.result.stdout.fnmatch_lines(["*broken/manifest.json: manifest did not load (FY-MAN-001)"])
+
+
+def test_reports_carry_the_v2_equivalent_of_a_v1_manifest(
+    run_kit, pytester: pytest.Pytester
+) -> None:
+    kit = run_kit([FIXTURE_PLUGINS / "FY-LEG-001-clean-v1"])
+    (plugin,) = kit.report["plugins"]
+    assert plugin["v2_equivalent"]["schemaVersion"] == 2
+    md = (pytester.path / "kit-report.md").read_text(encoding="utf-8")
+    assert "v2 equivalent of its v1 manifest" in md
