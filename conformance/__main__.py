@@ -12,7 +12,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from conformance.catalog import load_catalog
+from conformance.catalog import format_catalog
 from conformance.fengyu.manifest import MANIFEST
 from conformance.fengyu.migrate import MigrationError, migrate_v1
 from conformance.sources import JsonLoadError, load_json_file
@@ -36,14 +36,6 @@ def main(argv: list[str] | None = None) -> int:
                 print(entry)
         return 0
     return _migrate(args.path)
-
-
-def format_catalog() -> str:
-    rows = [
-        f"{r.id:<12} {r.level.value:<6} {r.title} - {r.text} [{r.source}]"
-        for r in load_catalog().values()
-    ]
-    return "\n".join(rows)
 
 
 def _migrate(path: Path) -> int:

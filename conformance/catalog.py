@@ -50,3 +50,11 @@ def load_catalog() -> dict[str, Requirement]:
 
 def requirement(rid: str) -> Requirement:
     return load_catalog()[rid]
+
+
+def format_catalog() -> str:
+    """The catalog as text, one requirement a line (for --list-requirements)."""
+    return "\n".join(
+        f"{r.id:<12} {r.level.value:<6} {r.title} - {r.text} [{r.source}]"
+        for r in load_catalog().values()
+    )

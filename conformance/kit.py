@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from conformance import checks  # noqa: F401  (registers every check)
-from conformance.baseline import Baseline
+from conformance.baseline import Baseline, ExpectedFailure
 from conformance.catalog import Level, Requirement, load_catalog
 from conformance.checks.fengyu_files import file_parameters
 from conformance.fengyu.manifest import FENGYU_V1, load_fengyu_plugin
@@ -78,6 +79,12 @@ class KitRun:
             return f"manifest did not load ({LOAD_REQUIREMENT})"
         return None
 
+    @cached_property
+    def stale_entries(self) -> list[ExpectedFailure]:
+        """Baseline entries that name nothing this run checks."""
+        return self.baseline.unmatched(self.collectable())
+
+    @cached_property
     def summaries(self) -> list[dict[str, Any]]:
         """What the reports say about each plugin beyond pass/fail: how the host will fill its
         file parameters and, for a legacy manifest, its v2 equivalent."""

@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from conformance.__main__ import format_catalog
 from conformance.baseline import BaselineError, load_baseline
-from conformance.catalog import Requirement
+from conformance.catalog import Requirement, format_catalog
 from conformance.findings import Finding
 from conformance.kit import KitRun, KitUsageError, Status, Verdict
 from conformance.report import report_paths, write_reports
@@ -146,22 +145,22 @@ class KitSession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
             return
-        if self.kit.baseline.unmatched(self.kit.collectable()):
+        if self.kit.stale_entries:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.config.option.conformance_report:
-            write_reports(self._report_base(), self.kit.summaries(), self.records)
+            write_reports(self._report_base(), self.kit.summaries, self.records)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:
             return
         write = terminalreporter.write_line
-        shown = [] if self.config.option.collectonly else self.kit.summaries()
+        shown = [] if self.config.option.collectonly else self.kit.summaries
         for plugin in shown:
             if plugin["file_parameters"]:
                 terminalreporter.section(f"file-class parameters of {plugin['label']}", sep="-")
                 for f in plugin["file_parameters"]:
                     write(f"{f['tool']}.{f['parameter']}: {f['class']}, route {f['route']}")
-        stale = self.kit.baseline.unmatched(self.kit.collectable())
+        stale = self.kit.stale_entries
         if stale:
             terminalreporter.section("stale baseline entries", sep="-", red=True)
             for entry in stale:
