@@ -1,0 +1,207 @@
+"""The worker's run loop: read requests on stdin, dispatch, answer on stdout (SPEC F5).
+
+One request at a time, in order, like FengYu's own SDK. stdout carries protocol frames only:
+while the loop runs, sys.stdout is pointed at stderr, so a stray print() cannot corrupt the
+stream. Notifications are never answered, not even with an error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
+
+from jsonschema import Draft202012Validator
+
+from reference_host.worker.errors import (
+    HANDLER_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RpcError,
+)
+from reference_host.worker.framing import read_frames
+
+SET_LEVEL = "$/fengyu/logging/setLevel"
+LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "WARN": 30, "WARNING": 30, "ERROR": 40, "OFF": 100}
+_MISSING = object()
+
+Handler = Callable[[dict[str, Any], "Context"], Any]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a handler may want besides its params."""
+
+    request_id: Any
+    method: str
+    plugin_id: str
+    plugin_root: Path
+    log: logging.Logger
+
+
+@dataclass(frozen=True)
+class Method:
+    handler: Handler
+    validator: Draft202012Validator | None
+
+
+class Worker:
+    """A registry of methods and the loop that serves them over stdio."""
+
+    def __init__(self, schemas: dict[str, dict[str, Any]] | None = None) -> None:
+        self._schemas = schemas or {}
+        self._methods: dict[str, Method] = {}
+        self.log = logging.getLogger("worker")
+
+    @classmethod
+    def from_manifest(cls, anchor: str | Path) -> Worker:
+        """A worker whose methods validate params against the manifest's rpc.methods schemas.
+
+        anchor is any path inside the plugin (usually __file__); the nearest manifest.json
+        above it is used, so schemas are declared once, in the manifest.
+        """
+        for folder in Path(anchor).resolve().parents:
+            manifest = folder / "manifest.json"
+            if manifest.is_file():
+                data = json.loads(manifest.read_text(encoding="utf-8"))
+                methods = (data.get("rpc") or {}).get("methods") or {}
+                return cls({name: m.get("inputSchema") for name, m in methods.items()})
+        raise FileNotFoundError(f"no manifest.json above {anchor}")
+
+    def method(
+        self, name: str, input_schema: dict[str, Any] | None = None
+    ) -> Callable[[Handler], Handler]:
+        """Register a handler; params are validated against input_schema (or the manifest's)."""
+        if name == SET_LEVEL or name.startswith("rpc."):
+            raise ValueError(f"{name} is reserved")
+        schema = input_schema if input_schema is not None else self._schemas.get(name)
+        validator = Draft202012Validator(schema) if schema else None
+
+        def register(handler: Handler) -> Handler:
+            self._methods[name] = Method(handler, validator)
+            return handler
+
+        return register
+
+    def run(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
+        """Serve until stdin reaches EOF; returns the process exit code (0)."""
+        stdin = stdin or sys.stdin.buffer
+        out = stdout or sys.stdout.buffer
+        _configure_logging(sys.stderr)
+        saved, sys.stdout = sys.stdout, sys.stderr
+        try:
+            for frame in read_frames(stdin):
+                if frame.oversize:
+                    _write(out, _error(None, RpcError(INVALID_REQUEST, "frame exceeds 16 MiB")))
+                elif frame.data.strip():
+                    reply = self.handle(frame.data)
+                    if reply is not None:
+                        _write(out, reply)
+        finally:
+            sys.stdout = saved
+        return 0
+
+    def handle(self, frame: bytes) -> dict[str, Any] | None:
+        """The response to one frame, or None for a notification."""
+        try:
+            request = json.loads(frame)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _error(None, RpcError(PARSE_ERROR, f"Parse error: {exc}"))
+        if not isinstance(request, dict):
+            return _error(None, RpcError(INVALID_REQUEST, "Invalid Request: expected an object"))
+        request_id = request.get("id", _MISSING)
+        id_ok = request_id is _MISSING or _valid_id(request_id)
+        problem = _request_problem(request) if id_ok else "id must be a string, number or null"
+        if problem:
+            reply_id = request_id if id_ok and request_id is not _MISSING else None
+            return _error(reply_id, RpcError(INVALID_REQUEST, f"Invalid Request: {problem}"))
+        try:
+            result = self._dispatch(request, None if request_id is _MISSING else request_id)
+        except RpcError as exc:
+            return None if request_id is _MISSING else _error(request_id, exc)
+        if request_id is _MISSING:
+            return None
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    def _dispatch(self, request: dict[str, Any], request_id: Any) -> Any:
+        name = request["method"]
+        params = request.get("params", {})
+        if name == SET_LEVEL:
+            _set_level(params)
+            return None
+        method = self._methods.get(name)
+        if method is None:
+            raise RpcError(METHOD_NOT_FOUND, f"Unknown method: {name}")
+        if not isinstance(params, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: expected an object of named params")
+        if method.validator is not None:
+            errors = sorted(method.validator.iter_errors(params), key=lambda e: list(e.path))
+            if errors:
+                raise RpcError(
+                    INVALID_PARAMS,
+                    f"Invalid params: {errors[0].message}",
+                    [
+                        {"pointer": "".join(f"/{p}" for p in e.absolute_path), "message": e.message}
+                        for e in errors
+                    ],
+                )
+        context = Context(
+            request_id,
+            name,
+            os.environ.get("FENGYU_PLUGIN_ID", ""),
+            Path(os.environ.get("FENGYU_PLUGIN_ROOT", ".")),
+            self.log,
+        )
+        try:
+            result = method.handler(params, context)
+            json.dumps(result)
+        except RpcError:
+            raise
+        except Exception as exc:
+            self.log.exception("handler %s failed", name)
+            raise RpcError(HANDLER_ERROR, f"{type(exc).__name__}: {exc}") from None
+        return result
+
+
+def _request_problem(request: dict[str, Any]) -> str | None:
+    if request.get("jsonrpc") != "2.0":
+        return 'jsonrpc must be "2.0"'
+    if not isinstance(request.get("method"), str):
+        return "method must be a string"
+    if "params" in request and not isinstance(request["params"], dict | list):
+        return "params must be an object or an array"
+    return None
+
+
+def _valid_id(value: Any) -> bool:
+    return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
+
+
+def _error(request_id: Any, error: RpcError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
+
+
+def _write(stream: BinaryIO, message: dict[str, Any]) -> None:
+    stream.write(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+    stream.flush()
+
+
+def _configure_logging(stream: TextIO) -> None:
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(LEVELS.get(os.environ.get("FENGYU_LOG_LEVEL", "INFO").upper(), 20))
+
+
+def _set_level(params: Any) -> None:
+    level = params.get("level") if isinstance(params, dict) else None
+    if isinstance(level, str) and level.upper() in LEVELS:
+        logging.getLogger().setLevel(LEVELS[level.upper()])
