@@ -7,8 +7,9 @@ the same classification, so plugin authors see what the host will do with each p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 
@@ -62,3 +63,34 @@ def _description(schema: Any) -> str:
     if isinstance(schema, Mapping) and isinstance(schema.get("description"), str):
         return schema["description"].lower()
     return ""
+
+
+class FileRefError(Exception):
+    """A FileRef in a call's params that is not granted to the called plugin."""
+
+
+def is_file_ref(value: Any) -> bool:
+    """FengYu's test for a FileRef: an object whose id starts with ref_ (SPEC F8)."""
+    return (
+        isinstance(value, Mapping)
+        and isinstance(value.get("id"), str)
+        and value["id"].startswith("ref_")
+    )
+
+
+def resolve_refs(params: Any, lookup: Callable[[str], Path | None], plugin_id: str) -> Any:
+    """params with every FileRef object replaced by its granted absolute path (SPEC F8).
+
+    Walks maps and lists recursively and returns a new structure. lookup answers the path
+    granted to this plugin for a ref id, or None; a ref it does not know fails the call.
+    """
+    if is_file_ref(params):
+        path = lookup(params["id"])
+        if path is None:
+            raise FileRefError(f"FileRef {params['id']} is not granted to plugin {plugin_id}")
+        return str(Path(path).resolve())
+    if isinstance(params, Mapping):
+        return {key: resolve_refs(value, lookup, plugin_id) for key, value in params.items()}
+    if isinstance(params, list):
+        return [resolve_refs(value, lookup, plugin_id) for value in params]
+    return params

@@ -53,6 +53,13 @@ class KitResult:
 
 
 @pytest.fixture
+def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
+    """pytester with an ini file, so inner runs do not warn about pytest-asyncio defaults."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    return pytester
+
+
+@pytest.fixture
 def run_kit(pytester: pytest.Pytester):
     """Run `pytest --plugin-dir ...` in-process; returns a KitResult."""
 

@@ -1,0 +1,70 @@
+"""How a worker is started (SPEC F5): its command, working folder and environment."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reference_host.process.errors import WorkerLaunchError
+
+JAR = Path("backend") / "worker.jar"
+EXECUTABLE = Path("backend") / "worker"
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything needed to (re)start one plugin's worker."""
+
+    plugin_id: str
+    root: Path
+    argv: tuple[str, ...]
+    data_dir: Path
+    log_level: str = "INFO"
+    call_timeout: float | None = None
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+    def environment(self) -> dict[str, str]:
+        """The parent's environment plus what F5 says a worker gets; TMP points at its data."""
+        env = dict(os.environ)
+        env.update(self.extra_env)
+        data = str(self.data_dir)
+        env.update(
+            {
+                "FENGYU_PLUGIN_ID": self.plugin_id,
+                "FENGYU_PLUGIN_ROOT": str(self.root),
+                "FENGYU_LOG_LEVEL": self.log_level,
+                "TMPDIR": data,
+                "TMP": data,
+                "TEMP": data,
+            }
+        )
+        return env
+
+    def shell_command(self) -> str:
+        """The command as a user would type it in the plugin folder (for reproductions)."""
+        env = f"FENGYU_PLUGIN_ID={shlex.quote(self.plugin_id)} FENGYU_PLUGIN_ROOT=."
+        return f"cd {shlex.quote(str(self.root))} && {env} {shlex.join(self.argv)}"
+
+
+def worker_command(root: Path, override: str | Sequence[str] | None = None) -> tuple[str, ...]:
+    """The launch command, in F5's order: the override, backend/worker.jar, backend/worker."""
+    if override:
+        argv = shlex.split(override) if isinstance(override, str) else list(override)
+        return tuple(argv)
+    if (root / JAR).is_file():
+        java = shutil.which("java")
+        if java is None:
+            raise WorkerLaunchError(f"{root / JAR} needs java, which is not on PATH")
+        return (java, "-jar", str(JAR))
+    executable = root / EXECUTABLE
+    if executable.is_file():
+        if not os.access(executable, os.X_OK):
+            raise WorkerLaunchError(f"{executable} is not executable (chmod +x it)")
+        return (str(executable),)
+    raise WorkerLaunchError(
+        f"no worker in {root}: expected {JAR}, an executable {EXECUTABLE}, or --worker-cmd"
+    )

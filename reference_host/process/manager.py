@@ -1,0 +1,83 @@
+"""PluginProcessManager: one lazily started worker per plugin, restarted after a failure.
+
+A timeout or a crash costs the pending calls and the process, never the host: the next call
+starts a fresh worker. FileRefs in the params are resolved to paths just before dispatch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from reference_host.filerefs import resolve_refs
+from reference_host.process.connection import WorkerConnection
+from reference_host.process.launch import WorkerSpec
+from reference_host.process.timeouts import effective_timeout
+
+RefLookup = Callable[[str], Path | None]
+
+
+class PluginProcessManager:
+    """Starts, calls and stops the workers of registered plugins."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, WorkerSpec] = {}
+        self._connections: dict[str, WorkerConnection] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def register(self, spec: WorkerSpec) -> None:
+        """Add or replace a plugin's worker spec; a running old worker keeps serving until
+        stopped, so an upgrade takes effect with the next start."""
+        self._specs[spec.plugin_id] = spec
+
+    def connection(self, plugin_id: str) -> WorkerConnection | None:
+        return self._connections.get(plugin_id)
+
+    async def invoke(
+        self,
+        plugin_id: str,
+        method: str,
+        params: Any,
+        *,
+        tool_timeout: float | None = None,
+        caller_timeout: float | None = None,
+        refs: RefLookup | None = None,
+    ) -> Any:
+        """Call method on the plugin's worker and return its result.
+
+        Raises a WorkerError subclass: WorkerRpcError for a JSON-RPC error (the worker stays
+        up), WorkerTimeout or WorkerCrashed otherwise (the next call restarts the worker), and
+        FileRefError when params hold a FileRef not granted to this plugin.
+        """
+        spec = self._specs[plugin_id]
+        if refs is not None:
+            params = resolve_refs(params, refs, plugin_id)
+        timeout = effective_timeout(tool_timeout, caller_timeout, spec.call_timeout)
+        connection = await self._running(plugin_id)
+        return await connection.call(method, params, timeout)
+
+    async def notify(self, plugin_id: str, method: str, params: Any) -> None:
+        connection = await self._running(plugin_id)
+        await connection.notify(method, params)
+
+    async def stop(self, plugin_id: str) -> None:
+        connection = self._connections.pop(plugin_id, None)
+        if connection is not None:
+            await connection.close()
+
+    async def close(self) -> None:
+        """Stop every worker: stdin closed, processes reaped, stragglers killed."""
+        await asyncio.gather(*(self.stop(pid) for pid in list(self._connections)))
+
+    async def _running(self, plugin_id: str) -> WorkerConnection:
+        lock = self._locks.setdefault(plugin_id, asyncio.Lock())
+        async with lock:
+            connection = self._connections.get(plugin_id)
+            if connection is None or not connection.alive:
+                if connection is not None:
+                    await connection.close(grace=0)
+                connection = await WorkerConnection.start(self._specs[plugin_id])
+                self._connections[plugin_id] = connection
+            return connection

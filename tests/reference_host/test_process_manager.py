@@ -1,0 +1,184 @@
+"""PluginProcessManager against real worker processes: calls, errors, timeouts, crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from reference_host.filerefs import FileRefError
+from reference_host.process import (
+    PluginProcessManager,
+    WorkerCrashed,
+    WorkerLaunchError,
+    WorkerProtocolError,
+    WorkerRpcError,
+    WorkerSpec,
+    WorkerTimeout,
+)
+
+FAKE_WORKER = Path(__file__).with_name("fake_worker.py")
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.fixture
+async def manager(tmp_path: Path):
+    manager = PluginProcessManager()
+    manager.register(spec(tmp_path))
+    yield manager
+    await manager.close()
+
+
+def spec(tmp_path: Path, **kw) -> WorkerSpec:
+    return WorkerSpec(
+        plugin_id="fan.summer.fake",
+        root=tmp_path,
+        argv=(sys.executable, str(FAKE_WORKER)),
+        data_dir=tmp_path / "data",
+        **kw,
+    )
+
+
+def pid_of(manager: PluginProcessManager) -> int:
+    connection = manager.connection("fan.summer.fake")
+    assert connection is not None
+    return connection.process.pid
+
+
+async def test_call_returns_the_result(manager: PluginProcessManager) -> None:
+    assert await manager.invoke("fan.summer.fake", "echo", {"a": [1, "é"]}) == {"a": [1, "é"]}
+
+
+async def test_worker_environment(manager: PluginProcessManager, tmp_path: Path) -> None:
+    env = await manager.invoke("fan.summer.fake", "env", {})
+    data = str(tmp_path / "data")
+    assert env == {
+        "FENGYU_PLUGIN_ID": "fan.summer.fake",
+        "FENGYU_PLUGIN_ROOT": str(tmp_path),
+        "FENGYU_LOG_LEVEL": "INFO",
+        "TMPDIR": data,
+        "TMP": data,
+        "TEMP": data,
+    }
+
+
+async def test_concurrent_calls_are_matched_by_id(manager: PluginProcessManager) -> None:
+    results = await asyncio.gather(
+        *(manager.invoke("fan.summer.fake", "sleep", {"seconds": s}) for s in (0.3, 0.1, 0.2))
+    )
+    assert results == [0.3, 0.1, 0.2]
+
+
+async def test_rpc_error_keeps_the_worker(manager: PluginProcessManager) -> None:
+    await manager.invoke("fan.summer.fake", "echo", {})
+    pid = pid_of(manager)
+    with pytest.raises(WorkerRpcError) as raised:
+        await manager.invoke("fan.summer.fake", "fail", {})
+    assert (raised.value.code, raised.value.rpc_message) == (4001, "no such row")
+    await manager.invoke("fan.summer.fake", "echo", {})
+    assert pid_of(manager) == pid
+
+
+async def test_timeout_kills_worker_and_descendants_then_restarts(
+    manager: PluginProcessManager, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "child.pid"
+    pending = asyncio.create_task(
+        manager.invoke("fan.summer.fake", "sleep", {"seconds": 30}, caller_timeout=5)
+    )
+    with pytest.raises(WorkerTimeout, match="within 1 s"):
+        await manager.invoke("fan.summer.fake", "spawn", {"pidfile": str(pidfile)}, tool_timeout=1)
+    with pytest.raises(WorkerTimeout):
+        await pending
+    worker_pid = pid_of(manager)
+    assert gone(worker_pid) and gone(int(pidfile.read_text()))
+    assert await manager.invoke("fan.summer.fake", "echo", {"again": True}) == {"again": True}
+    assert pid_of(manager) != worker_pid
+
+
+async def test_crash_fails_the_call_and_the_next_call_restarts(
+    manager: PluginProcessManager,
+) -> None:
+    await manager.invoke("fan.summer.fake", "echo", {})
+    first = pid_of(manager)
+    with pytest.raises(WorkerCrashed, match="exited with code 3") as raised:
+        await manager.invoke("fan.summer.fake", "crash", {"code": 3})
+    assert "about to crash" in raised.value.stderr
+    assert await manager.invoke("fan.summer.fake", "echo", {"n": 1}) == {"n": 1}
+    assert pid_of(manager) != first and gone(first)
+
+
+async def test_non_json_lines_and_unknown_ids_are_skipped(
+    manager: PluginProcessManager,
+) -> None:
+    assert await manager.invoke("fan.summer.fake", "noise", {}) == "after noise"
+    connection = manager.connection("fan.summer.fake")
+    assert connection is not None
+    assert list(connection.skipped_stdout) == ["this is not json"]
+
+
+async def test_large_result_under_the_cap(manager: PluginProcessManager) -> None:
+    result = await manager.invoke("fan.summer.fake", "big", {"bytes": 4 * 1024 * 1024})
+    assert len(result) == 4 * 1024 * 1024
+
+
+async def test_frame_over_16_mib_kills_the_worker(manager: PluginProcessManager) -> None:
+    with pytest.raises(WorkerProtocolError, match="over 16 MiB"):
+        await manager.invoke("fan.summer.fake", "big", {"bytes": 17 * 1024 * 1024})
+    assert await manager.invoke("fan.summer.fake", "echo", {"ok": 1}) == {"ok": 1}
+
+
+async def test_stderr_is_captured(manager: PluginProcessManager) -> None:
+    await manager.invoke("fan.summer.fake", "log", {"text": "hello from stderr"})
+    await asyncio.sleep(0.05)
+    connection = manager.connection("fan.summer.fake")
+    assert connection is not None and "hello from stderr" in connection.stderr
+
+
+async def test_close_reaps_the_worker(manager: PluginProcessManager) -> None:
+    await manager.invoke("fan.summer.fake", "echo", {})
+    connection = manager.connection("fan.summer.fake")
+    assert connection is not None
+    await manager.close()
+    assert connection.process.returncode == 0
+
+
+async def test_worker_ignoring_eof_is_killed_on_close(tmp_path: Path) -> None:
+    manager = PluginProcessManager()
+    manager.register(spec(tmp_path, extra_env={"IGNORE_EOF": "1"}))
+    await manager.invoke("fan.summer.fake", "echo", {})
+    connection = manager.connection("fan.summer.fake")
+    assert connection is not None
+    await connection.close(grace=0.2)
+    assert connection.process.returncode is not None and gone(connection.process.pid)
+
+
+async def test_refs_are_resolved_before_dispatch(
+    manager: PluginProcessManager, tmp_path: Path
+) -> None:
+    granted = tmp_path / "in.xlsx"
+    granted.write_bytes(b"")
+    ref = {"id": "ref_1", "name": "in.xlsx", "kind": "file", "access": "read", "size": 0}
+    lookup = {"ref_1": granted}.get
+    result = await manager.invoke("fan.summer.fake", "echo", {"files": [ref], "x": 1}, refs=lookup)
+    assert result == {"files": [str(granted)], "x": 1}
+    with pytest.raises(FileRefError, match=r"ref_2 is not granted to plugin fan\.summer\.fake"):
+        await manager.invoke("fan.summer.fake", "echo", {"f": {**ref, "id": "ref_2"}}, refs=lookup)
+
+
+async def test_launch_failure_is_clear(tmp_path: Path) -> None:
+    manager = PluginProcessManager()
+    manager.register(
+        WorkerSpec("fan.summer.none", tmp_path, ("/no/such/worker",), tmp_path / "data")
+    )
+    with pytest.raises(WorkerLaunchError, match="cannot start /no/such/worker"):
+        await manager.invoke("fan.summer.none", "echo", {})
