@@ -3,13 +3,13 @@
 The file is JSON, so a CI can keep it next to the plugin:
 
     {"expected_failures": [
-      {"plugin": "fan.summer.excel", "requirement": "FY-FILE-001", "reason": "tracked in #12"}
+      {"plugin": "fan.summer.excel", "requirement": "FY-FILE-001", "reason": "tracked in #12"},
+      {"plugin": "fan.summer.excel", "requirement": "FY-TOOL-001", "tool": "excel_query"}
     ]}
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,9 +22,12 @@ class BaselineError(Exception):
 
 @dataclass(frozen=True)
 class ExpectedFailure:
+    """A known failure; without `tool` it covers every tool of a per-tool requirement."""
+
     plugin: str
     requirement: str
     reason: str
+    tool: str | None = None
 
 
 @dataclass(frozen=True)
@@ -32,9 +35,16 @@ class Baseline:
     path: Path | None
     entries: tuple[ExpectedFailure, ...] = ()
 
-    def expects(self, plugin: str, requirement: str) -> ExpectedFailure | None:
+    def expects(
+        self, plugin: str, requirement: str, tool: str | None = None
+    ) -> ExpectedFailure | None:
         return next(
-            (e for e in self.entries if (e.plugin, e.requirement) == (plugin, requirement)), None
+            (
+                e
+                for e in self.entries
+                if (e.plugin, e.requirement) == (plugin, requirement) and e.tool in (None, tool)
+            ),
+            None,
         )
 
     def unmatched(self, collectable: set[tuple[str, str]]) -> list[ExpectedFailure]:
@@ -63,22 +73,13 @@ def load_baseline(path: Path | None) -> Baseline:
                 f"baseline {path} /expected_failures/{index}: "
                 "expected an object with string 'plugin' and 'requirement'"
             )
+        tool = entry.get("tool")
         parsed.append(
-            ExpectedFailure(entry["plugin"], entry["requirement"], str(entry.get("reason", "")))
+            ExpectedFailure(
+                entry["plugin"],
+                entry["requirement"],
+                str(entry.get("reason", "")),
+                tool if isinstance(tool, str) else None,
+            )
         )
     return Baseline(path, tuple(parsed))
-
-
-def dump_baseline(failures: list[ExpectedFailure]) -> str:
-    return (
-        json.dumps(
-            {
-                "expected_failures": [
-                    {"plugin": f.plugin, "requirement": f.requirement, "reason": f.reason}
-                    for f in failures
-                ]
-            },
-            indent=2,
-        )
-        + "\n"
-    )

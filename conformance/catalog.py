@@ -25,6 +25,12 @@ class Requirement:
     source: str
     hint: str
     profiles: tuple[str, ...]
+    suite: str = "manifest"
+
+    @property
+    def per_tool(self) -> bool:
+        """Checked once per aiTool rather than once per plugin."""
+        return self.suite == "tools"
 
     def applies_to(self, profile: str) -> bool:
         return profile in self.profiles
@@ -43,6 +49,7 @@ def load_catalog() -> dict[str, Requirement]:
             source=entry["source"],
             hint=entry["hint"],
             profiles=tuple(entry["profiles"]),
+            suite=entry.get("suite", "manifest"),
         )
         for rid, entry in tomllib.loads(text).items()
     }

@@ -19,7 +19,7 @@ class Finding:
     @property
     def location(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where} {self.pointer or '/'}"
+        return f"{where} {self.pointer}" if self.pointer else where
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

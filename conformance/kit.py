@@ -18,7 +18,9 @@ from conformance.catalog import Level, Requirement, load_catalog
 from conformance.checks.fengyu_files import file_parameters
 from conformance.fengyu.manifest import FENGYU_V1, load_fengyu_plugin
 from conformance.fengyu.migrate import MigrationError, migrate_v1
+from conformance.fengyu.services import WorkerServices
 from conformance.findings import Finding, NotApplicable
+from conformance.properties import PropertySettings
 from conformance.registry import CheckContext, run_checks
 
 LOAD_REQUIREMENT = "FY-MAN-001"
@@ -44,15 +46,39 @@ class Verdict:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class Target:
+    """One thing to check: a requirement on a plugin, or on one of its tools."""
+
+    plugin: Any
+    requirement: Requirement
+    tool: Any = None
+
+    @property
+    def tool_name(self) -> str | None:
+        return str(self.tool.name) if self.tool is not None else None
+
+
 @dataclass
 class KitRun:
     plugins: list[Any]
     baseline: Baseline
     strict: bool = False
+    worker_override: str | None = None
+    settings: PropertySettings = field(default_factory=PropertySettings)
     labels: dict[int, str] = field(default_factory=dict)
+    _workers: dict[int, WorkerServices] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, dirs: list[str], baseline: Baseline, strict: bool, base: Path) -> KitRun:
+    def load(
+        cls,
+        dirs: list[str],
+        baseline: Baseline,
+        strict: bool,
+        base: Path,
+        worker_override: str | None = None,
+        settings: PropertySettings | None = None,
+    ) -> KitRun:
         roots = []
         for raw in dirs:
             root = (base / raw).resolve()
@@ -60,7 +86,8 @@ class KitRun:
                 raise KitUsageError(f"--plugin-dir {raw}: {root} is not a folder")
             if root not in roots:
                 roots.append(root)
-        run = cls([load_fengyu_plugin(root) for root in roots], baseline, strict)
+        plugins = [load_fengyu_plugin(root) for root in roots]
+        run = cls(plugins, baseline, strict, worker_override, settings or PropertySettings())
         run.labels = _unique_labels(run.plugins)
         return run
 
@@ -69,6 +96,27 @@ class KitRun:
 
     def requirements_for(self, plugin: Any) -> list[Requirement]:
         return [r for r in load_catalog().values() if r.applies_to(plugin.profile)]
+
+    def targets(self, plugin: Any) -> list[Target]:
+        """What to check on a plugin: each requirement once, per-tool ones once per tool."""
+        tools = [t for t in plugin.tools if isinstance(t.name, str)]
+        return [
+            Target(plugin, requirement, tool)
+            for requirement in self.requirements_for(plugin)
+            for tool in (tools if requirement.per_tool else [None])
+        ]
+
+    def workers(self, plugin: Any) -> WorkerServices:
+        """The plugin's worker services, created on first use and closed by close()."""
+        if id(plugin) not in self._workers:
+            self._workers[id(plugin)] = WorkerServices(plugin, self.worker_override, self.settings)
+        return self._workers[id(plugin)]
+
+    def close(self) -> None:
+        """Stop every worker the run started and remove its scratch files."""
+        for services in self._workers.values():
+            services.close()
+        self._workers.clear()
 
     def collectable(self) -> set[tuple[str, str]]:
         return {(self.label(p), r.id) for p in self.plugins for r in self.requirements_for(p)}
@@ -107,17 +155,19 @@ class KitRun:
                 summary["v2_equivalent_error"] = str(exc)
         return summary
 
-    def judge(self, plugin: Any, requirement: Requirement) -> Verdict:
-        """Run the requirement's checks on the plugin and decide the outcome."""
+    def judge(self, target: Target) -> Verdict:
+        """Run the target's checks and decide the outcome."""
+        plugin, requirement = target.plugin, target.requirement
         if reason := self.skip_reason(plugin, requirement):
             return Verdict(Status.SKIPPED, [], reason)
         peers = [p for p in self.plugins if p is not plugin and p.load_error is None]
+        workers = self.workers(plugin) if requirement.suite != "manifest" else None
         try:
-            findings = run_checks(CheckContext(plugin, requirement, peers))
+            findings = run_checks(CheckContext(plugin, requirement, peers, workers, target.tool))
         except NotApplicable as exc:
             return Verdict(Status.SKIPPED, [], str(exc))
         failing = bool(findings) and (requirement.level is Level.MUST or self.strict)
-        expected = self.baseline.expects(self.label(plugin), requirement.id)
+        expected = self.baseline.expects(self.label(plugin), requirement.id, target.tool_name)
         if expected is not None:
             if findings:
                 return Verdict(Status.EXPECTED, findings, expected.reason)

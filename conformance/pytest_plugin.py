@@ -8,6 +8,7 @@ work as pytest users expect. MUST findings fail, SHOULD findings warn.
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,27 @@ from typing import Any
 import pytest
 
 from conformance.baseline import BaselineError, load_baseline
-from conformance.catalog import Requirement, format_catalog
+from conformance.catalog import format_catalog
 from conformance.findings import Finding
-from conformance.kit import KitRun, KitUsageError, Status, Verdict
+from conformance.kit import KitRun, KitUsageError, Status, Target, Verdict
+from conformance.properties import PropertySettings
 from conformance.report import report_paths, write_reports
+
+SUITES = {
+    "manifest": "a static check of the plugin's files",
+    "worker": "a protocol check of the plugin's running worker",
+    "tools": "a property check of one tool against the running worker",
+}
+
+
+def _property_settings(config: pytest.Config) -> PropertySettings:
+    examples = config.option.conformance_examples or config.getini("conformance_examples")
+    derandomize = config.option.conformance_derandomize or bool(os.environ.get("CI"))
+    return PropertySettings(
+        examples=int(examples) if examples else PropertySettings.examples,
+        seed=config.option.conformance_seed,
+        derandomize=derandomize,
+    )
 
 
 class ConformanceWarning(UserWarning):
@@ -60,6 +78,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--list-requirements", action="store_true", help="print the requirement catalog and exit"
     )
+    group.addoption(
+        "--worker-cmd",
+        metavar="CMD",
+        help="start the worker with CMD (run in the plugin folder) instead of backend/worker",
+    )
+    group.addoption(
+        "--conformance-examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="hypothesis examples per tool property (default 25)",
+    )
+    group.addoption(
+        "--conformance-seed", type=int, default=None, metavar="N", help="hypothesis seed"
+    )
+    group.addoption(
+        "--conformance-derandomize",
+        action="store_true",
+        help="derive examples from the test instead of at random (the default when CI is set)",
+    )
+    parser.addini("conformance_worker_cmd", "default for --worker-cmd")
+    parser.addini("conformance_examples", "default for --conformance-examples")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -81,6 +121,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.option.plugin_dir:
         return
     config.addinivalue_line("markers", "conformance(requirement): a conformance kit check")
+    for suite, what in SUITES.items():
+        config.addinivalue_line("markers", f"{suite}: {what}")
     baseline_option = config.option.conformance_baseline
     try:
         baseline = load_baseline(Path(baseline_option) if baseline_option else None)
@@ -89,6 +131,8 @@ def pytest_configure(config: pytest.Config) -> None:
             baseline,
             config.option.conformance_strict,
             config.invocation_params.dir,
+            config.option.worker_cmd or config.getini("conformance_worker_cmd") or None,
+            _property_settings(config),
         )
     except (BaselineError, KitUsageError) as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -120,11 +164,9 @@ class KitSession:
         """Replace the (empty) collection with one item per plugin x requirement, and report
         them as collected so that pytest's own summary counts them."""
         items[:] = [
-            ConformanceItem.from_parent(
-                session, kit=self.kit, plugin=plugin, requirement=requirement
-            )
+            ConformanceItem.from_parent(session, kit=self.kit, target=target)
             for plugin in self.kit.plugins
-            for requirement in self.kit.requirements_for(plugin)
+            for target in self.kit.targets(plugin)
         ]
         report = pytest.CollectReport("", "passed", None, list(items))
         self.config.hook.pytest_collectreport(report=report)
@@ -143,6 +185,7 @@ class KitSession:
             self.records.append(json.loads(record))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.kit.close()
         if self.is_worker:
             return
         if self.kit.stale_entries:
@@ -177,13 +220,18 @@ class KitSession:
 
 
 class ConformanceItem(pytest.Item):
-    """One requirement checked on one plugin, named `[plugin] ID title`."""
+    """One requirement checked on one plugin (or tool), named `[plugin] ID title [tool]`."""
 
-    def __init__(self, *, kit: KitRun, plugin: Any, requirement: Requirement, **kw: Any) -> None:
+    def __init__(self, *, kit: KitRun, target: Target, **kw: Any) -> None:
+        plugin, requirement = target.plugin, target.requirement
         name = f"[{kit.label(plugin)}] {requirement.id} {requirement.title}"
+        if target.tool_name is not None:
+            name += f" [{target.tool_name}]"
         super().__init__(name=name, nodeid=name, **kw)
-        self.kit, self.plugin, self.requirement = kit, plugin, requirement
+        self.kit, self.target = kit, target
+        self.plugin, self.requirement = plugin, requirement
         self.add_marker(pytest.mark.conformance(requirement.id))
+        self.add_marker(getattr(pytest.mark, requirement.suite))
         if reason := kit.skip_reason(plugin, requirement):
             self.add_marker(pytest.mark.skip(reason=reason))
         self.user_properties += [
@@ -191,10 +239,12 @@ class ConformanceItem(pytest.Item):
             ("level", requirement.level.value),
             ("plugin", kit.label(plugin)),
         ]
+        if target.tool_name is not None:
+            self.user_properties.append(("tool", target.tool_name))
         self.verdict: Verdict | None = None
 
     def runtest(self) -> None:
-        verdict = self.verdict = self.kit.judge(self.plugin, self.requirement)
+        verdict = self.verdict = self.kit.judge(self.target)
         if verdict.status is Status.SKIPPED:
             pytest.skip(verdict.reason)
         if verdict.status is Status.EXPECTED:
@@ -225,10 +275,12 @@ class ConformanceItem(pytest.Item):
         if headline:
             lines.append(headline)
         for finding in findings:
-            lines += [f"  {finding.location}", f"    {finding.message}"]
+            lines.append(f"  {finding.location}")
+            lines += [f"    {line}" for line in finding.message.splitlines()]
         if findings:
             lines.append(f"  fix ({r.id}): {r.hint}")
-        lines.append(f"  rerun: pytest --plugin-dir {self.plugin.root} -k {r.id}")
+        selector = f"'{r.id} and {self.target.tool_name}'" if self.target.tool_name else r.id
+        lines.append(f"  rerun: pytest --plugin-dir {self.plugin.root} -k {selector}")
         return "\n".join(lines)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
@@ -245,6 +297,7 @@ class ConformanceItem(pytest.Item):
             "plugin": self.kit.label(self.plugin),
             "plugin_dir": str(self.plugin.root),
             "requirement": r.id,
+            "tool": self.target.tool_name,
             "level": r.level.value,
             "title": r.title,
             "status": verdict.status.value if verdict else Status.SKIPPED.value,

@@ -19,11 +19,14 @@ CheckFn = Callable[["CheckContext"], Iterable[Finding]]
 
 @dataclass(frozen=True)
 class CheckContext:
-    """What a check may look at: the plugin, the requirement, and the other plugins in the run."""
+    """What a check may look at: the plugin, the requirement, the other plugins in the run,
+    the plugin's worker services (started on first use) and, for per-tool checks, the tool."""
 
     plugin: Any
     requirement: Requirement
     peers: Sequence[Any] = field(default_factory=tuple)
+    workers: Any = None
+    tool: Any = None
 
 
 _CHECKS: dict[str, list[CheckFn]] = {}

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +20,11 @@ TESTS = Path(__file__).parent
 FIXTURE_PLUGINS = TESTS / "fixtures" / "plugins"
 REPO = TESTS.parent
 
+# Sample workers start with `#!/usr/bin/env python3`: make that the interpreter running the
+# tests (with the SDK installed), even when pytest was started without activating the venv.
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+SEVERITY = ["failed", "stale-baseline-entry", "expected-failure", "warned", "passed", "skipped"]
+
 
 @dataclass
 class KitResult:
@@ -27,13 +34,22 @@ class KitResult:
     report: dict[str, Any]
 
     def statuses(self, plugin: str | None = None) -> dict[str, str]:
-        """Requirement id -> status, for one plugin label (or the only plugin)."""
+        """Requirement id -> status, for one plugin label (or the only plugin).
+
+        A per-tool requirement has one record per tool; the worst of them stands for it.
+        """
         records = self.report["results"]
         labels = {r["plugin"] for r in records}
         if plugin is None:
             assert len(labels) == 1, f"several plugins in the run: {labels}"
             plugin = labels.pop()
-        return {r["requirement"]: r["status"] for r in records if r["plugin"] == plugin}
+        worst: dict[str, str] = {}
+        for record in records:
+            if record["plugin"] == plugin:
+                rid, status = record["requirement"], record["status"]
+                if rid not in worst or SEVERITY.index(status) < SEVERITY.index(worst[rid]):
+                    worst[rid] = status
+        return worst
 
     def reported(self, plugin: str | None = None) -> set[str]:
         """Requirements that did not simply pass (failed, warned, expected or stale)."""

@@ -28,7 +28,7 @@ from reference_host.process.errors import (
     WorkerTimeout,
 )
 from reference_host.process.launch import WorkerSpec
-from reference_host.worker.framing import MAX_FRAME_BYTES
+from reference_host.worker.framing import MAX_FRAME_BYTES, decode_line
 
 STDERR_TAIL_LINES = 200
 log = logging.getLogger("reference_host.worker")
@@ -119,7 +119,7 @@ class WorkerConnection:
     async def kill(self, reason: WorkerError) -> None:
         """Kill the worker and every descendant, and fail the pending calls with reason."""
         self._failure = self._failure or reason
-        _kill_tree(self.process.pid)
+        kill_tree(self.process.pid)
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
         await self.process.wait()
@@ -166,12 +166,8 @@ class WorkerConnection:
         self._fail_pending(self._failure or crash)
 
     def _dispatch(self, line: bytes) -> None:
-        text = line.rstrip(b"\n").removesuffix(b"\r").decode("utf-8", "replace")
-        try:
-            message = json.loads(text)
-        except json.JSONDecodeError:
-            message = None
-        if not isinstance(message, dict):
+        text, message = decode_line(line)
+        if message is None:
             if text.strip():
                 self.skipped_stdout.append(text[:1000])
                 log.warning("%s: skipped non-JSON stdout line: %.200s", self.spec.plugin_id, text)
@@ -203,7 +199,7 @@ class WorkerConnection:
                 future.set_exception(error)
 
 
-def _kill_tree(pid: int) -> None:
+def kill_tree(pid: int) -> None:
     """SIGKILL the worker's process group and any descendant that left it."""
     try:
         descendants = psutil.Process(pid).children(recursive=True)

@@ -62,14 +62,14 @@ class PluginProcessManager:
         connection = await self._running(plugin_id)
         await connection.notify(method, params)
 
-    async def stop(self, plugin_id: str) -> None:
+    async def stop(self, plugin_id: str, grace: float = 5.0) -> None:
         connection = self._connections.pop(plugin_id, None)
         if connection is not None:
-            await connection.close()
+            await connection.close(grace)
 
-    async def close(self) -> None:
-        """Stop every worker: stdin closed, processes reaped, stragglers killed."""
-        await asyncio.gather(*(self.stop(pid) for pid in list(self._connections)))
+    async def close(self, grace: float = 5.0) -> None:
+        """Stop every worker: stdin closed, processes reaped, stragglers killed after grace."""
+        await asyncio.gather(*(self.stop(pid, grace) for pid in list(self._connections)))
 
     async def _running(self, plugin_id: str) -> WorkerConnection:
         lock = self._locks.setdefault(plugin_id, asyncio.Lock())

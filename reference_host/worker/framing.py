@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 
@@ -33,3 +34,13 @@ def read_frames(stream: BinaryIO, limit: int = MAX_FRAME_BYTES) -> Iterator[Fram
             yield Frame(b"", oversize=True)
             continue
         yield Frame(line.rstrip(b"\n").removesuffix(b"\r"))
+
+
+def decode_line(raw: bytes) -> tuple[str, dict[str, Any] | None]:
+    """A received line as text, and as a JSON object when it is one (else None)."""
+    text = raw.rstrip(b"\n").removesuffix(b"\r").decode("utf-8", "replace")
+    try:
+        message = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        message = None
+    return text, message if isinstance(message, dict) else None

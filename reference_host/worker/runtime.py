@@ -114,6 +114,8 @@ class Worker:
             request = json.loads(frame)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return _error(None, RpcError(PARSE_ERROR, f"Parse error: {exc}"))
+        except RecursionError:
+            return _error(None, RpcError(PARSE_ERROR, "Parse error: nested too deeply"))
         if not isinstance(request, dict):
             return _error(None, RpcError(INVALID_REQUEST, "Invalid Request: expected an object"))
         request_id = request.get("id", _MISSING)
@@ -189,7 +191,13 @@ def _error(request_id: Any, error: RpcError) -> dict[str, Any]:
 
 
 def _write(stream: BinaryIO, message: dict[str, Any]) -> None:
-    stream.write(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+    """One frame; text that UTF-8 cannot carry (a lone surrogate) is sent \\u-escaped."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = json.dumps(message, separators=(",", ":")).encode("ascii")
+    stream.write(data + b"\n")
     stream.flush()
 
 

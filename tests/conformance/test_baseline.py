@@ -27,7 +27,9 @@ def run_with_baseline(
     baseline = pytester.path / "baseline.json"
     listed = [{"plugin": p, "requirement": rid, "reason": "known"} for p, rid in entries]
     baseline.write_text(json.dumps({"expected_failures": listed}))
-    return pytester.runpytest("--plugin-dir", str(plugin), "--conformance-baseline", str(baseline))
+    return pytester.runpytest(
+        "-m", "manifest", "--plugin-dir", str(plugin), "--conformance-baseline", str(baseline)
+    )
 
 
 def test_listed_failure_is_expected(pytester: pytest.Pytester, dangling: Path) -> None:
@@ -57,7 +59,9 @@ def test_entry_for_nothing_checked_fails_the_run(pytester: pytest.Pytester) -> N
 def test_malformed_baseline_is_a_usage_error(pytester: pytest.Pytester) -> None:
     bad = pytester.path / "baseline.json"
     bad.write_text('{"expected_failures": [{"plugin": 1}]}')
-    result = pytester.runpytest("--plugin-dir", str(SAMPLE), "--conformance-baseline", str(bad))
+    result = pytester.runpytest(
+        "-m", "manifest", "--plugin-dir", str(SAMPLE), "--conformance-baseline", str(bad)
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*baseline.json /expected_failures/0: expected an object*"])
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import psutil
 import pytest
 
 from conformance.catalog import load_catalog
@@ -42,14 +44,16 @@ def test_inert_without_plugin_dir(pytester: pytest.Pytester) -> None:
 
 def test_plugin_dir_replaces_the_repos_own_tests(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_own(): assert False")
-    result = pytester.runpytest("--plugin-dir", str(SAMPLE), "-v")
+    result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(SAMPLE), "-v")
     result.assert_outcomes(passed=len(_requirements("fengyu-v2")))
     assert "test_own" not in result.stdout.str()
 
 
 def test_test_ids_name_plugin_requirement_and_title(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--plugin-dir", str(SAMPLE), "--collect-only", "-q")
-    result.stdout.fnmatch_lines([f"{len(_requirements('fengyu-v2'))} tests collected*"])
+    result = pytester.runpytest(
+        "-m", "manifest", "--plugin-dir", str(SAMPLE), "--collect-only", "-q"
+    )
+    result.stdout.fnmatch_lines([f"{len(_requirements('fengyu-v2'))}/* tests collected*"])
     lines = [line for line in result.stdout.lines if line.startswith("[")]
     assert "[fan.summer.markdown] FY-MAN-004 aiTools method resolves" in lines
     assert len(lines) == len(_requirements("fengyu-v2"))
@@ -65,7 +69,7 @@ def test_list_requirements_prints_the_catalog(pytester: pytest.Pytester) -> None
 def test_must_failure_prints_file_pointer_requirement_and_fix(
     pytester: pytest.Pytester, dangling: Path
 ) -> None:
-    result = pytester.runpytest("--plugin-dir", str(dangling))
+    result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(dangling))
     result.assert_outcomes(passed=len(_requirements("fengyu-v2")) - 1, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -79,19 +83,21 @@ def test_must_failure_prints_file_pointer_requirement_and_fix(
 
 
 def test_keyword_selection_runs_one_requirement(pytester: pytest.Pytester, dangling: Path) -> None:
-    result = pytester.runpytest("--plugin-dir", str(dangling), "-k", "FY-MAN-004")
+    result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(dangling), "-k", "FY-MAN-004")
     result.assert_outcomes(failed=1)
 
 
 def test_should_finding_warns_and_passes(pytester: pytest.Pytester, should_only: Path) -> None:
-    result = pytester.runpytest("--plugin-dir", str(should_only))
+    result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(should_only))
     result.assert_outcomes(passed=len(_requirements("fengyu-v2")), warnings=1)
     result.stdout.fnmatch_lines(["*ConformanceWarning: FY-FILE-003 (SHOULD)*"])
     assert result.ret == 0
 
 
 def test_strict_fails_on_should(pytester: pytest.Pytester, should_only: Path) -> None:
-    result = pytester.runpytest("--plugin-dir", str(should_only), "--conformance-strict")
+    result = pytester.runpytest(
+        "-m", "manifest", "--plugin-dir", str(should_only), "--conformance-strict"
+    )
     result.assert_outcomes(passed=len(_requirements("fengyu-v2")) - 1, failed=1)
     result.stdout.fnmatch_lines(["*FY-FILE-003 (SHOULD) file permissions declared*"])
 
@@ -100,13 +106,13 @@ def test_unloadable_manifest_fails_one_requirement_and_skips_the_rest(
     pytester: pytest.Pytester, tmp_path: Path
 ) -> None:
     broken = plugin_with_manifest(tmp_path, '{"schemaVersion": 2,,}', "broken")
-    result = pytester.runpytest("--plugin-dir", str(broken), "-rs")
+    result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(broken), "-rs")
     result.assert_outcomes(failed=1, skipped=len(_requirements("fengyu-v2")) - 1)
-    result.stdout.fnmatch_lines(["*manifest.json:1 /*", "*manifest.json is not valid JSON*"])
+    result.stdout.fnmatch_lines(["*manifest.json:1", "*manifest.json is not valid JSON*"])
 
 
 def test_missing_plugin_dir_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--plugin-dir", "no/such/dir")
+    result = pytester.runpytest("-m", "manifest", "--plugin-dir", "no/such/dir")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--plugin-dir no/such/dir: * is not a folder*"])
     assert "Traceback" not in result.stderr.str()
@@ -122,7 +128,14 @@ def test_several_plugin_dirs_and_duplicate_ids_get_distinct_labels(
         tool["name"] = "other_" + tool["name"]
     (copy / "manifest.json").write_text(json.dumps(manifest))
     result = pytester.runpytest(
-        "--plugin-dir", str(SAMPLE), "--plugin-dir", str(copy), "--collect-only", "-q"
+        "-m",
+        "manifest",
+        "--plugin-dir",
+        str(SAMPLE),
+        "--plugin-dir",
+        str(copy),
+        "--collect-only",
+        "-q",
     )
     assert f"[fan.summer.markdown@{copy}] FY-MAN-001 manifest loads" in result.stdout.str()
     assert "[fan.summer.markdown@" + str(SAMPLE) + "] FY-MAN-001 manifest loads" in (
@@ -134,7 +147,7 @@ def test_junit_xml_carries_requirement_properties(
     pytester: pytest.Pytester, dangling: Path
 ) -> None:
     junit = pytester.path / "junit.xml"
-    pytester.runpytest("--plugin-dir", str(dangling), f"--junitxml={junit}")
+    pytester.runpytest("-m", "manifest", "--plugin-dir", str(dangling), f"--junitxml={junit}")
     cases = ET.parse(junit).getroot().iter("testcase")
     properties = {
         case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
@@ -149,7 +162,7 @@ def test_junit_xml_carries_requirement_properties(
 
 
 def test_json_report_has_a_record_per_check(run_kit, dangling: Path) -> None:
-    kit = run_kit([dangling])
+    kit = run_kit([dangling], "-m", "manifest")
     records = kit.report["results"]
     assert len(records) == len(_requirements("fengyu-v2"))
     failed = [r for r in records if r["status"] == "failed"]
@@ -168,7 +181,7 @@ def test_json_report_has_a_record_per_check(run_kit, dangling: Path) -> None:
 
 
 def test_markdown_summary(run_kit, pytester: pytest.Pytester, dangling: Path) -> None:
-    run_kit([dangling])
+    run_kit([dangling], "-m", "manifest")
     md = (pytester.path / "kit-report.md").read_text(encoding="utf-8")
     assert "| fan.summer.markdown | fengyu-v2 | 17 | 0 | 1 | 0 | 0 | 0 |" in md
     assert "### fan.summer.markdown FY-MAN-004 (MUST, failed): aiTools method resolves" in md
@@ -176,18 +189,21 @@ def test_markdown_summary(run_kit, pytester: pytest.Pytester, dangling: Path) ->
 
 
 def _requirements(profile: str) -> list[str]:
-    return [rid for rid, r in load_catalog().items() if r.applies_to(profile)]
+    """Static requirements of a profile: these tests run the kit with `-m manifest`."""
+    return [
+        rid for rid, r in load_catalog().items() if r.applies_to(profile) and r.suite == "manifest"
+    ]
 
 
 def test_plugin_repo_conftest_is_not_loaded(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("raise ImportError('the plugin repo needs something not installed')")
-    result = pytester.runpytest("--plugin-dir", str(SAMPLE))
+    result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(SAMPLE))
     result.assert_outcomes(passed=len(_requirements("fengyu-v2")))
 
 
 def test_report_records_skipped_checks_too(run_kit, tmp_path: Path) -> None:
     broken = plugin_with_manifest(tmp_path, "[1, 2", "broken")
-    kit = run_kit([broken], "-rs")
+    kit = run_kit([broken], "-rs", "-m", "manifest")
     statuses = kit.statuses()
     assert statuses.pop("FY-MAN-001") == "failed"
     assert set(statuses.values()) == {"skipped"}
@@ -198,8 +214,40 @@ def test_report_records_skipped_checks_too(run_kit, tmp_path: Path) -> None:
 def test_reports_carry_the_v2_equivalent_of_a_v1_manifest(
     run_kit, pytester: pytest.Pytester
 ) -> None:
-    kit = run_kit([FIXTURE_PLUGINS / "FY-LEG-001-clean-v1"])
+    kit = run_kit([FIXTURE_PLUGINS / "FY-LEG-001-clean-v1"], "-m", "manifest")
     (plugin,) = kit.report["plugins"]
     assert plugin["v2_equivalent"]["schemaVersion"] == 2
     md = (pytester.path / "kit-report.md").read_text(encoding="utf-8")
     assert "v2 equivalent of its v1 manifest" in md
+
+
+def test_kit_run_leaves_no_process_behind(pytester: pytest.Pytester) -> None:
+    def running() -> set[int]:
+        return {
+            p.pid
+            for p in psutil.Process().children(recursive=True)
+            if p.status() != psutil.STATUS_ZOMBIE
+        }
+
+    before = running()
+    result = pytester.runpytest("--plugin-dir", str(SAMPLE), "-m", "worker or tools")
+    assert result.ret == 0
+    assert running() <= before
+
+
+def test_worker_cmd_option_starts_that_command(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    plugin = tmp_path / "plugin"
+    shutil.copytree(SAMPLE, plugin)
+    worker = plugin / "backend" / "worker"
+    worker.rename(plugin / "backend" / "serve.py")
+    result = pytester.runpytest(
+        "--plugin-dir",
+        str(plugin),
+        "-m",
+        "worker",
+        f"--worker-cmd={sys.executable} backend/serve.py",
+    )
+    result.assert_outcomes(passed=11)
+    without = pytester.runpytest("--plugin-dir", str(plugin), "-m", "worker")
+    without.assert_outcomes(failed=1, skipped=10)
+    without.stdout.fnmatch_lines(["*no worker in *: expected backend/worker.jar*"])

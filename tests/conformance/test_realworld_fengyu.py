@@ -1,5 +1,7 @@
 """The kit on real FengYu manifests: what it reports must match what a careful reader finds.
 
+Only the manifest suite runs (`-m manifest`): the corpus holds manifests, not workers.
+
 Each manifest from tests/data/fengyu_realworld is run as a plugin folder of its own. FengYu's
 valid fixtures pass, its illegal fixtures fail on exactly the requirement they illustrate, and
 the official plugins get the findings listed (and explained) below.
@@ -76,7 +78,7 @@ def test_kit_findings_on_real_manifest(name: str, tmp_path: Path, run_kit) -> No
     plugin = tmp_path / "plugin"
     plugin.mkdir()
     shutil.copy(CORPUS / name, plugin / "manifest.json")
-    result = run_kit([plugin])
+    result = run_kit([plugin], "-m", "manifest")
     assert result.reported() == EXPECTED[name]
 
 
@@ -84,7 +86,7 @@ def test_official_excel_findings_point_at_the_values(tmp_path: Path, run_kit) ->
     plugin = tmp_path / "excel"
     plugin.mkdir()
     shutil.copy(CORPUS / "OfficialPlugins/plugin-excel/manifest.json", plugin / "manifest.json")
-    result = run_kit([plugin])
+    result = run_kit([plugin], "-m", "manifest")
     subset = result.findings("FY-MAN-011")
     assert [f["pointer"] for f in subset] == ["/aiTools/5/inputSchema#/properties/cursor/default"]
     assert subset[0]["line"] == 21

@@ -48,7 +48,8 @@ def expected_reports(folder: Path) -> set[str]:
 def test_fixture_reports_exactly_its_requirement(run_kit, folder: Path) -> None:
     rid = requirement_of(folder)
     requirement = load_catalog()[rid]
-    result = run_kit([folder])
+    static = requirement.suite == "manifest"
+    result = run_kit([folder], *(["-m", "manifest"] if static else []))
 
     assert result.reported() == expected_reports(folder)
     status = "failed" if requirement.level is Level.MUST else "warned"
@@ -80,7 +81,10 @@ def test_fixture_names_its_requirement(folder: Path) -> None:
 def test_sample_plugin_reports_nothing(run_kit) -> None:
     result = run_kit([SAMPLE_PLUGIN])
     assert result.reported() == set()
-    result.result.assert_outcomes(passed=len(result.statuses()))
+    records = result.report["results"]
+    skipped = [r for r in records if r["status"] == "skipped"]
+    assert [(r["requirement"], r["tool"]) for r in skipped] == [("FY-TOOL-003", "markdown_render")]
+    result.result.assert_outcomes(passed=len(records) - 1, skipped=1)
 
 
 def test_tool_name_clash_across_plugins(run_kit, tmp_path: Path) -> None:
@@ -90,7 +94,7 @@ def test_tool_name_clash_across_plugins(run_kit, tmp_path: Path) -> None:
     del manifest["aiTools"][1]
     second = plugin_with_manifest(tmp_path, manifest, "second")
 
-    result = run_kit([first, second])
+    result = run_kit([first, second], "-m", "manifest")
 
     assert result.reported("fan.summer.markdown") == {"FY-MAN-008"}
     assert result.reported("fan.summer.markdown-copy") == {"FY-MAN-008"}

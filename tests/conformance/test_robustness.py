@@ -70,8 +70,11 @@ def judge_all(manifest_text: str) -> None:
         Path(folder, "manifest.json").write_text(manifest_text, encoding="utf-8")
         run = KitRun.load([folder], Baseline(None), strict=False, base=Path(folder))
         plugin = run.plugins[0]
-        for requirement in run.requirements_for(plugin):
-            verdict = run.judge(plugin, requirement)
+        for target in run.targets(plugin):
+            if target.requirement.suite != "manifest":
+                continue
+            requirement = target.requirement
+            verdict = run.judge(target)
             assert verdict.status in Status
             for finding in verdict.findings:
                 assert finding.requirement == requirement.id

@@ -1,0 +1,165 @@
+"""Property checks of each aiTool against the real worker (SPEC F5, F6, F8).
+
+Inputs come from the tool's inputSchema (hypothesis-jsonschema), file-class parameters get
+real files as granted FileRefs, and calls go through the reference host's process manager.
+A failure reports the shrunk request, the reply, the worker's stderr and a one-line
+reproduction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from hypothesis import assume
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from conformance.fengyu.harness import CallOutcome
+from conformance.fengyu.manifest import AiTool
+from conformance.findings import Finding, NotApplicable
+from conformance.properties import Counterexample, find_counterexample
+from conformance.registry import CheckContext, check
+from conformance.strategies import InputSpace, to_json_schema
+from reference_host.filerefs import classify_parameters, resolve_refs
+
+UNRESOLVED_REF = {
+    "id": "ref_conformance-unresolved",
+    "name": "input.xlsx",
+    "kind": "file",
+    "access": "read",
+    "size": 1024,
+}
+
+
+class ToolRun:
+    """One tool's check run: its input space, files, worker harness and timeout."""
+
+    def __init__(self, ctx: CheckContext) -> None:
+        tool: AiTool | None = ctx.tool
+        workers = ctx.workers
+        if tool is None or workers is None or not workers.declared:
+            raise NotApplicable("the plugin declares no worker")
+        if workers.launch_error is not None or not workers.answers_at_start:
+            raise NotApplicable("the worker does not start (FY-WRK-001)")
+        if not isinstance(tool.method, str):
+            raise NotApplicable("the tool names no method (FY-MAN-004)")
+        self.ctx, self.tool, self.workers = ctx, tool, workers
+        schema = tool.input_schema.data if tool.input_schema else None
+        self.space = InputSpace.of(schema) if isinstance(schema, dict) else None
+        if self.space is None:
+            raise NotApplicable("the tool has no inputSchema object (FY-MAN-010)")
+        self.classes = classify_parameters(schema)
+        self.files = workers.files_for(str(tool.name))
+        self.harness = workers.harness()
+        self.timeout = workers.tool_timeout(tool)
+
+    def call(self, params: Any) -> CallOutcome:
+        resolved = resolve_refs(params, self.files.grants.get, self.workers.plugin_id)
+        return self.harness.call(self.tool.method, resolved, self.timeout)
+
+    def broken(self, outcome: CallOutcome) -> Counterexample | None:
+        if outcome.failed_badly:
+            return Counterexample(
+                f"{outcome.kind}: {outcome.message}", outcome, hang=outcome.kind == "timeout"
+            )
+        return None
+
+    def finding(self, rid: str, found: Counterexample | None) -> Iterator[Finding]:
+        if found is None:
+            return
+        outcome = found.outcome
+        reply = (
+            json.dumps(outcome.value, ensure_ascii=False)[:2000]
+            if outcome.kind in ("result", "rpc-error")
+            else outcome.message
+        )
+        shrunk = "" if found.shrunk else " (not shrunk: the worker hangs)"
+        lines = [
+            f"tool {self.tool.name!r}: {found.problem}",
+            f"request{shrunk}: {json.dumps(outcome.request, ensure_ascii=False)[:2000]}",
+            f"reply: {reply}",
+        ]
+        if outcome.stderr:
+            tail = "\n".join(outcome.stderr.splitlines()[-15:])
+            lines.append(f"worker stderr (last lines):\n{tail}")
+        lines.append(f"reproduce: {self.harness.reproduction(outcome.request)}")
+        message = self.files.as_shipped("\n".join(lines))
+        yield self.ctx.plugin.finding(rid, self.tool.pointer, message)
+
+
+@check("FY-TOOL-001")
+def valid_inputs_answered(ctx: CheckContext) -> Iterator[Finding]:
+    run = ToolRun(ctx)
+    output = run.tool.output_schema.data if run.tool.output_schema else None
+    validator = Draft202012Validator(to_json_schema(output)) if isinstance(output, dict) else None
+
+    def attempt(data: st.DataObject) -> Counterexample | None:
+        params = run.space.draw_valid(data.draw)
+        outcome = run.call(run.files.substitute(params, run.classes, data.draw))
+        if broken := run.broken(outcome):
+            return broken
+        if outcome.kind == "result" and validator is not None:
+            error = best_match(validator.iter_errors(outcome.value))
+            if error is not None:
+                where = "".join(f"/{p}" for p in error.absolute_path) or "/"
+                return Counterexample(
+                    f"the result does not match the outputSchema at {where}: {error.message}",
+                    outcome,
+                )
+        return None
+
+    yield from run.finding("FY-TOOL-001", find_counterexample(attempt, ctx.workers.settings))
+
+
+@check("FY-TOOL-002")
+def invalid_inputs_rejected(ctx: CheckContext) -> Iterator[Finding]:
+    run = ToolRun(ctx)
+
+    def attempt(data: st.DataObject) -> Counterexample | None:
+        params = run.space.draw_valid(data.draw)
+        mutations = run.space.mutations(params)
+        assume(mutations)
+        why, broken = data.draw(st.sampled_from(mutations))
+        changed = {k for k in params if broken.get(k, object()) != params[k]}
+        outcome = run.call(run.files.substitute(broken, run.classes, data.draw, keep=changed))
+        return run.broken(outcome) or _accepted(outcome, f"accepted an invalid input ({why})")
+
+    yield from run.finding("FY-TOOL-002", find_counterexample(attempt, ctx.workers.settings))
+
+
+@check("FY-TOOL-003")
+def unresolved_refs_rejected(ctx: CheckContext) -> Iterator[Finding]:
+    run = ToolRun(ctx)
+    if not run.classes:
+        raise NotApplicable("the tool has no file-class parameter")
+
+    def attempt(data: st.DataObject) -> Counterexample | None:
+        params = run.space.draw_valid(data.draw)
+        name = data.draw(st.sampled_from(sorted(run.classes)))
+        params = run.files.substitute({**params, name: None}, run.classes, data.draw, {name})
+        params[name] = UNRESOLVED_REF
+        outcome = run.harness.call(
+            run.tool.method,
+            {
+                k: v if k == name else resolve_refs(v, run.files.grants.get, run.workers.plugin_id)
+                for k, v in params.items()
+            },
+            run.timeout,
+        )
+        return run.broken(outcome) or _accepted(
+            outcome, f"accepted an unresolved FileRef object as {name!r}"
+        )
+
+    yield from run.finding("FY-TOOL-003", find_counterexample(attempt, ctx.workers.settings))
+
+
+def _accepted(outcome: CallOutcome, problem: str) -> Counterexample | None:
+    """A result that does not say success false counts as accepting the input."""
+    if outcome.kind != "result":
+        return None
+    if isinstance(outcome.value, dict) and outcome.value.get("success") is False:
+        return None
+    return Counterexample(problem, outcome)

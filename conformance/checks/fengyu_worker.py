@@ -1,0 +1,192 @@
+"""Protocol checks of a FengYu worker (SPEC F5, F6), read from one probe transcript."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from conformance.fengyu.probe import Exchange, Line, Transcript
+from conformance.findings import Finding, NotApplicable
+from conformance.registry import CheckContext, check
+
+
+def transcript(ctx: CheckContext, *, need_start: bool = True) -> Transcript:
+    """The plugin's probe transcript; NotApplicable when there is no worker to check."""
+    workers = ctx.workers
+    if workers is None or not workers.declared:
+        raise NotApplicable("the plugin declares no worker")
+    if workers.launch_error is not None:
+        if need_start:
+            raise NotApplicable("the worker cannot be launched (FY-WRK-001)")
+        raise _LaunchFailed(workers.launch_error)
+    result = workers.transcript()
+    if need_start and not result.exchanges["start"].answered:
+        raise NotApplicable("the worker did not answer at start (FY-WRK-001)")
+    return result
+
+
+class _LaunchFailed(Exception):
+    pass
+
+
+def finding(ctx: CheckContext, rid: str, problem: str, exchange: Exchange | None) -> Finding:
+    detail = f"{problem}\n{exchange.describe()}" if exchange else problem
+    return Finding(rid, f"{detail}\nworker: {ctx.workers.command}", ctx.workers.display, "")
+
+
+@check("FY-WRK-001")
+def worker_starts(ctx: CheckContext) -> Iterator[Finding]:
+    try:
+        start = transcript(ctx, need_start=False).exchanges["start"]
+    except _LaunchFailed as exc:
+        yield Finding("FY-WRK-001", str(exc), "backend/", "")
+        return
+    if not start.answered:
+        yield finding(ctx, "FY-WRK-001", "the worker did not answer its first request", start)
+
+
+def _single_error(
+    ctx: CheckContext, rid: str, name: str, code: int, ids: tuple[Any, ...]
+) -> Iterator[Finding]:
+    exchange = transcript(ctx).exchanges[name]
+    errors = [line.message.get("error") for line in exchange.replies if line.message]
+    replies = exchange.replies
+    ok = (
+        exchange.answered
+        and len(replies) == 1
+        and replies[0].message is not None
+        and isinstance(errors[0], dict)
+        and errors[0].get("code") == code
+        and _same_id(replies[0].message, ids)
+    )
+    if not ok:
+        expected_ids = " or ".join(repr(i) for i in ids)
+        yield finding(
+            ctx,
+            rid,
+            f"expected one error response with code {code} and id {expected_ids}",
+            exchange,
+        )
+
+
+@check("FY-WRK-002")
+def parse_error(ctx: CheckContext) -> Iterator[Finding]:
+    yield from _single_error(ctx, "FY-WRK-002", "parse-error", -32700, (None,))
+
+
+@check("FY-WRK-003")
+def invalid_request(ctx: CheckContext) -> Iterator[Finding]:
+    yield from _single_error(ctx, "FY-WRK-003", "invalid-request", -32600, ("inv-1", None))
+
+
+@check("FY-WRK-004")
+def unknown_method(ctx: CheckContext) -> Iterator[Finding]:
+    yield from _single_error(ctx, "FY-WRK-004", "unknown-method", -32601, ("unk-1",))
+
+
+def _silent(ctx: CheckContext, rid: str, name: str, what: str) -> Iterator[Finding]:
+    exchange = transcript(ctx).exchanges[name]
+    if exchange.replies or not exchange.answered:
+        yield finding(
+            ctx, rid, f"{what} must get no response, and the worker must go on answering", exchange
+        )
+
+
+@check("FY-WRK-005")
+def no_reply_to_notifications(ctx: CheckContext) -> Iterator[Finding]:
+    yield from _silent(ctx, "FY-WRK-005", "notifications", "a notification")
+
+
+@check("FY-WRK-009")
+def reserved_set_level(ctx: CheckContext) -> Iterator[Finding]:
+    yield from _silent(ctx, "FY-WRK-009", "set-level", "$/fengyu/logging/setLevel")
+
+
+@check("FY-WRK-006")
+def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
+    exchange = transcript(ctx).exchanges["ids"]
+    got = [
+        line.message.get("id", "<missing>") if line.message else "<not JSON>"
+        for line in exchange.replies
+    ]
+    if not exchange.answered or got != ["id-ü-1", 4242] or type(got[1]) is not int:
+        yield finding(
+            ctx,
+            "FY-WRK-006",
+            f"expected responses with ids 'id-ü-1' and 4242, got ids {got!r}",
+            exchange,
+        )
+
+
+@check("FY-WRK-007")
+def stdout_discipline(ctx: CheckContext) -> Iterator[Finding]:
+    result = transcript(ctx)
+    for name, line in result.all_lines():
+        problem = _response_problem(line)
+        if problem:
+            yield finding(
+                ctx, "FY-WRK-007", f"during {name!r}: {problem}: {line.text[:300]!r}", None
+            )
+
+
+@check("FY-WRK-008")
+def exits_on_eof(ctx: CheckContext) -> Iterator[Finding]:
+    result = transcript(ctx)
+    if result.exit_after_eof is None:
+        yield finding(
+            ctx,
+            "FY-WRK-008",
+            "the worker was still running 5 s after its stdin closed (it was killed)",
+            None,
+        )
+
+
+@check("FY-WRK-010")
+def framing(ctx: CheckContext) -> Iterator[Finding]:
+    exchanges = transcript(ctx).exchanges
+    for name, rid, what in (
+        ("crlf", "crlf-1", "a request ending in \\r\\n"),
+        ("big-frame", "big-1", "a 4 MiB request"),
+    ):
+        exchange = exchanges[name]
+        ids = [line.message.get("id") for line in exchange.replies if line.message]
+        if not exchange.answered or ids != [rid]:
+            yield finding(ctx, "FY-WRK-010", f"{what} got no response with id {rid!r}", exchange)
+
+
+@check("FY-WRK-011")
+def declared_methods_implemented(ctx: CheckContext) -> Iterator[Finding]:
+    for name, exchange in transcript(ctx).exchanges.items():
+        if not name.startswith("method:"):
+            continue
+        method = name.removeprefix("method:")
+        codes = [
+            line.message.get("error", {}).get("code")
+            for line in exchange.replies
+            if line.message and isinstance(line.message.get("error"), dict)
+        ]
+        if -32601 in codes:
+            yield finding(
+                ctx,
+                "FY-WRK-011",
+                f"declared method {method!r} answers -32601 (method not found)",
+                exchange,
+            )
+
+
+def _same_id(message: dict[str, Any], ids: tuple[Any, ...]) -> bool:
+    value = message.get("id", object())
+    return any(value == i and type(value) is type(i) for i in ids)
+
+
+def _response_problem(line: Line) -> str | None:
+    message = line.message
+    if message is None:
+        return "a stdout line that is not a JSON object"
+    if message.get("jsonrpc") != "2.0":
+        return 'a stdout object without jsonrpc "2.0"'
+    if "id" not in message:
+        return "a stdout object without id"
+    if ("result" in message) == ("error" in message):
+        return "a response needs exactly one of result and error"
+    return None

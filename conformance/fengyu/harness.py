@@ -1,0 +1,88 @@
+"""The reference host's process manager, driven synchronously for the kit's property checks.
+
+Tool checks call the worker exactly the way the host does (same manager, same timeouts,
+same restarts), from ordinary synchronous test code: the manager runs on an event loop in a
+background thread for the life of the kit run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from reference_host.process import (
+    PluginProcessManager,
+    WorkerCrashed,
+    WorkerError,
+    WorkerProtocolError,
+    WorkerRpcError,
+    WorkerSpec,
+    WorkerTimeout,
+)
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What one call came to, with everything a failure report needs."""
+
+    kind: str  # result | rpc-error | timeout | crash | protocol | launch
+    value: Any
+    message: str
+    stderr: str
+    request: dict[str, Any]
+
+    @property
+    def failed_badly(self) -> bool:
+        """A crash, a hang or broken framing: never acceptable, whatever the input."""
+        return self.kind in ("timeout", "crash", "protocol", "launch")
+
+
+class ToolHarness:
+    """One plugin's worker behind a PluginProcessManager on a private event loop."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, daemon=True, name=f"kit worker loop {spec.plugin_id}"
+        )
+        self._thread.start()
+        self.manager = PluginProcessManager()
+        self.manager.register(spec)
+
+    def call(self, method: str, params: Any, timeout: float) -> CallOutcome:
+        request = {"jsonrpc": "2.0", "id": "repro-1", "method": method, "params": params}
+        future = asyncio.run_coroutine_threadsafe(
+            self.manager.invoke(self.spec.plugin_id, method, params, tool_timeout=timeout),
+            self._loop,
+        )
+        try:
+            return CallOutcome("result", future.result(), "", "", request)
+        except WorkerRpcError as exc:
+            error = {"code": exc.code, "message": exc.rpc_message}
+            return CallOutcome("rpc-error", error, exc.message, exc.stderr, request)
+        except WorkerError as exc:
+            kind = {
+                WorkerTimeout: "timeout",
+                WorkerCrashed: "crash",
+                WorkerProtocolError: "protocol",
+            }.get(type(exc), "launch")
+            return CallOutcome(kind, None, exc.message, exc.stderr, request)
+
+    def reproduction(self, request: dict[str, Any]) -> str:
+        """A one-line shell command that sends request to the worker by hand."""
+        line = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
+        folder, _, command = self.spec.shell_command().partition(" && ")
+        return f"{folder} && printf '%s\\n' {shlex.quote(line)} | {command}"
+
+    def close(self) -> None:
+        """Stop the worker; exit on EOF is FY-WRK-008's business, so the grace is short."""
+        stopping = asyncio.run_coroutine_threadsafe(self.manager.close(grace=1.0), self._loop)
+        stopping.result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        self._loop.close()

@@ -1,0 +1,200 @@
+"""The protocol probe: one scripted conversation with a worker, read by many checks.
+
+Each exchange writes some frames and then a sentinel request for a method no worker can
+declare; everything the worker prints before the sentinel's answer belongs to the exchange.
+So "no reply to a notification" is seen without waiting for silence, and a worker that
+crashes or hangs in one exchange is restarted for the next, keeping checks independent.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.fengyu.raw_worker import Line, RawWorker
+from reference_host.process import WorkerSpec
+
+SENTINEL_METHOD = "conformance/sentinel"
+REPLY_SECONDS = 5.0
+STARTUP_SECONDS = 20.0
+EOF_SECONDS = 5.0
+BIG_FRAME_BYTES = 4 * 1024 * 1024
+
+
+@dataclass
+class Exchange:
+    """What was sent in one step of the probe and what came back before the sentinel."""
+
+    name: str
+    sent: list[bytes]
+    replies: list[Line] = field(default_factory=list)
+    answered: bool = False
+    note: str = ""
+    stderr: str = ""
+
+    def describe(self) -> str:
+        sent = " | ".join(_shorten(frame.decode("utf-8", "replace")) for frame in self.sent)
+        got = " | ".join(_shorten(line.text) for line in self.replies) or "nothing"
+        text = f"sent: {sent}\ngot: {got}"
+        if self.note:
+            text += f"\nnote: {self.note}"
+        if self.stderr:
+            text += "\nworker stderr (last lines):\n" + _tail(self.stderr)
+        return text
+
+
+@dataclass
+class Transcript:
+    """The whole probe: its exchanges by name and what happened at stdin EOF."""
+
+    command: str
+    exchanges: dict[str, Exchange] = field(default_factory=dict)
+    exit_after_eof: int | None = None
+    eof_stderr: str = ""
+
+    def all_lines(self) -> list[tuple[str, Line]]:
+        return [(e.name, line) for e in self.exchanges.values() for line in e.replies]
+
+
+def request(rid: Any, method: str, params: Any = None) -> dict[str, Any]:
+    message = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def frame(message: Any, ending: bytes = b"\n") -> bytes:
+    return json.dumps(message, ensure_ascii=False).encode() + ending
+
+
+def script(methods: dict[str, float]) -> list[tuple[str, list[bytes], float]]:
+    """The probe's exchanges: name, frames, seconds to wait for the sentinel."""
+    first_method = next(iter(methods), "conformance_unknown")
+    steps: list[tuple[str, list[bytes], float]] = [
+        ("start", [], REPLY_SECONDS),
+        ("parse-error", [b"{this is not json\n"], REPLY_SECONDS),
+        (
+            "invalid-request",
+            [frame({"jsonrpc": "2.0", "id": "inv-1", "params": {}})],
+            REPLY_SECONDS,
+        ),
+        (
+            "unknown-method",
+            [frame(request("unk-1", "conformance_no_such_method", {}))],
+            REPLY_SECONDS,
+        ),
+        (
+            "notifications",
+            [
+                frame({"jsonrpc": "2.0", "method": "conformance_no_such_method", "params": {}}),
+                frame({"jsonrpc": "2.0", "method": first_method, "params": {}}),
+            ],
+            methods.get(first_method, REPLY_SECONDS),
+        ),
+        (
+            "set-level",
+            [
+                frame(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "$/fengyu/logging/setLevel",
+                        "params": {"level": "DEBUG"},
+                    }
+                )
+            ],
+            REPLY_SECONDS,
+        ),
+        (
+            "ids",
+            [
+                frame(request("id-ü-1", "conformance_no_such_method", {})),
+                frame(request(4242, "conformance_no_such_method", {})),
+            ],
+            REPLY_SECONDS,
+        ),
+        (
+            "crlf",
+            [frame(request("crlf-1", "conformance_no_such_method", {}), b"\r\n")],
+            REPLY_SECONDS,
+        ),
+        (
+            "big-frame",
+            [
+                frame(
+                    request("big-1", "conformance_no_such_method", {"blob": "x" * BIG_FRAME_BYTES})
+                )
+            ],
+            REPLY_SECONDS * 2,
+        ),
+    ]
+    steps += [
+        (f"method:{name}", [frame(request(f"method-{name}", name, {}))], timeout)
+        for name, timeout in methods.items()
+    ]
+    return steps
+
+
+def run_probe(
+    spec: WorkerSpec, methods: dict[str, float], *, start_only: bool = False
+) -> Transcript:
+    """Run the script (or just its start step) against fresh worker processes.
+
+    Never raises for worker faults: they are what the transcript records.
+    """
+    transcript = Transcript(command=spec.shell_command())
+    worker: RawWorker | None = None
+    steps = script(methods)[:1] if start_only else script(methods)
+    for index, (name, frames, seconds) in enumerate(steps):
+        started = worker is None or not worker.alive()
+        if started:
+            if worker is not None:
+                worker.kill()
+            worker = RawWorker(spec)
+        wait = seconds + (STARTUP_SECONDS if started else 0)
+        exchange = _exchange(worker, name, frames, f"conformance-sentinel-{index}", wait)
+        transcript.exchanges[name] = exchange
+        if not exchange.answered:
+            worker.kill()
+    if worker is not None and worker.alive():
+        transcript.exit_after_eof = worker.close_stdin(EOF_SECONDS)
+        transcript.eof_stderr = worker.stderr
+        if transcript.exit_after_eof is None:
+            worker.kill()
+    elif worker is not None:
+        transcript.exit_after_eof = worker.process.returncode
+    return transcript
+
+
+def _exchange(
+    worker: RawWorker, name: str, frames: list[bytes], sentinel: str, seconds: float
+) -> Exchange:
+    exchange = Exchange(name, frames)
+    ok = all(worker.send(f) for f in frames) and worker.send(
+        frame(request(sentinel, SENTINEL_METHOD, {}))
+    )
+    deadline = time.monotonic() + seconds
+    while ok:
+        line = worker.next_line(deadline)
+        if line is None:
+            break
+        if line.message is not None and line.message.get("id") == sentinel:
+            exchange.answered = True
+            return exchange
+        exchange.replies.append(line)
+    code = worker.process.poll()
+    exchange.note = (
+        f"worker exited with code {code}" if code is not None else f"no answer within {seconds:g} s"
+    )
+    time.sleep(0.05)
+    exchange.stderr = worker.stderr
+    return exchange
+
+
+def _shorten(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _tail(text: str, lines: int = 20) -> str:
+    return "\n".join(text.splitlines()[-lines:])

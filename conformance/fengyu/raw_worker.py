@@ -1,0 +1,109 @@
+"""A worker process driven byte by byte, for protocol checks that must send malformed frames.
+
+The host's process manager only sends well-formed requests; protocol checks need to write
+anything and see every stdout line, so they talk to the process directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import subprocess
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from reference_host.process.connection import kill_tree
+from reference_host.process.launch import WorkerSpec
+from reference_host.worker.framing import MAX_FRAME_BYTES, decode_line
+
+
+@dataclass(frozen=True)
+class Line:
+    """One stdout line: its text and, when it is a JSON object, the object."""
+
+    text: str
+    message: dict[str, Any] | None
+
+    @classmethod
+    def parse(cls, raw: bytes) -> Line:
+        return cls(*decode_line(raw))
+
+
+class RawWorker:
+    """A started worker process with threads draining its stdout and stderr."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        spec.data_dir.mkdir(parents=True, exist_ok=True)
+        self.spec = spec
+        self.process = subprocess.Popen(
+            spec.argv,
+            cwd=spec.root,
+            env=spec.environment(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        self.lines: queue.Queue[Line | None] = queue.Queue()
+        self.stderr_tail: deque[str] = deque(maxlen=200)
+        threading.Thread(target=self._drain_stdout, daemon=True).start()
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+
+    @property
+    def stderr(self) -> str:
+        return "\n".join(self.stderr_tail)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def send(self, data: bytes) -> bool:
+        """Write data to stdin; False if the worker no longer reads it."""
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(data)
+            self.process.stdin.flush()
+        except (BrokenPipeError, ConnectionResetError, ValueError):
+            return False
+        return True
+
+    def next_line(self, deadline: float) -> Line | None:
+        """The next stdout line, or None at EOF or when the deadline (monotonic) passes."""
+        try:
+            return self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+
+    def close_stdin(self, wait: float) -> int | None:
+        """Close stdin and wait for the exit code (None if it did not exit in time)."""
+        with contextlib.suppress(OSError, ValueError):
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+        try:
+            return self.process.wait(wait)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        kill_tree(self.process.pid)
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
+
+    def _drain_stdout(self) -> None:
+        assert self.process.stdout is not None
+        with contextlib.suppress(OSError, ValueError):
+            while raw := self.process.stdout.readline(MAX_FRAME_BYTES + 1):
+                self.lines.put(Line.parse(raw))
+        self.lines.put(None)
+
+    def _drain_stderr(self) -> None:
+        assert self.process.stderr is not None
+        with contextlib.suppress(OSError, ValueError):
+            for raw in self.process.stderr:
+                self.stderr_tail.append(raw.decode("utf-8", "replace").rstrip())

@@ -1,0 +1,102 @@
+"""Everything worker-facing the kit keeps per plugin for one run, started only when needed.
+
+Static checks never start a process; the first worker or tool check does. Whatever was
+started is stopped by close() at the end of the run, so a kit run leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from functools import cached_property
+from pathlib import Path
+
+from conformance.fengyu.harness import ToolHarness
+from conformance.fengyu.manifest import AiTool, FengYuPlugin
+from conformance.fengyu.probe import Transcript, run_probe
+from conformance.fengyu.tool_files import ToolFiles
+from conformance.fengyu.worker import declared_methods, declares_worker, worker_spec
+from conformance.properties import PropertySettings
+from reference_host.process import WorkerLaunchError, WorkerSpec, effective_timeout
+
+
+class WorkerServices:
+    """The probe transcript, the tool harness and scratch files of one plugin's worker."""
+
+    def __init__(
+        self, plugin: FengYuPlugin, override: str | None, settings: PropertySettings
+    ) -> None:
+        self.plugin = plugin
+        self.settings = settings
+        self.declared = declares_worker(plugin, override)
+        self.workdir = Path(tempfile.mkdtemp(prefix="conformance-"))
+        self.launch_error: str | None = None
+        self.spec: WorkerSpec | None = None
+        try:
+            self.spec = worker_spec(plugin, override, self.workdir / "data")
+        except WorkerLaunchError as exc:
+            self.launch_error = exc.message
+        self._harness: ToolHarness | None = None
+        self._files: dict[str, ToolFiles] = {}
+
+    @property
+    def plugin_id(self) -> str:
+        return self.plugin.label
+
+    @property
+    def command(self) -> str:
+        return self.spec.shell_command() if self.spec else "(none)"
+
+    @property
+    def display(self) -> str:
+        """The worker as findings name it: its path in the plugin, or its command."""
+        if self.spec is None:
+            return "backend/"
+        program = Path(
+            self.spec.argv[-1] if self.spec.argv[0].endswith("java") else self.spec.argv[0]
+        )
+        try:
+            return str(program.resolve().relative_to(self.plugin.root))
+        except ValueError:
+            return " ".join(self.spec.argv)
+
+    @cached_property
+    def _transcript(self) -> Transcript:
+        assert self.spec is not None
+        return run_probe(self.spec, declared_methods(self.plugin))
+
+    def transcript(self) -> Transcript:
+        return self._transcript
+
+    @cached_property
+    def answers_at_start(self) -> bool:
+        """Whether the worker answers its first request (the full probe's answer if it ran)."""
+        assert self.spec is not None
+        if "_transcript" in self.__dict__:
+            return self._transcript.exchanges["start"].answered
+        quick = run_probe(self.spec, {}, start_only=True)
+        return quick.exchanges["start"].answered
+
+    def harness(self) -> ToolHarness:
+        assert self.spec is not None
+        if self._harness is None:
+            self._harness = ToolHarness(self.spec)
+        return self._harness
+
+    def files_for(self, tool: str) -> ToolFiles:
+        if tool not in self._files:
+            folder = self.workdir / "tools" / tool.replace("/", "_")
+            self._files[tool] = ToolFiles(self.plugin.root, tool, folder)
+        return self._files[tool]
+
+    def tool_timeout(self, tool: AiTool) -> float:
+        """What a host allows this tool's call: tool, then backend default, then 60 s."""
+        methods = declared_methods(self.plugin)
+        declared = tool.entry.get("timeoutSeconds")
+        return effective_timeout(declared, None, methods.get(tool.method))
+
+    def close(self) -> None:
+        if self._harness is not None:
+            self._harness.close()
+            self._harness = None
+        shutil.rmtree(self.workdir, ignore_errors=True)

@@ -1,0 +1,73 @@
+"""Real files for file-class parameters, handed to the worker as granted FileRefs.
+
+A plugin may ship example inputs in `conformance/examples/<tool name>/` (an .xlsx for an
+Excel tool, say); otherwise the kit writes a small text file. Examples are copied into the
+run's scratch folder first, so a worker that writes where it should only read cannot touch
+the plugin repo. Writable directories are fresh empty folders, one per call.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+
+from reference_host.filerefs import FileClass
+
+EXAMPLES = Path("conformance") / "examples"
+
+
+class ToolFiles:
+    """The files one tool's checks may use, and the grants that resolve their FileRefs."""
+
+    def __init__(self, plugin_root: Path, tool: str, workdir: Path) -> None:
+        self.workdir = workdir
+        self.inputs = workdir / "inputs"
+        source = plugin_root / EXAMPLES / tool
+        self.source = source if source.is_dir() else None
+        if source.is_dir():
+            shutil.copytree(source, self.inputs, dirs_exist_ok=True)
+        else:
+            self.inputs.mkdir(parents=True, exist_ok=True)
+            (self.inputs / "input.txt").write_text("conformance kit input\n", encoding="utf-8")
+        self.files = sorted(p for p in self.inputs.rglob("*") if p.is_file())
+        self.grants: dict[str, Path] = {}
+
+    def as_shipped(self, text: str) -> str:
+        """text with paths of example copies pointing at the plugin's own example files,
+        so a reproduction still works after the run's scratch folder is gone."""
+        return text.replace(str(self.inputs), str(self.source)) if self.source else text
+
+    def ref(self, path: Path, kind: str, access: str) -> dict[str, Any]:
+        """A FileRef granted for this run, as the host would put it in the params."""
+        ref_id = f"ref_{uuid.uuid4()}"
+        self.grants[ref_id] = path
+        size = path.stat().st_size if path.is_file() else 0
+        return {"id": ref_id, "name": path.name, "kind": kind, "access": access, "size": size}
+
+    def value(self, file_class: FileClass, draw: Any) -> Any:
+        """A FileRef (or a list of them) of the right kind for file_class."""
+        if file_class is FileClass.READ_FILE:
+            return self.ref(draw(st.sampled_from(self.files)), "file", "read")
+        if file_class is FileClass.READ_DIRECTORY:
+            return self.ref(self.inputs, "directory", "read")
+        if file_class is FileClass.WRITE_DIRECTORY:
+            out = Path(tempfile.mkdtemp(prefix="out-", dir=self.workdir))
+            return self.ref(out, "directory", "write")
+        chosen = draw(st.lists(st.sampled_from(self.files), min_size=1, max_size=3))
+        return [self.ref(path, "file", "read") for path in chosen]
+
+    def substitute(
+        self, params: Any, classes: dict[str, FileClass], draw: Any, keep: set[str] = frozenset()
+    ) -> Any:
+        """params with each present file-class parameter (but those in keep) given a FileRef."""
+        if not isinstance(params, dict):
+            return params
+        return {
+            name: self.value(classes[name], draw) if name in classes and name not in keep else value
+            for name, value in params.items()
+        }

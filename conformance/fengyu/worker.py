@@ -1,0 +1,58 @@
+"""What the kit needs to start a FengYu plugin's worker the way a host would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
+from reference_host.process import WorkerSpec, effective_timeout, worker_command
+from reference_host.process.launch import EXECUTABLE, JAR
+
+
+def declares_worker(plugin: FengYuPlugin, override: str | None) -> bool:
+    """Whether the plugin has a worker to check: declared, shipped, or given on the CLI."""
+    data = plugin.data
+    rpc = data.get("rpc")
+    return bool(
+        override
+        or isinstance(data.get("backend"), dict)
+        or (isinstance(rpc, dict) and rpc.get("methods"))
+        or (plugin.root / JAR).is_file()
+        or (plugin.root / EXECUTABLE).is_file()
+    )
+
+
+def worker_spec(plugin: FengYuPlugin, override: str | None, data_dir: Path) -> WorkerSpec:
+    """The spec hosts would start; raises WorkerLaunchError when there is nothing to start."""
+    backend = plugin.data.get("backend")
+    timeout = backend.get("callTimeoutSeconds") if isinstance(backend, dict) else None
+    return WorkerSpec(
+        plugin_id=plugin.label,
+        root=plugin.root,
+        argv=worker_command(plugin.root, override),
+        data_dir=data_dir,
+        call_timeout=timeout if isinstance(timeout, int) else None,
+    )
+
+
+def declared_methods(plugin: FengYuPlugin) -> dict[str, float]:
+    """Each declared RPC method with the timeout a host would give it."""
+    backend = plugin.data.get("backend")
+    default = backend.get("callTimeoutSeconds") if isinstance(backend, dict) else None
+    if plugin.profile == FENGYU_V1:
+        return {
+            t.method: effective_timeout(t.entry.get("timeoutSeconds"), None, default)
+            for t in plugin.tools
+            if isinstance(t.method, str)
+        }
+    rpc = plugin.data.get("rpc")
+    methods: Any = rpc.get("methods") if isinstance(rpc, dict) else None
+    if not isinstance(methods, dict):
+        return {}
+    return {
+        name: effective_timeout(
+            method.get("timeoutSeconds") if isinstance(method, dict) else None, None, default
+        )
+        for name, method in methods.items()
+    }

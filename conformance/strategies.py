@@ -1,0 +1,137 @@
+"""Hypothesis strategies for tool inputs, built on hypothesis-jsonschema and checked by jsonschema.
+
+hypothesis-jsonschema reads standard JSON Schema; the manifest subset also has `nullable`
+(an OpenAPI keyword it ignores), so schemas are translated first. Every generated value is
+validated again with jsonschema: a value the schema rejects means the generator does not
+understand this schema, and the kit then says so instead of trusting it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+WRONG_TYPE_VALUES: dict[str, Any] = {
+    "string": 12345,
+    "integer": "not a number",
+    "number": "not a number",
+    "boolean": "yes",
+    "array": {"not": "an array"},
+    "object": ["not", "an", "object"],
+}
+
+
+class GeneratorGap(Exception):
+    """hypothesis-jsonschema cannot produce trustworthy values for this schema."""
+
+
+def to_json_schema(schema: Any) -> Any:
+    """The subset schema as standard JSON Schema: `nullable: true` admits null.
+
+    Only the places the subset nests schemas are walked (properties, items), so enum values
+    or property names that happen to be called "nullable" are left alone.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    result = {key: value for key, value in schema.items() if key != "nullable"}
+    if isinstance(schema.get("properties"), dict):
+        result["properties"] = {
+            name: to_json_schema(sub) for name, sub in schema["properties"].items()
+        }
+    if "items" in schema:
+        result["items"] = to_json_schema(schema["items"])
+    if schema.get("nullable") is True:
+        if isinstance(result.get("type"), str):
+            result["type"] = [result["type"], "null"]
+        if isinstance(result.get("enum"), list) and None not in result["enum"]:
+            result["enum"] = [*result["enum"], None]
+    return result
+
+
+def closed_objects(schema: Any) -> Any:
+    """schema with objects that do not say otherwise closed to undeclared properties.
+
+    Models send the properties a tool declares; generating arbitrary extra keys would spend
+    the example budget (and most of the time) on inputs no host produces. Values generated
+    from the closed schema are still valid against the open one.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    result = dict(schema)
+    if isinstance(schema.get("properties"), dict):
+        result["properties"] = {k: closed_objects(v) for k, v in schema["properties"].items()}
+        result.setdefault("additionalProperties", False)
+    if "items" in schema:
+        result["items"] = closed_objects(schema["items"])
+    return result
+
+
+@dataclass(frozen=True)
+class InputSpace:
+    """Valid and invalid inputs of one tool's inputSchema."""
+
+    schema: dict[str, Any]
+    validator: Draft202012Validator
+    strategy: st.SearchStrategy[Any]
+
+    @classmethod
+    def of(cls, input_schema: Any) -> InputSpace:
+        if not isinstance(input_schema, dict):
+            raise GeneratorGap("the tool has no inputSchema object")
+        # Imported here: hypothesis-jsonschema builds strategies at import time, which pytest
+        # flags as slow plugin start-up (HypothesisSideeffectWarning) for every kit run.
+        from hypothesis_jsonschema import from_schema
+
+        schema = to_json_schema(input_schema)
+        try:
+            Draft202012Validator.check_schema(schema)
+            strategy = from_schema(closed_objects(schema))
+        except Exception as exc:
+            raise GeneratorGap(f"hypothesis-jsonschema cannot handle the schema: {exc}") from None
+        return cls(schema, Draft202012Validator(schema), strategy)
+
+    def draw_valid(self, draw: Callable[[st.SearchStrategy[Any]], Any]) -> Any:
+        """One generated input, re-validated; a rejected one raises GeneratorGap."""
+        try:
+            value = draw(self.strategy)
+        except GeneratorGap:
+            raise
+        except Exception as exc:
+            if type(exc).__module__.startswith("hypothesis.errors"):
+                raise
+            raise GeneratorGap(f"hypothesis-jsonschema failed to generate: {exc!r}") from None
+        error = next(iter(self.validator.iter_errors(value)), None)
+        if error is not None:
+            raise GeneratorGap(
+                f"hypothesis-jsonschema generated {value!r}, which the schema rejects "
+                f"({error.message}); the kit does not trust it for this schema"
+            )
+        return value
+
+    def mutations(self, value: Any) -> list[tuple[str, Any]]:
+        """Ways to break a valid input: drop a required property, or give one a wrong type."""
+        if not isinstance(value, dict):
+            return []
+        found = []
+        for name in self.schema.get("required", []):
+            if name in value:
+                broken = copy.deepcopy(value)
+                del broken[name]
+                found.append((f"required property {name!r} dropped", broken))
+        for name, sub in (self.schema.get("properties") or {}).items():
+            kind = sub.get("type") if isinstance(sub, dict) else None
+            if isinstance(kind, str) and kind in WRONG_TYPE_VALUES:
+                broken = {**value, name: WRONG_TYPE_VALUES[kind]}
+                found.append(
+                    (
+                        f"property {name!r} given a {type(broken[name]).__name__} "
+                        f"instead of {kind}",
+                        broken,
+                    )
+                )
+        return [(why, v) for why, v in found if not self.validator.is_valid(v)]
