@@ -1,0 +1,66 @@
+"""The chat stream's events (SPEC F10) and their SSE encoding.
+
+`: connected` opens the stream; each event is `event: <type>` plus one `data: <json>` line;
+`error` is always the last frame. Tool call and result carry the same id, so parallel calls
+can be matched (the SPEC's compatible superset).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+CONNECTED = b": connected\n\n"
+KEEP_ALIVE = b": keep-alive\n\n"
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str
+    data: dict[str, Any]
+
+    def encode(self) -> bytes:
+        payload = json.dumps(self.data, ensure_ascii=False, separators=(",", ":"))
+        return f"event: {self.type}\ndata: {payload}\n\n".encode()
+
+
+def token(text: str) -> Event:
+    return Event("token", {"text": text})
+
+
+def thinking(text: str) -> Event:
+    return Event("thinking", {"text": text})
+
+
+def tool_call(call_id: str, name: str, arguments: str) -> Event:
+    return Event("tool", {"phase": "call", "id": call_id, "name": name, "arguments": arguments})
+
+
+def tool_result(call_id: str, name: str, success: bool, output: str) -> Event:
+    return Event(
+        "tool",
+        {"phase": "result", "id": call_id, "name": name, "success": success, "output": output},
+    )
+
+
+def approval(approval_id: str, call_id: str, name: str, effect: str, arguments: str) -> Event:
+    return Event(
+        "approval",
+        {
+            "id": approval_id,
+            "callId": call_id,
+            "name": name,
+            "effect": effect,
+            "arguments": arguments,
+        },
+    )
+
+
+def done(text: str, tokens: int, seconds: float) -> Event:
+    tps = round(tokens / seconds, 2) if seconds > 0 else 0.0
+    return Event("done", {"text": text, "tokens": tokens, "tps": tps})
+
+
+def error(message: str) -> Event:
+    return Event("error", {"message": message})

@@ -1,0 +1,97 @@
+"""What the registry holds: tool definitions as the model sees them, and callbacks that run them.
+
+Built-ins, FengYu worker tools and ERP REST tools are all ToolCallbacks; the agent loop and
+the SSE stream cannot tell them apart (SPEC F7, H). A callback never raises to the model
+layer: every failure comes back as the `{"success": false, "error": ...}` envelope.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+
+class Effect(StrEnum):
+    """Approval class of a tool: read runs at once, write and external may need approval."""
+
+    READ = "read"
+    WRITE = "write"
+    EXTERNAL = "external"
+
+    @classmethod
+    def parse(cls, value: Any) -> Effect:
+        """A declared effect; a missing or unknown one counts as external (SPEC F7)."""
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.EXTERNAL
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """A tool as offered to the model: name, description and parsed input schema."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.input_schema),
+            },
+        }
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Who is calling: the conversation (for FileRef grants) and the run."""
+
+    conversation_id: str = ""
+    run_id: str = ""
+
+
+class ToolCallback(Protocol):
+    """One callable tool. `owner` is the plugin id, or "builtin"."""
+
+    @property
+    def definition(self) -> ToolDefinition: ...
+
+    @property
+    def effect(self) -> Effect: ...
+
+    @property
+    def owner(self) -> str: ...
+
+    async def call(self, input_json: str, context: CallContext) -> str: ...
+
+
+def failure(message: str) -> str:
+    """The envelope every failed call returns to the model."""
+    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
+
+
+def is_failure(output: str) -> bool:
+    """Whether a callback's output is the failure envelope (or says success false)."""
+    try:
+        value = json.loads(output)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(value, dict) and value.get("success") is False
+
+
+def parse_arguments(input_json: str) -> dict[str, Any]:
+    """The model's arguments as an object; anything else is a ValueError with a reason."""
+    try:
+        value = json.loads(input_json) if input_json.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"arguments are not valid JSON: {exc.msg}") from None
+    if not isinstance(value, dict):
+        raise ValueError("arguments must be a JSON object")
+    return value
