@@ -1,0 +1,89 @@
+"""The agent loop: model turn -> tool calls through the snapshot -> results back -> reply.
+
+It yields the SSE events of SPEC F10 as they happen. Calls to write and external tools go
+through the approval policy first. Whatever goes wrong ends the stream with an error event,
+and error is always the last event.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from reference_host import events
+from reference_host.agent.models import ChatModel, Message, ModelError, ToolCall
+from reference_host.approval import ApprovalBroker, ApprovalPolicy, Decision
+from reference_host.events import Event
+from reference_host.registry import Snapshot
+from reference_host.tools import CallContext, failure, is_failure
+
+MAX_STEPS = 24
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    policy: ApprovalPolicy
+    approvals: ApprovalBroker
+    max_steps: int = MAX_STEPS
+
+
+async def run_agent(
+    model: ChatModel,
+    snapshot: Snapshot,
+    messages: list[Message],
+    context: CallContext,
+    settings: RunSettings,
+) -> AsyncIterator[Event]:
+    """Run until the model answers without tool calls; messages grows with the run."""
+    started = time.monotonic()
+    tokens = 0
+    try:
+        for _ in range(settings.max_steps):
+            turn = await model.complete(messages, snapshot.definitions())
+            tokens += turn.tokens
+            if turn.thinking:
+                yield events.thinking(turn.thinking)
+            if turn.text:
+                yield events.token(turn.text)
+            messages.append(Message("assistant", turn.text, turn.tool_calls))
+            if not turn.tool_calls:
+                yield events.done(turn.text, tokens, time.monotonic() - started)
+                return
+            for call in turn.tool_calls:
+                yield events.tool_call(call.id, call.name, call.arguments)
+                output = ""
+                async for item in _execute(call, snapshot, context, settings):
+                    if isinstance(item, Event):
+                        yield item
+                    else:
+                        output = item
+                yield events.tool_result(call.id, call.name, not is_failure(output), output)
+                messages.append(Message("tool", output, tool_call_id=call.id, name=call.name))
+        yield events.error(f"the run stopped after {settings.max_steps} model turns")
+    except ModelError as exc:
+        yield events.error(f"model error: {exc}")
+    except Exception as exc:
+        yield events.error(f"internal error: {type(exc).__name__}: {exc}")
+
+
+async def _execute(
+    call: ToolCall, snapshot: Snapshot, context: CallContext, settings: RunSettings
+) -> AsyncIterator[Event | str]:
+    """Approval events (if any), then the call's output text as the last item."""
+    callback = snapshot.get(call.name)
+    if callback is None:
+        yield failure(f"unknown tool: {call.name}")
+        return
+    decision = settings.policy.decide(callback.effect)
+    if decision is Decision.ASK:
+        approval_id, future = settings.approvals.open()
+        yield events.approval(
+            approval_id, call.id, call.name, callback.effect.value, call.arguments
+        )
+        approved = await settings.approvals.wait(approval_id, future, settings.policy.timeout)
+        decision = Decision.ALLOW if approved else Decision.DENY
+    if decision is Decision.DENY:
+        yield failure(f"the call to {call.name} was not approved")
+        return
+    yield await callback.call(call.arguments, context)

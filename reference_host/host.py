@@ -1,0 +1,158 @@
+"""The host: every part wired together, for the HTTP API, the CLI, tests and the kit.
+
+Data flows one way: a chat message -> a snapshot of the registry -> the agent loop -> tool
+callbacks -> workers (through the process manager) -> events for the SSE stream.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reference_host.agent.loop import RunSettings, run_agent
+from reference_host.agent.models import ChatModel, Message
+from reference_host.approval import ApprovalBroker, ApprovalPolicy
+from reference_host.events import Event
+from reference_host.grants import GrantStore
+from reference_host.manifests import call_timeout, tool_decls
+from reference_host.plugin_tools import WorkerToolCallback
+from reference_host.plugins import PluginInfo, PluginService, Validator
+from reference_host.process import PluginProcessManager, WorkerLaunchError, WorkerSpec
+from reference_host.process.launch import worker_command
+from reference_host.registry import ToolRegistry
+from reference_host.store import PluginRow, Store
+from reference_host.tools import CallContext, ToolCallback
+
+SYSTEM_PROMPT = "You are the assistant of a desktop host; use the tools when they help."
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    data_dir: Path
+    db_path: Path | None = None
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    allowed_roots: tuple[Path, ...] = ()
+    log_level: str = "INFO"
+
+    @property
+    def database(self) -> Path:
+        return self.db_path or self.data_dir / "host.sqlite3"
+
+
+class Host:
+    def __init__(
+        self,
+        config: HostConfig,
+        *,
+        validator: Validator | None = None,
+        builtins: Iterable[ToolCallback] = (),
+    ) -> None:
+        self.config = config
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        self.store = Store(config.database)
+        self.manager = PluginProcessManager()
+        self.grants = GrantStore(list(config.allowed_roots))
+        self.approvals = ApprovalBroker()
+        self.registry = ToolRegistry(self.store, builtins, self._callbacks)
+        self.plugins = PluginService(
+            self.store,
+            self.registry,
+            config.data_dir / "plugins",
+            validator,
+        )
+        self.plugins.remove_orphans()
+        for row in self.store.plugins():
+            self._register_worker(row)
+
+    async def install(self, source: Path | str) -> PluginInfo:
+        """Install or upgrade; an upgraded plugin's running worker is stopped."""
+        info = self.plugins.install(source)
+        await self._refresh_worker(info.id)
+        return info
+
+    async def enable(self, plugin_id: str) -> PluginInfo:
+        info = self.plugins.enable(plugin_id)
+        await self._refresh_worker(plugin_id)
+        return info
+
+    async def disable(self, plugin_id: str) -> PluginInfo:
+        info = self.plugins.disable(plugin_id)
+        await self._refresh_worker(plugin_id)
+        return info
+
+    async def uninstall(self, plugin_id: str) -> None:
+        self.plugins.uninstall(plugin_id)
+        await self._refresh_worker(plugin_id)
+
+    async def chat(
+        self,
+        message: str,
+        *,
+        model: ChatModel,
+        conversation_id: str | None = None,
+        history: list[Message] | None = None,
+    ) -> AsyncIterator[Event]:
+        """One agent run on a fresh snapshot; yields its events, done or error last."""
+        conversation = conversation_id or f"conv_{uuid.uuid4()}"
+        snapshot = self.registry.snapshot()
+        system = "\n\n".join(
+            p for p in (SYSTEM_PROMPT, self.grants.system_prompt(conversation)) if p
+        )
+        messages = [Message("system", system), *(history or []), Message("user", message)]
+        context = CallContext(conversation, f"run_{uuid.uuid4()}")
+        settings = RunSettings(self.config.approval, self.approvals)
+        async for event in run_agent(model, snapshot, messages, context, settings):
+            yield event
+
+    async def close(self) -> None:
+        await self.manager.close()
+        self.store.close()
+
+    def _available(self, plugin_id: str) -> bool:
+        row = self.store.plugin(plugin_id)
+        return row is not None and row.enabled
+
+    def _callbacks(self, row: PluginRow) -> list[ToolCallback]:
+        return [
+            WorkerToolCallback(row.id, decl, self.manager, self.grants, self._available)
+            for decl in tool_decls(row.manifest)
+        ]
+
+    async def _refresh_worker(self, plugin_id: str) -> None:
+        """After a lifecycle change: stop a worker that is stale, register the current spec."""
+        row = self.store.plugin(plugin_id)
+        running = self.manager.connection(plugin_id)
+        if running is not None and (
+            row is None or not row.enabled or running.spec.root != row.root
+        ):
+            await self.manager.stop(plugin_id)
+        if row is not None:
+            self._register_worker(row)
+
+    async def _refresh_worker(self, plugin_id: str) -> None:
+        """After a lifecycle change: stop a worker that is stale, register the current spec."""
+        row = self.store.plugin(plugin_id)
+        running = self.manager.connection(plugin_id)
+        stale = row is None or not row.enabled or (running and running.spec.root != row.root)
+        if running is not None and stale:
+            await self.manager.stop(plugin_id)
+        if row is not None:
+            self._register_worker(row)
+
+    def _register_worker(self, row: PluginRow) -> None:
+        try:
+            argv = worker_command(row.root)
+        except WorkerLaunchError:
+            return
+        self.manager.register(
+            WorkerSpec(
+                plugin_id=row.id,
+                root=row.root,
+                argv=argv,
+                data_dir=self.config.data_dir / "plugin-data" / row.id,
+                log_level=self.config.log_level,
+                call_timeout=call_timeout(row.manifest),
+            )
+        )

@@ -1,0 +1,63 @@
+"""A FengYu aiTool as a ToolCallback: arguments -> FileRefs injected and resolved -> worker.
+
+The callback belongs to the snapshot it was made for; if its plugin has since been disabled
+or uninstalled it answers the SPEC's "no longer available" failure instead of calling.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from reference_host.filerefs import FileRefError
+from reference_host.grants import GrantStore
+from reference_host.manifests import ToolDecl
+from reference_host.process import PluginProcessManager, WorkerError
+from reference_host.tools import CallContext, Effect, ToolDefinition, failure, parse_arguments
+
+
+class WorkerToolCallback:
+    """Calls one aiTool's method on its plugin's worker through the process manager."""
+
+    def __init__(
+        self,
+        plugin_id: str,
+        decl: ToolDecl,
+        manager: PluginProcessManager,
+        grants: GrantStore,
+        available: Callable[[str], bool],
+    ) -> None:
+        self._plugin_id = plugin_id
+        self.decl = decl
+        self._manager = manager
+        self._grants = grants
+        self._available = available
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return self.decl.definition
+
+    @property
+    def effect(self) -> Effect:
+        return self.decl.effect
+
+    @property
+    def owner(self) -> str:
+        return self._plugin_id
+
+    async def call(self, input_json: str, context: CallContext) -> str:
+        if not self._available(self._plugin_id):
+            return failure(f"Plugin tool is no longer available: {self._plugin_id}")
+        try:
+            args = parse_arguments(input_json)
+            params = self._grants.prepare(
+                context.conversation_id, self._plugin_id, args, self.decl.file_classes
+            )
+            result = await self._manager.invoke(
+                self._plugin_id, self.decl.method, params, tool_timeout=self.decl.timeout
+            )
+        except (ValueError, FileRefError) as exc:
+            return failure(str(exc))
+        except WorkerError as exc:
+            return failure(exc.message)
+        return json.dumps(result, ensure_ascii=False)

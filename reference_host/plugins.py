@@ -1,0 +1,195 @@
+"""Plugin lifecycle (install, upgrade, enable, disable, uninstall), persisted in SQLite.
+
+Install is all-or-nothing: the folder is validated (with the conformance kit's own checks),
+its tool names are checked against everything the host offers, its files are copied into
+the host's data folder, and only then is it recorded, in one transaction. A rejected plugin
+leaves no row and no files. Installing an installed id is an upgrade.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reference_host.manifests import tool_decls
+from reference_host.registry import ToolRegistry
+from reference_host.sources_json import JsonFileError, read_json_object
+from reference_host.store import PluginRow, Store
+
+
+class PluginError(Exception):
+    """A lifecycle request the host refuses; `problems` lists each reason."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.problems = problems or []
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+Validator = Callable[[Path], ValidationReport]
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """A plugin as the plugin list shows it."""
+
+    id: str
+    name: str
+    version: str
+    profile: str
+    enabled: bool
+    supports_ai: bool
+    tools: list[str]
+    root: str
+
+    @classmethod
+    def of(cls, row: PluginRow) -> PluginInfo:
+        tools = [t.get("name") for t in row.manifest.get("aiTools") or []]
+        return cls(
+            row.id,
+            str(row.manifest.get("name", row.id)),
+            row.version,
+            row.profile,
+            row.enabled,
+            bool(tools),
+            [str(t) for t in tools],
+            str(row.root),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "version": self.version,
+            "profile": self.profile,
+            "enabled": self.enabled,
+            "supportsAi": self.supports_ai,
+            "tools": self.tools,
+        }
+
+
+class PluginService:
+    def __init__(
+        self,
+        store: Store,
+        registry: ToolRegistry,
+        plugins_dir: Path,
+        validator: Validator | None,
+    ) -> None:
+        self._store = store
+        self._registry = registry
+        self._dir = plugins_dir
+        self._validator = validator
+        self._dir.mkdir(parents=True, exist_ok=True)
+
+    def list(self) -> list[PluginInfo]:
+        return [PluginInfo.of(row) for row in self._store.plugins()]
+
+    def get(self, plugin_id: str) -> PluginInfo:
+        return PluginInfo.of(self._require(plugin_id))
+
+    def install(self, source: Path | str) -> PluginInfo:
+        """Install (or upgrade to) the plugin in source; nothing changes if it is refused."""
+        source = Path(source).resolve()
+        if not source.is_dir():
+            raise PluginError(f"{source} is not a folder")
+        if self._validator is not None:
+            report = self._validator(source)
+            if report.errors:
+                raise PluginError(f"{source.name} does not pass validation", report.errors)
+        try:
+            manifest = read_json_object(source / "manifest.json")
+        except JsonFileError as exc:
+            raise PluginError(str(exc)) from None
+        if not isinstance(manifest.get("id"), str):
+            raise PluginError(f"{source / 'manifest.json'} /id: the plugin has no id")
+        plugin_id = manifest["id"]
+        previous = self._store.plugin(plugin_id)
+        enabled = previous.enabled if previous else True
+        if enabled:
+            self._check_names(plugin_id, manifest)
+        target = self._dir / plugin_id / f"{manifest.get('version', '0')}-{uuid.uuid4().hex[:8]}"
+        staging = self._dir / f".staging-{uuid.uuid4().hex}"
+        shutil.copytree(source, staging, symlinks=True)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staging.replace(target)
+            with self._store.transaction() as db:
+                self._store.put_plugin(
+                    db,
+                    plugin_id=plugin_id,
+                    profile=_profile(manifest),
+                    version=str(manifest.get("version", "")),
+                    root=target,
+                    manifest=manifest,
+                    enabled=enabled,
+                )
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+        if previous is not None and previous.root != target:
+            shutil.rmtree(previous.root, ignore_errors=True)
+        return self.get(plugin_id)
+
+    def enable(self, plugin_id: str) -> PluginInfo:
+        row = self._require(plugin_id)
+        self._check_names(plugin_id, row.manifest)
+        with self._store.transaction() as db:
+            self._store.set_enabled(db, plugin_id, True)
+        return self.get(plugin_id)
+
+    def disable(self, plugin_id: str) -> PluginInfo:
+        self._require(plugin_id)
+        with self._store.transaction() as db:
+            self._store.set_enabled(db, plugin_id, False)
+        return self.get(plugin_id)
+
+    def uninstall(self, plugin_id: str) -> None:
+        row = self._require(plugin_id)
+        with self._store.transaction() as db:
+            self._store.delete_plugin(db, plugin_id)
+        shutil.rmtree(row.root, ignore_errors=True)
+
+    def remove_orphans(self) -> None:
+        """Delete copied folders no row points at (left by a crash during an install)."""
+        known = {row.root for row in self._store.plugins()}
+        for folder in self._dir.glob("*/*"):
+            if folder.is_dir() and folder not in known:
+                shutil.rmtree(folder, ignore_errors=True)
+        for staging in self._dir.glob(".staging-*"):
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _check_names(self, plugin_id: str, manifest: dict[str, Any]) -> None:
+        offered = {name: "the host's built-in tools" for name in self._registry.builtin_names}
+        for row in self._store.plugins(enabled_only=True):
+            if row.id != plugin_id:
+                for decl in tool_decls(row.manifest):
+                    offered.setdefault(decl.definition.name, f"plugin {row.id}")
+        clashes = [
+            f"tool name {d.definition.name!r} is already offered by {offered[d.definition.name]}"
+            for d in tool_decls(manifest)
+            if d.definition.name in offered
+        ]
+        if clashes:
+            raise PluginError(f"{plugin_id}: tool names clash", clashes)
+
+    def _require(self, plugin_id: str) -> PluginRow:
+        row = self._store.plugin(plugin_id)
+        if row is None:
+            raise PluginError(f"no plugin {plugin_id!r} is installed")
+        return row
+
+
+def _profile(manifest: dict[str, Any]) -> str:
+    return "fengyu-v1" if manifest.get("schemaVersion") == 1 else "fengyu-v2"

@@ -1,0 +1,66 @@
+"""The live tool registry (SPEC F7): one immutable snapshot per agent run.
+
+A snapshot holds the built-ins and the tools of every installed and enabled plugin, read
+from the store when the snapshot is taken, so lifecycle changes show in the next run without
+a restart and never in a run already going. Callbacks are rebuilt only for plugins whose
+revision changed; an unchanged registry returns the previous snapshot as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from reference_host.store import PluginRow, Store
+from reference_host.tools import ToolCallback, ToolDefinition
+
+CallbackFactory = Callable[[PluginRow], list[ToolCallback]]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    generation: int
+    callbacks: Mapping[str, ToolCallback]
+
+    def definitions(self) -> list[ToolDefinition]:
+        return [callback.definition for callback in self.callbacks.values()]
+
+    def get(self, name: str) -> ToolCallback | None:
+        return self.callbacks.get(name)
+
+    def names(self) -> list[str]:
+        return list(self.callbacks)
+
+
+class ToolRegistry:
+    def __init__(
+        self, store: Store, builtins: Iterable[ToolCallback], factory: CallbackFactory
+    ) -> None:
+        self._store = store
+        self._builtins = list(builtins)
+        self._factory = factory
+        self._cache: dict[str, tuple[int, list[ToolCallback]]] = {}
+        self._last: Snapshot | None = None
+
+    @property
+    def builtin_names(self) -> set[str]:
+        return {callback.definition.name for callback in self._builtins}
+
+    def snapshot(self) -> Snapshot:
+        generation = self._store.generation()
+        if self._last is not None and self._last.generation == generation:
+            return self._last
+        rows = self._store.plugins(enabled_only=True)
+        callbacks: dict[str, ToolCallback] = {c.definition.name: c for c in self._builtins}
+        cache: dict[str, tuple[int, list[ToolCallback]]] = {}
+        for row in rows:
+            revision, made = self._cache.get(row.id, (-1, []))
+            if revision != row.revision:
+                made = self._factory(row)
+            cache[row.id] = (row.revision, made)
+            for callback in made:
+                callbacks.setdefault(callback.definition.name, callback)
+        self._cache = cache
+        self._last = Snapshot(generation, MappingProxyType(callbacks))
+        return self._last
