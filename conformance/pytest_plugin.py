@@ -26,6 +26,7 @@ SUITES = {
     "manifest": "a static check of the plugin's files",
     "worker": "a protocol check of the plugin's running worker",
     "tools": "a property check of one tool against the running worker",
+    "host": "the plugin installed into the reference host and driven by a scripted model",
 }
 
 

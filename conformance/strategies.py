@@ -113,6 +113,19 @@ class InputSpace:
             )
         return value
 
+    def minimal(self) -> Any:
+        """The simplest valid input (hypothesis shrinks toward it), for single scripted calls."""
+        from hypothesis import find, settings
+
+        try:
+            return find(
+                self.strategy,
+                self.validator.is_valid,
+                settings=settings(database=None, max_examples=200),
+            )
+        except Exception as exc:
+            raise GeneratorGap(f"no valid input could be generated: {exc}") from None
+
     def mutations(self, value: Any) -> list[tuple[str, Any]]:
         """Ways to break a valid input: drop a required property, or give one a wrong type."""
         if not isinstance(value, dict):

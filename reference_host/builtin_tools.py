@@ -1,8 +1,13 @@
 """Names of the tools every host offers besides plugin tools (SPEC F7).
 
-Plugin tool names must not clash with these: a host offers one tool per name.
+Plugin tool names must not clash with these: a host offers one tool per name. This module
+stays free of third-party imports (the kit imports it); the tools themselves live in
+`reference_host.builtins`.
 """
 
 from __future__ import annotations
 
-BUILTIN_TOOL_NAMES: frozenset[str] = frozenset({"web_search", "web_fetch"})
+WEB_SEARCH = "web_search"
+WEB_FETCH = "web_fetch"
+
+BUILTIN_TOOL_NAMES: frozenset[str] = frozenset({WEB_SEARCH, WEB_FETCH})

@@ -120,7 +120,7 @@ class PluginService:
             self._check_names(plugin_id, manifest)
         target = self._dir / plugin_id / f"{manifest.get('version', '0')}-{uuid.uuid4().hex[:8]}"
         staging = self._dir / f".staging-{uuid.uuid4().hex}"
-        shutil.copytree(source, staging, symlinks=True)
+        shutil.copytree(source, staging)  # symlinks are copied as what they point to
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             staging.replace(target)

@@ -2,10 +2,18 @@
 
 from conformance.checks import (
     fengyu_files,
+    fengyu_host,
     fengyu_legacy,
     fengyu_manifest,
     fengyu_tools,
     fengyu_worker,
 )
 
-__all__ = ["fengyu_files", "fengyu_legacy", "fengyu_manifest", "fengyu_tools", "fengyu_worker"]
+__all__ = [
+    "fengyu_files",
+    "fengyu_host",
+    "fengyu_legacy",
+    "fengyu_manifest",
+    "fengyu_tools",
+    "fengyu_worker",
+]

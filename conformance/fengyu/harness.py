@@ -7,13 +7,12 @@ background thread for the life of the kit run.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
-import threading
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.loop_thread import LoopThread
 from reference_host.process import (
     PluginProcessManager,
     WorkerCrashed,
@@ -46,22 +45,15 @@ class ToolHarness:
 
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, daemon=True, name=f"kit worker loop {spec.plugin_id}"
-        )
-        self._thread.start()
+        self._loop = LoopThread(f"kit worker loop {spec.plugin_id}")
         self.manager = PluginProcessManager()
         self.manager.register(spec)
 
     def call(self, method: str, params: Any, timeout: float) -> CallOutcome:
         request = {"jsonrpc": "2.0", "id": "repro-1", "method": method, "params": params}
-        future = asyncio.run_coroutine_threadsafe(
-            self.manager.invoke(self.spec.plugin_id, method, params, tool_timeout=timeout),
-            self._loop,
-        )
+        invoke = self.manager.invoke(self.spec.plugin_id, method, params, tool_timeout=timeout)
         try:
-            return CallOutcome("result", future.result(), "", "", request)
+            return CallOutcome("result", self._loop.run(invoke), "", "", request)
         except WorkerRpcError as exc:
             error = {"code": exc.code, "message": exc.rpc_message}
             return CallOutcome("rpc-error", error, exc.message, exc.stderr, request)
@@ -81,8 +73,5 @@ class ToolHarness:
 
     def close(self) -> None:
         """Stop the worker; exit on EOF is FY-WRK-008's business, so the grace is short."""
-        stopping = asyncio.run_coroutine_threadsafe(self.manager.close(grace=1.0), self._loop)
-        stopping.result(timeout=30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
+        self._loop.run(self.manager.close(grace=1.0), timeout=30)
         self._loop.close()

@@ -12,6 +12,7 @@ from functools import cached_property
 from pathlib import Path
 
 from conformance.fengyu.harness import ToolHarness
+from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.fengyu.probe import Transcript, run_probe
 from conformance.fengyu.tool_files import ToolFiles
@@ -37,6 +38,7 @@ class WorkerServices:
         except WorkerLaunchError as exc:
             self.launch_error = exc.message
         self._harness: ToolHarness | None = None
+        self._host: HostSession | None = None
         self._files: dict[str, ToolFiles] = {}
 
     @property
@@ -83,6 +85,11 @@ class WorkerServices:
             self._harness = ToolHarness(self.spec)
         return self._harness
 
+    def host_session(self) -> HostSession:
+        if self._host is None:
+            self._host = HostSession(self.plugin.root, self.workdir / "host-session", self.workdir)
+        return self._host
+
     def files_for(self, tool: str) -> ToolFiles:
         if tool not in self._files:
             folder = self.workdir / "tools" / tool.replace("/", "_")
@@ -96,6 +103,9 @@ class WorkerServices:
         return effective_timeout(declared, None, methods.get(tool.method))
 
     def close(self) -> None:
+        if self._host is not None:
+            self._host.close()
+            self._host = None
         if self._harness is not None:
             self._harness.close()
             self._harness = None

@@ -23,9 +23,12 @@ class PluginProcessManager:
     """Starts, calls and stops the workers of registered plugins."""
 
     def __init__(self) -> None:
+        """observers see (plugin id, method, params) of each call as dispatched, FileRefs
+        already resolved: diagnostics for tests and the kit's host checks."""
         self._specs: dict[str, WorkerSpec] = {}
         self._connections: dict[str, WorkerConnection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self.observers: list[Callable[[str, str, Any], None]] = []
 
     def register(self, spec: WorkerSpec) -> None:
         """Add or replace a plugin's worker spec; a running old worker keeps serving until
@@ -55,6 +58,8 @@ class PluginProcessManager:
         if refs is not None:
             params = resolve_refs(params, refs, plugin_id)
         timeout = effective_timeout(tool_timeout, caller_timeout, spec.call_timeout)
+        for observe in self.observers:
+            observe(plugin_id, method, params)
         connection = await self._running(plugin_id)
         return await connection.call(method, params, timeout)
 

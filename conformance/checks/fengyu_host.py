@@ -1,0 +1,146 @@
+"""Host checks (SPEC F7-F10): the plugin installed into the reference host and driven by a
+scripted model, the way a user's assistant would drive it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from conformance.fengyu.host_session import HostSession
+from conformance.fengyu.manifest import AiTool
+from conformance.findings import Finding, NotApplicable
+from conformance.registry import CheckContext, check
+from conformance.strategies import GeneratorGap, InputSpace
+from reference_host.filerefs import FileClass, classify_parameters
+from reference_host.tools import CallContext
+
+
+def session(ctx: CheckContext) -> HostSession:
+    workers = ctx.workers
+    if workers is None or not workers.declared:
+        raise NotApplicable("the plugin declares no worker")
+    if workers.launch_error is not None or not workers.answers_at_start:
+        raise NotApplicable("the worker does not start (FY-WRK-001)")
+    return workers.host_session()
+
+
+def finding(ctx: CheckContext, rid: str, message: str) -> Finding:
+    return ctx.plugin.finding(rid, "", message)
+
+
+@check("FY-HOST-001")
+def works_inside_a_host(ctx: CheckContext) -> Iterator[Finding]:
+    host = session(ctx)
+    if host.info is None:
+        yield finding(ctx, "FY-HOST-001", f"the host refused the install:\n{host.install_error}")
+        return
+    if problem := host.worker_answers():
+        yield finding(
+            ctx,
+            "FY-HOST-001",
+            f"the worker does not start from the installed copy {host.info.root}:\n{problem}",
+        )
+        return
+    snapshot = host.host.registry.snapshot()
+    for tool in ctx.plugin.tools:
+        offered = snapshot.get(str(tool.name))
+        if offered is None or offered.definition.description != tool.entry.get("description"):
+            yield finding(
+                ctx, "FY-HOST-001", f"tool {tool.name!r} is not in the host's snapshot as declared"
+            )
+    tool = _simplest_tool(ctx.plugin.tools)
+    if tool is not None:
+        events = host.run(str(tool.name), _arguments(tool), "kit-host-001")
+        phases = [(e.data.get("phase"), e.data.get("id")) for e in events if e.type == "tool"]
+        if phases != [("call", "call-kit-1"), ("result", "call-kit-1")]:
+            yield finding(
+                ctx,
+                "FY-HOST-001",
+                f"a scripted call of {tool.name!r} gave the tool "
+                f"events {phases}, not one call and its result",
+            )
+    host.loop.run(host.host.disable(host.info.id))
+    left = set(host.host.registry.snapshot().names()) & set(ctx.plugin.tool_names())
+    if left:
+        yield finding(ctx, "FY-HOST-001", f"after disable the snapshot still has {sorted(left)}")
+    old = snapshot.get(str(tool.name)) if tool is not None else None
+    if old is not None:
+        output = host.loop.run(old.call("{}", CallContext("kit-host-001")))
+        expected = f"Plugin tool is no longer available: {host.info.id}"
+        if json.loads(output).get("error") != expected:
+            yield finding(ctx, "FY-HOST-001", f"a disabled tool answered {output}")
+    host.loop.run(host.host.enable(host.info.id))
+
+
+@check("FY-HOST-002")
+def route_b_injection_accepted(ctx: CheckContext) -> Iterator[Finding]:
+    candidates = [t for t in ctx.plugin.tools if len(_classes(t)) == 1]
+    if not candidates:
+        raise NotApplicable("no tool has exactly one file-class parameter")
+    host = session(ctx)
+    if host.info is None or host.worker_answers():
+        raise NotApplicable("the plugin does not work inside a host (FY-HOST-001)")
+    for index, tool in enumerate(candidates):
+        ((name, file_class),) = _classes(tool).items()
+        files = ctx.workers.files_for(str(tool.name))
+        expected = _attach(host, f"kit-host-002-{index}", file_class, files)
+        arguments = {k: v for k, v in _arguments(tool).items() if k != name}
+        host.dispatched.clear()
+        events = host.run(str(tool.name), arguments, f"kit-host-002-{index}")
+        sent = [
+            params.get(name)
+            for method, params in host.dispatched
+            if method == tool.method and isinstance(params, dict)
+        ]
+        if sent != [expected]:
+            yield finding(
+                ctx,
+                "FY-HOST-002",
+                f"{tool.name!r}.{name} reached the worker as "
+                f"{sent!r}, not the granted {expected!r}",
+            )
+            continue
+        output = next((e.data["output"] for e in events if e.data.get("phase") == "result"), "")
+        if "(code -32602)" in output:
+            yield finding(
+                ctx,
+                "FY-HOST-002",
+                f"{tool.name!r} rejected the injected path {expected!r} for {name!r}: {output}",
+            )
+
+
+def _attach(host: HostSession, conversation: str, file_class: FileClass, files: Any) -> Any:
+    plugin_id = host.info.id
+    if file_class is FileClass.FILE_LIST:
+        for path in files.files:
+            host.host.grants.attach(conversation, plugin_id, path, "read")
+        return [str(p.resolve()) for p in files.files]
+    if file_class is FileClass.WRITE_DIRECTORY:
+        out = files.workdir / f"granted-{conversation}"
+        out.mkdir(parents=True, exist_ok=True)
+        host.host.grants.attach(conversation, plugin_id, out, "read-write")
+        return str(out.resolve())
+    path: Path = files.inputs if file_class is FileClass.READ_DIRECTORY else files.files[0]
+    host.host.grants.attach(conversation, plugin_id, path, "read")
+    return str(path.resolve())
+
+
+def _classes(tool: AiTool) -> dict[str, FileClass]:
+    return classify_parameters(tool.input_schema.data) if tool.input_schema else {}
+
+
+def _simplest_tool(tools: list[AiTool]) -> AiTool | None:
+    """A read tool without file parameters if there is one: the least setup to call."""
+    named = [t for t in tools if isinstance(t.name, str)]
+    return min(named, key=lambda t: (t.effect != "read", len(_classes(t))), default=None)
+
+
+def _arguments(tool: AiTool) -> dict[str, Any]:
+    schema = tool.input_schema.data if tool.input_schema else None
+    try:
+        value = InputSpace.of(schema).minimal() if isinstance(schema, dict) else {}
+    except GeneratorGap:
+        value = {}
+    return value if isinstance(value, dict) else {}

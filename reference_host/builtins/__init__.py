@@ -1,0 +1,42 @@
+"""The tools every host offers besides plugin tools: `web_search` and `web_fetch` (SPEC F7).
+
+Both are read tools owned by "builtin"; they are ToolCallbacks like any plugin tool.
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from reference_host.builtin_tools import BUILTIN_TOOL_NAMES, WEB_FETCH, WEB_SEARCH
+from reference_host.builtins.html_text import html_to_text
+from reference_host.builtins.web_fetch import WEB_FETCH_DEFINITION, WebFetchTool
+from reference_host.builtins.web_search import (
+    WEB_SEARCH_DEFINITION,
+    SearchError,
+    SearchProvider,
+    SearchResult,
+    SearxngProvider,
+    WebSearchTool,
+)
+from reference_host.tools import ToolCallback
+
+__all__ = [
+    "BUILTIN_TOOL_NAMES",
+    "WEB_FETCH",
+    "WEB_FETCH_DEFINITION",
+    "WEB_SEARCH",
+    "WEB_SEARCH_DEFINITION",
+    "SearchError",
+    "SearchProvider",
+    "SearchResult",
+    "SearxngProvider",
+    "WebFetchTool",
+    "WebSearchTool",
+    "builtin_tools",
+    "html_to_text",
+]
+
+
+def builtin_tools(client: httpx.AsyncClient, search: SearchProvider | None) -> list[ToolCallback]:
+    """The built-in tools, in name order; `client` does the fetching (the caller closes it)."""
+    return [WebFetchTool(client), WebSearchTool(search)]

@@ -1,0 +1,189 @@
+"""The built-in `web_fetch` tool: one public page as bounded, readable text (SPEC F7)."""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import json
+import re
+from typing import Any
+
+import httpx
+
+from reference_host.builtin_tools import WEB_FETCH
+from reference_host.builtins._args import optional_integer, required_string
+from reference_host.builtins.html_text import html_to_text
+from reference_host.tools import CallContext, Effect, ToolDefinition, failure, parse_arguments
+
+DEFAULT_MAX_CHARS = 20_000
+MAX_CHARS_CAP = 100_000
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024
+DEFAULT_TIMEOUT = 20.0
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+TEXT_TYPES = frozenset({"text/plain", "text/markdown"})
+
+_ACCEPT = "text/html, application/xhtml+xml;q=0.9, text/plain;q=0.8, text/markdown;q=0.8"
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.I)
+
+WEB_FETCH_DEFINITION = ToolDefinition(
+    name=WEB_FETCH,
+    description=(
+        "Fetch one public web page over http(s) and return its title and readable text "
+        "(HTML is reduced to text; scripts and styles are dropped). Only HTML and plain-text "
+        "pages are supported. Long pages are cut to maxChars and marked truncated."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "url": {
+                "type": "string",
+                "description": "Absolute http:// or https:// URL of the page to fetch.",
+            },
+            "maxChars": {
+                "type": "integer",
+                "description": (
+                    f"Most characters of text to return (default {DEFAULT_MAX_CHARS}, "
+                    f"at most {MAX_CHARS_CAP})."
+                ),
+                "minimum": 1,
+                "maximum": MAX_CHARS_CAP,
+            },
+        },
+        "required": ["url"],
+    },
+)
+
+
+class _Refused(Exception):
+    """A fetch that cannot give text; the message goes to the model as is."""
+
+
+class WebFetchTool:
+    """`web_fetch`: GET with redirects, a total deadline and a body-size cap, then text.
+
+    Every failure comes back as the failure envelope; `call` never raises.
+    """
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self._client = client
+        self._timeout = timeout
+        self._max_bytes = max_bytes
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return WEB_FETCH_DEFINITION
+
+    @property
+    def effect(self) -> Effect:
+        return Effect.READ
+
+    @property
+    def owner(self) -> str:
+        return "builtin"
+
+    async def call(self, input_json: str, context: CallContext) -> str:
+        try:
+            arguments = parse_arguments(input_json)
+            url = _checked_url(required_string(arguments, "url"))
+            max_chars = optional_integer(
+                arguments, "maxChars", default=DEFAULT_MAX_CHARS, minimum=1, maximum=MAX_CHARS_CAP
+            )
+        except ValueError as exc:
+            return failure(f"web_fetch: {exc}")
+        try:
+            async with asyncio.timeout(self._timeout):
+                final_url, title, text = await self._fetch(url)
+        except _Refused as exc:
+            return failure(f"web_fetch: {exc}")
+        except (TimeoutError, httpx.TimeoutException):
+            return failure(f"web_fetch: timed out after {self._timeout:g}s fetching {url}")
+        except httpx.HTTPError as exc:
+            return failure(f"web_fetch: could not fetch {url}: {_describe(exc)}")
+        except Exception as exc:  # a tool never raises to the model layer (SPEC F7)
+            return failure(f"web_fetch: unexpected error fetching {url}: {_describe(exc)}")
+        result: dict[str, Any] = {
+            "success": True,
+            "url": final_url,
+            "title": title,
+            "text": text[:max_chars],
+            "truncated": len(text) > max_chars,
+        }
+        return json.dumps(result, ensure_ascii=False)
+
+    async def _fetch(self, url: str) -> tuple[str, str, str]:
+        async with self._client.stream(
+            "GET",
+            url,
+            headers={"Accept": _ACCEPT},
+            follow_redirects=True,
+            timeout=self._timeout,
+        ) as response:
+            final_url = str(response.url)
+            if response.url.scheme not in ("http", "https"):
+                raise _Refused(f"redirected to a non-http(s) URL: {final_url}")
+            if not response.is_success:
+                reason = f" {response.reason_phrase}" if response.reason_phrase else ""
+                raise _Refused(f"HTTP {response.status_code}{reason} fetching {final_url}")
+            media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+            if media_type not in HTML_TYPES and media_type not in TEXT_TYPES:
+                shown = media_type or "none given"
+                raise _Refused(
+                    f"unsupported content type ({shown}) at {final_url}; "
+                    "only HTML and plain text can be read"
+                )
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self._max_bytes:
+                raise _Refused(self._too_big(final_url))
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body.extend(chunk)
+                if len(body) > self._max_bytes:
+                    raise _Refused(self._too_big(final_url))
+            is_html = media_type in HTML_TYPES
+            decoded = _decode(bytes(body), response.charset_encoding, sniff=is_html)
+        if is_html:
+            title, text = html_to_text(decoded)
+        else:
+            title, text = "", decoded.strip()
+        return final_url, title, text
+
+    def _too_big(self, url: str) -> str:
+        return f"response from {url} is larger than {self._max_bytes} bytes"
+
+
+def _checked_url(raw: str) -> str:
+    try:
+        url = httpx.URL(raw)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        raise ValueError(f"invalid URL {raw!r}: {exc}") from None
+    if url.scheme not in ("http", "https"):
+        raise ValueError(f"only http and https URLs can be fetched, not {raw!r}")
+    if not url.host:
+        raise ValueError(f"URL has no host: {raw!r}")
+    return str(url)
+
+
+def _decode(body: bytes, charset: str | None, *, sniff: bool) -> str:
+    """Text of a body: the header's charset, else a <meta charset> (HTML), else UTF-8."""
+    candidates = [charset] if charset else []
+    if sniff and not charset and (match := _META_CHARSET.search(body[:4096])):
+        candidates.append(match.group(1).decode("ascii"))
+    for candidate in candidates:
+        try:
+            codecs.lookup(candidate)
+        except LookupError:
+            continue
+        return body.decode(candidate, errors="replace").removeprefix("\ufeff")
+    return body.decode("utf-8", errors="replace").removeprefix("\ufeff")
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
