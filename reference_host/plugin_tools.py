@@ -60,4 +60,6 @@ class WorkerToolCallback:
             return failure(str(exc))
         except WorkerError as exc:
             return failure(exc.message)
+        except Exception as exc:  # the model layer must never see an exception (SPEC F7)
+            return failure(f"internal error: {type(exc).__name__}: {exc}")
         return json.dumps(result, ensure_ascii=False)
