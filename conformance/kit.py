@@ -16,14 +16,18 @@ from conformance import checks  # noqa: F401  (registers every check)
 from conformance.baseline import Baseline, ExpectedFailure
 from conformance.catalog import Level, Requirement, load_catalog
 from conformance.checks.fengyu_files import file_parameters
-from conformance.fengyu.manifest import FENGYU_V1, load_fengyu_plugin
+from conformance.erp.plugin import is_erp_plugin, load_erp_plugin
+from conformance.fengyu.manifest import FENGYU_V1, FENGYU_V2, load_fengyu_plugin
 from conformance.fengyu.migrate import MigrationError, migrate_v1
 from conformance.fengyu.services import WorkerServices
 from conformance.findings import Finding, NotApplicable
 from conformance.properties import PropertySettings
 from conformance.registry import CheckContext, run_checks
 
-LOAD_REQUIREMENT = "FY-MAN-001"
+
+def load_plugin(root: Path) -> Any:
+    """The plugin in root, by profile: ERP when it has metadata/tool/ and no manifest.json."""
+    return load_erp_plugin(root) if is_erp_plugin(root) else load_fengyu_plugin(root)
 
 
 class KitUsageError(Exception):
@@ -86,7 +90,7 @@ class KitRun:
                 raise KitUsageError(f"--plugin-dir {raw}: {root} is not a folder")
             if root not in roots:
                 roots.append(root)
-        plugins = [load_fengyu_plugin(root) for root in roots]
+        plugins = [load_plugin(root) for root in roots]
         run = cls(plugins, baseline, strict, worker_override, settings or PropertySettings())
         run.labels = _unique_labels(run.plugins)
         return run
@@ -123,8 +127,8 @@ class KitRun:
 
     def skip_reason(self, plugin: Any, requirement: Requirement) -> str | None:
         """Why a requirement cannot be checked at all: the plugin's files did not load."""
-        if plugin.load_error is not None and requirement.id != LOAD_REQUIREMENT:
-            return f"manifest did not load ({LOAD_REQUIREMENT})"
+        if plugin.load_error is not None and requirement.id != plugin.load_requirement:
+            return f"the plugin's files did not load ({plugin.load_requirement})"
         return None
 
     @cached_property
@@ -145,7 +149,7 @@ class KitRun:
             "root": str(plugin.root),
             "file_parameters": [],
         }
-        if plugin.load_error is not None:
+        if plugin.load_error is not None or plugin.profile not in (FENGYU_V1, FENGYU_V2):
             return summary
         summary["file_parameters"] = [f.to_json() for f in file_parameters(plugin)]
         if plugin.profile == FENGYU_V1:

@@ -290,7 +290,7 @@ class ConformanceItem(pytest.Item):
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.plugin.root / "manifest.json", 0, self.name
+        return self.plugin.root, 0, self.name
 
     def record(self) -> dict[str, Any]:
         verdict, r = self.verdict, self.requirement

@@ -1,6 +1,7 @@
 """The kit's checks; importing this package registers every one of them."""
 
 from conformance.checks import (
+    erp_tools,
     fengyu_files,
     fengyu_host,
     fengyu_legacy,
@@ -10,6 +11,7 @@ from conformance.checks import (
 )
 
 __all__ = [
+    "erp_tools",
     "fengyu_files",
     "fengyu_host",
     "fengyu_legacy",

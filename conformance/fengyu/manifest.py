@@ -66,6 +66,7 @@ class FengYuPlugin:
 
     root: Path
     profile: str = FENGYU_V2
+    load_requirement: str = "FY-MAN-001"
     document: JsonDocument | None = None
     load_error: JsonLoadError | None = None
     tools: list[AiTool] = field(default_factory=list)

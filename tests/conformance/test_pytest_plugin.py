@@ -208,7 +208,7 @@ def test_report_records_skipped_checks_too(run_kit, tmp_path: Path) -> None:
     assert statuses.pop("FY-MAN-001") == "failed"
     assert set(statuses.values()) == {"skipped"}
     assert len(statuses) == len(_requirements("fengyu-v2")) - 1
-    kit.result.stdout.fnmatch_lines(["*broken/manifest.json: manifest did not load (FY-MAN-001)"])
+    kit.result.stdout.fnmatch_lines(["*broken: the plugin's files did not load (FY-MAN-001)"])
 
 
 def test_reports_carry_the_v2_equivalent_of_a_v1_manifest(

@@ -16,7 +16,7 @@ import pytest
 from conformance.catalog import Level, load_catalog
 from tests.conftest import FIXTURE_PLUGINS, REPO, plugin_with_manifest
 
-ID_PREFIX = re.compile(r"^(FY-[A-Z]+-\d{3})")
+ID_PREFIX = re.compile(r"^((?:FY|ERP)-[A-Z]+-\d{3})")
 LEGACY_WARNING = "FY-LEG-001"
 SAMPLE_PLUGIN = REPO / "sample_plugins" / "fan.summer.markdown"
 FIXTURES = sorted(p for p in FIXTURE_PLUGINS.iterdir() if p.is_dir())
@@ -103,3 +103,23 @@ def test_tool_name_clash_across_plugins(run_kit, tmp_path: Path) -> None:
     messages = [f["message"] for f in result.findings("FY-MAN-008")]
     assert len(messages) == 2
     assert all("markdown_render" in m for m in messages)
+
+
+def test_erp_derived_names_clash_with_builtins_and_other_plugins(run_kit, tmp_path: Path) -> None:
+    source = FIXTURE_PLUGINS / "ERP-TOOL-011-high-risk-not-strict" / "metadata" / "tool"
+    tool = json.loads((source / "hello.greeting.get.json").read_text("utf-8"))
+    tool["riskLevel"] = "LOW"
+    for name, code in (
+        ("one", "web.fetch"),
+        ("two", "hello.greeting.get"),
+        ("three", "hello.greeting.get"),
+    ):
+        folder = tmp_path / name / "metadata" / "tool"
+        folder.mkdir(parents=True)
+        (folder / "t.json").write_text(
+            json.dumps({**tool, "toolCode": code, "applicationCode": f"app-{name}"})
+        )
+    result = run_kit([tmp_path / "one", tmp_path / "two", tmp_path / "three"])
+    messages = [f["message"] for f in result.findings("ERP-TOOL-009")]
+    assert any("web_fetch" in m and "built-in" in m for m in messages)
+    assert sum("hello_greeting_get" in m and "also offered by plugin" in m for m in messages) == 2

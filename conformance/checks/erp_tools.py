@@ -1,0 +1,213 @@
+"""Static checks of an ERP plugin's metadata/tool/*.json files (SPEC E1-E5)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import cache
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from conformance.erp.plugin import MUTATING, ErpPlugin, model_name
+from conformance.findings import Finding
+from conformance.registry import CheckContext, check
+from conformance.schema_validation import annotated_requirements, schema_uri, validate
+from reference_host.builtin_tools import BUILTIN_TOOL_NAMES
+from reference_host.namespace import namespace_problem
+
+TOOL_SCHEMA = "erp-tool.schema.json"
+PORTABLE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+PLACEHOLDER = re.compile(r"\{([^{}/]+)\}")
+
+
+@check("ERP-TOOL-001")
+def tool_files_load(ctx: CheckContext) -> Iterator[Finding]:
+    plugin: ErpPlugin = ctx.plugin
+    if plugin.load_error is not None:
+        yield Finding("ERP-TOOL-001", plugin.load_error.message, "metadata/tool/", "")
+    yield from plugin.file_errors
+
+
+@check("ERP-TOOL-002")
+def no_duplicate_keys(ctx: CheckContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
+        for duplicate in tool.document.duplicates:
+            yield tool.finding(
+                "ERP-TOOL-002",
+                duplicate.pointer,
+                f"key {duplicate.key!r} appears twice in one object",
+            )
+
+
+@cache
+def schema_findings(plugin: ErpPlugin) -> list[Finding]:
+    return [
+        tool.finding(error.requirement, error.pointer, error.message)
+        for tool in plugin.tools
+        for error in validate(tool.data, schema_uri(TOOL_SCHEMA))
+    ]
+
+
+@check(*sorted(annotated_requirements(TOOL_SCHEMA)))
+def tool_file_schema(ctx: CheckContext) -> list[Finding]:
+    return schema_findings(ctx.plugin)
+
+
+@check("ERP-TOOL-012")
+def input_schema_is_json_schema(ctx: CheckContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
+        schema = tool.data.get("inputSchema")
+        if isinstance(schema, dict):
+            try:
+                Draft202012Validator.check_schema(schema)
+            except SchemaError as exc:
+                where = "/inputSchema" + "".join(f"/{p}" for p in exc.absolute_path)
+                yield tool.finding("ERP-TOOL-012", where, f"not a valid JSON Schema: {exc.message}")
+
+
+@check("ERP-TOOL-005")
+def namespace_rule(ctx: CheckContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
+        path = tool.handler.get("path")
+        if isinstance(path, str) and (problem := namespace_problem(path)):
+            yield tool.finding("ERP-TOOL-005", "/handlerConfig/path", f"path {path!r} {problem}")
+
+
+@check("ERP-TOOL-006")
+def params_declared(ctx: CheckContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
+        path = tool.handler.get("path")
+        if not isinstance(path, str):
+            continue
+        schema = tool.data.get("inputSchema")
+        schema = schema if isinstance(schema, dict) else {}
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        required = schema.get("required") if isinstance(schema.get("required"), list) else []
+        path_params = _names(tool.handler.get("pathParams"))
+        placeholders = PLACEHOLDER.findall(path)
+        for name in path_params:
+            if name not in placeholders:
+                yield tool.finding(
+                    "ERP-TOOL-006",
+                    "/handlerConfig/pathParams",
+                    f"pathParams {name!r} has no {{{name}}} in the path {path!r}",
+                )
+            if name not in properties or name not in required:
+                yield tool.finding(
+                    "ERP-TOOL-006",
+                    "/inputSchema",
+                    f"path parameter {name!r} must be a required inputSchema property",
+                )
+        for name in placeholders:
+            if name not in path_params:
+                yield tool.finding(
+                    "ERP-TOOL-006",
+                    "/handlerConfig/path",
+                    f"placeholder {{{name}}} is not listed in pathParams",
+                )
+        for name in _names(tool.handler.get("queryParams")):
+            if name not in properties:
+                yield tool.finding(
+                    "ERP-TOOL-006",
+                    "/handlerConfig/queryParams",
+                    f"queryParams {name!r} is not an inputSchema property",
+                )
+
+
+@check("ERP-TOOL-007")
+def unique_tool_codes(ctx: CheckContext) -> Iterator[Finding]:
+    first: dict[str, str] = {}
+    for tool in ctx.plugin.tools:
+        if isinstance(tool.code, str):
+            if tool.code in first:
+                yield tool.finding(
+                    "ERP-TOOL-007",
+                    "/toolCode",
+                    f"toolCode {tool.code!r} is also declared in {first[tool.code]}",
+                )
+            first.setdefault(tool.code, tool.file)
+
+
+@check("ERP-TOOL-008")
+def namespaced_tool_code(ctx: CheckContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
+        code, app = tool.code, tool.data.get("applicationCode")
+        if not isinstance(code, str) or not isinstance(app, str):
+            continue
+        parts = code.split(".")
+        if (
+            len(parts) < 3
+            or not all(re.fullmatch(r"[a-z0-9][a-z0-9_-]*", p) for p in parts)
+            or (not app.startswith(parts[0]))
+        ):
+            yield tool.finding(
+                "ERP-TOOL-008",
+                "/toolCode",
+                f"toolCode {code!r} is not <plugin>.<noun>.<verb> for applicationCode {app!r}",
+            )
+
+
+@check("ERP-TOOL-009")
+def model_facing_names(ctx: CheckContext) -> Iterator[Finding]:
+    offered = {name: "the host's built-in tools" for name in BUILTIN_TOOL_NAMES}
+    for peer in ctx.peers:
+        for name in peer.tool_names():
+            offered.setdefault(name, f"plugin {peer.label} ({peer.root})")
+    seen: dict[str, str] = {}
+    codes: set[str] = set()
+    for tool in ctx.plugin.tools:
+        if not isinstance(tool.code, str) or tool.code in codes:
+            continue  # a repeated toolCode is ERP-TOOL-007's finding
+        codes.add(tool.code)
+        name = model_name(tool.code)
+        if not PORTABLE_NAME.match(name):
+            yield tool.finding(
+                "ERP-TOOL-009",
+                "/toolCode",
+                f"the model would see {name!r}, which model APIs refuse "
+                "(letters, digits, '_' and '-', at most 64)",
+            )
+        elif name in seen:
+            yield tool.finding(
+                "ERP-TOOL-009",
+                "/toolCode",
+                f"the model would see {name!r} for this tool and for {seen[name]}",
+            )
+        elif name in offered:
+            yield tool.finding(
+                "ERP-TOOL-009",
+                "/toolCode",
+                f"the model would see {name!r}, also offered by {offered[name]}",
+            )
+        seen.setdefault(name, tool.file)
+
+
+@check("ERP-TOOL-010")
+def mutating_tools_not_low_risk(ctx: CheckContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
+        method = tool.handler.get("method")
+        if method in MUTATING and tool.data.get("riskLevel") == "LOW":
+            yield tool.finding(
+                "ERP-TOOL-010",
+                "/riskLevel",
+                f"{method} {tool.handler.get('path')} changes data but is LOW risk",
+            )
+
+
+@check("ERP-TOOL-011")
+def high_risk_is_strict(ctx: CheckContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
+        if (
+            tool.data.get("riskLevel") == "HIGH"
+            and tool.data.get("strictPermissionCheck") is not True
+        ):
+            yield tool.finding(
+                "ERP-TOOL-011",
+                "/strictPermissionCheck",
+                "a HIGH-risk tool should re-check its permission at call time",
+            )
+
+
+def _names(value: object) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []

@@ -1,0 +1,95 @@
+"""An ERP plugin folder, loaded once: its tool files, parsed, with their problems kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.findings import Finding
+from conformance.sources import JsonDocument, JsonLoadError, load_json_file
+
+ERP = "erp"
+TOOLS_DIR = Path("metadata") / "tool"
+LOAD_REQUIREMENT = "ERP-TOOL-001"
+MUTATING = ("POST", "PUT", "PATCH", "DELETE")
+
+
+def is_erp_plugin(root: Path) -> bool:
+    return (root / TOOLS_DIR).is_dir() and not (root / "manifest.json").exists()
+
+
+def model_name(tool_code: str) -> str:
+    """The name the model sees: dots are not allowed in tool names, so they become '_'."""
+    return tool_code.replace(".", "_")
+
+
+@dataclass(frozen=True)
+class ErpTool:
+    """One tool file that parsed as a JSON object."""
+
+    file: str
+    document: JsonDocument
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.document.data
+
+    @property
+    def code(self) -> Any:
+        return self.data.get("toolCode")
+
+    @property
+    def name(self) -> str | None:
+        """The tool's identity in test ids and the baseline: its toolCode."""
+        return self.code if isinstance(self.code, str) else None
+
+    @property
+    def handler(self) -> dict[str, Any]:
+        config = self.data.get("handlerConfig")
+        return config if isinstance(config, dict) else {}
+
+    def finding(self, requirement: str, at: str, message: str) -> Finding:
+        return Finding(requirement, message, self.file, at, self.document.line_of(at))
+
+
+@dataclass(eq=False)
+class ErpPlugin:
+    root: Path
+    profile: str = ERP
+    load_requirement: str = LOAD_REQUIREMENT
+    tools: list[ErpTool] = field(default_factory=list)
+    file_errors: list[Finding] = field(default_factory=list)
+    load_error: JsonLoadError | None = None
+
+    @property
+    def label(self) -> str:
+        codes = {t.data.get("applicationCode") for t in self.tools}
+        (code,) = codes if len(codes) == 1 else (None,)
+        return code if isinstance(code, str) and code.strip() else self.root.name
+
+    def tool_names(self) -> set[str]:
+        return {model_name(t.code) for t in self.tools if isinstance(t.code, str)}
+
+
+def load_erp_plugin(root: Path) -> ErpPlugin:
+    """Read every metadata/tool/*.json; a file that does not load is kept as a finding."""
+    plugin = ErpPlugin(root)
+    files = sorted((root / TOOLS_DIR).glob("*.json"))
+    if not files:
+        plugin.load_error = JsonLoadError(f"{TOOLS_DIR}/ holds no *.json tool file")
+        return plugin
+    for path in files:
+        display = str(path.relative_to(root))
+        try:
+            document = load_json_file(path, display)
+        except JsonLoadError as exc:
+            plugin.file_errors.append(Finding(LOAD_REQUIREMENT, exc.message, display, "", exc.line))
+            continue
+        if not isinstance(document.data, dict):
+            plugin.file_errors.append(
+                Finding(LOAD_REQUIREMENT, f"{display} must hold a JSON object", display, "", 1)
+            )
+            continue
+        plugin.tools.append(ErpTool(display, document))
+    return plugin
