@@ -6,14 +6,20 @@ callbacks -> workers (through the process manager) -> events for the SSE stream.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import httpx
+
+from reference_host.actors import ActorDirectory
 from reference_host.agent.loop import RunSettings, run_agent
 from reference_host.agent.models import ChatModel, Message
 from reference_host.approval import ApprovalBroker, ApprovalPolicy
+from reference_host.erp import RestToolCallback, erp_decls
 from reference_host.events import Event
 from reference_host.grants import GrantStore
 from reference_host.manifests import call_timeout, tool_decls
@@ -35,6 +41,8 @@ class HostConfig:
     approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     allowed_roots: tuple[Path, ...] = ()
     log_level: str = "INFO"
+    erp_base_url: str = "http://127.0.0.1:8801"
+    actors_file: Path | None = None
 
     @property
     def database(self) -> Path:
@@ -55,6 +63,8 @@ class Host:
         self.manager = PluginProcessManager()
         self.grants = GrantStore(list(config.allowed_roots))
         self.approvals = ApprovalBroker()
+        self.actors = ActorDirectory(config.actors_file)
+        self.http = httpx.AsyncClient(timeout=30.0)
         self.registry = ToolRegistry(self.store, builtins, self._callbacks)
         self.plugins = PluginService(
             self.store,
@@ -68,7 +78,7 @@ class Host:
 
     async def install(self, source: Path | str) -> PluginInfo:
         """Install or upgrade; an upgraded plugin's running worker is stopped."""
-        info = self.plugins.install(source)
+        info = await asyncio.to_thread(self.plugins.install, source)
         await self._refresh_worker(info.id)
         return info
 
@@ -93,43 +103,74 @@ class Host:
         model: ChatModel,
         conversation_id: str | None = None,
         history: list[Message] | None = None,
+        tenant: str = "",
+        actor: str = "",
     ) -> AsyncIterator[Event]:
-        """One agent run on a fresh snapshot; yields its events, done or error last."""
+        """One agent run on a fresh snapshot; yields its events, done or error last.
+
+        Tools that need a permission (ERP tools) are offered only when the actor has it.
+        """
         conversation = conversation_id or f"conv_{uuid.uuid4()}"
-        snapshot = self.registry.snapshot()
+        snapshot = self.registry.snapshot().only(
+            lambda callback: self._permitted(callback, tenant, actor)
+        )
         system = "\n\n".join(
             p for p in (SYSTEM_PROMPT, self.grants.system_prompt(conversation)) if p
         )
         messages = [Message("system", system), *(history or []), Message("user", message)]
-        context = CallContext(conversation, f"run_{uuid.uuid4()}")
+        context = CallContext(conversation, f"run_{uuid.uuid4()}", tenant, actor)
         settings = RunSettings(self.config.approval, self.approvals)
         async for event in run_agent(model, snapshot, messages, context, settings):
             yield event
 
     async def close(self) -> None:
         await self.manager.close()
+        await self.http.aclose()
         self.store.close()
+
+    def _permitted(self, callback: ToolCallback, tenant: str, actor: str) -> bool:
+        permission = getattr(callback, "required_permission", None)
+        return permission is None or self.actors.permits(tenant, actor, permission)
 
     def _available(self, plugin_id: str) -> bool:
         row = self.store.plugin(plugin_id)
         return row is not None and row.enabled
 
+    def discover(self, tenant: str, actor: str) -> list[dict[str, Any]]:
+        """The ERP tools this actor may use in this tenant, with their active state (E5)."""
+        owners = self.store.tool_codes()
+        listed = []
+        for row in self.store.plugins():
+            for decl in erp_decls(row.manifest):
+                if self.actors.permits(tenant, actor, decl.permission):
+                    _, active = owners.get(decl.code, (row.id, False))
+                    listed.append(
+                        {
+                            "toolCode": decl.code,
+                            "name": decl.definition.name,
+                            "description": decl.definition.description,
+                            "plugin": row.id,
+                            "applicationCode": decl.application,
+                            "riskLevel": decl.risk,
+                            "requiredPermission": decl.permission,
+                            "strictPermissionCheck": decl.strict,
+                            "active": active and row.enabled,
+                        }
+                    )
+        return listed
+
     def _callbacks(self, row: PluginRow) -> list[ToolCallback]:
+        if row.profile == "erp":
+            return [
+                RestToolCallback(
+                    row.id, decl, self.http, self.config.erp_base_url, self.actors, self._available
+                )
+                for decl in erp_decls(row.manifest)
+            ]
         return [
             WorkerToolCallback(row.id, decl, self.manager, self.grants, self._available)
             for decl in tool_decls(row.manifest)
         ]
-
-    async def _refresh_worker(self, plugin_id: str) -> None:
-        """After a lifecycle change: stop a worker that is stale, register the current spec."""
-        row = self.store.plugin(plugin_id)
-        running = self.manager.connection(plugin_id)
-        if running is not None and (
-            row is None or not row.enabled or running.spec.root != row.root
-        ):
-            await self.manager.stop(plugin_id)
-        if row is not None:
-            self._register_worker(row)
 
     async def _refresh_worker(self, plugin_id: str) -> None:
         """After a lifecycle change: stop a worker that is stale, register the current spec."""
@@ -142,6 +183,8 @@ class Host:
             self._register_worker(row)
 
     def _register_worker(self, row: PluginRow) -> None:
+        if row.profile == "erp":
+            return
         try:
             argv = worker_command(row.root)
         except WorkerLaunchError:

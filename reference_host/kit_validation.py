@@ -17,6 +17,7 @@ def kit_validator(root: Path) -> ValidationReport:
     from conformance.catalog import Level
     from conformance.kit import KitRun, Status
 
+    root = root.resolve()
     run = KitRun.load([str(root)], Baseline(None), strict=False, base=root)
     errors: list[str] = []
     warnings: list[str] = []

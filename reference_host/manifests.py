@@ -62,3 +62,10 @@ def _schema(value: Any) -> dict[str, Any] | None:
         except json.JSONDecodeError:
             return None
     return value if isinstance(value, dict) else None
+
+
+def model_tool_names(manifest: dict[str, Any]) -> list[str]:
+    """The names a plugin's tools have for the model, whatever its profile."""
+    if "erpTools" in manifest:
+        return [str(t.get("toolCode", "")).replace(".", "_") for t in manifest["erpTools"]]
+    return [str(t.get("name")) for t in manifest.get("aiTools") or []]

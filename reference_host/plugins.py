@@ -15,19 +15,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reference_host.manifests import tool_decls
+from reference_host.erp import is_erp_folder, read_erp_manifest
+from reference_host.manifests import model_tool_names
 from reference_host.registry import ToolRegistry
 from reference_host.sources_json import JsonFileError, read_json_object
 from reference_host.store import PluginRow, Store
 
 
 class PluginError(Exception):
-    """A lifecycle request the host refuses; `problems` lists each reason."""
+    """A lifecycle request the host refuses; `problems` lists each reason.
 
-    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+    kind: "invalid" (the plugin itself is wrong), "conflict" (it clashes with what is
+    installed: tool names, tool codes) or "not_found" (no such plugin).
+    """
+
+    def __init__(
+        self, message: str, problems: list[str] | None = None, kind: str = "invalid"
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.problems = problems or []
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,7 @@ class PluginInfo:
 
     @classmethod
     def of(cls, row: PluginRow) -> PluginInfo:
-        tools = [t.get("name") for t in row.manifest.get("aiTools") or []]
+        tools = model_tool_names(row.manifest)
         return cls(
             row.id,
             str(row.manifest.get("name", row.id)),
@@ -62,7 +70,7 @@ class PluginInfo:
             row.profile,
             row.enabled,
             bool(tools),
-            [str(t) for t in tools],
+            tools,
             str(row.root),
         )
 
@@ -107,15 +115,12 @@ class PluginService:
             report = self._validator(source)
             if report.errors:
                 raise PluginError(f"{source.name} does not pass validation", report.errors)
-        try:
-            manifest = read_json_object(source / "manifest.json")
-        except JsonFileError as exc:
-            raise PluginError(str(exc)) from None
-        if not isinstance(manifest.get("id"), str):
-            raise PluginError(f"{source / 'manifest.json'} /id: the plugin has no id")
+        manifest = _read_manifest(source)
         plugin_id = manifest["id"]
         previous = self._store.plugin(plugin_id)
         enabled = previous.enabled if previous else True
+        erp_codes = [str(t.get("toolCode")) for t in manifest.get("erpTools", [])]
+        self._check_ownership(plugin_id, erp_codes)
         if enabled:
             self._check_names(plugin_id, manifest)
         target = self._dir / plugin_id / f"{manifest.get('version', '0')}-{uuid.uuid4().hex[:8]}"
@@ -134,6 +139,8 @@ class PluginService:
                     manifest=manifest,
                     enabled=enabled,
                 )
+                self._store.own_tools(db, plugin_id, erp_codes)
+                self._store.set_tools_active(db, plugin_id, enabled)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             shutil.rmtree(target, ignore_errors=True)
@@ -147,17 +154,20 @@ class PluginService:
         self._check_names(plugin_id, row.manifest)
         with self._store.transaction() as db:
             self._store.set_enabled(db, plugin_id, True)
+            self._store.set_tools_active(db, plugin_id, True)
         return self.get(plugin_id)
 
     def disable(self, plugin_id: str) -> PluginInfo:
         self._require(plugin_id)
         with self._store.transaction() as db:
             self._store.set_enabled(db, plugin_id, False)
+            self._store.set_tools_active(db, plugin_id, False)
         return self.get(plugin_id)
 
     def uninstall(self, plugin_id: str) -> None:
         row = self._require(plugin_id)
         with self._store.transaction() as db:
+            self._store.set_tools_active(db, plugin_id, False)
             self._store.delete_plugin(db, plugin_id)
         shutil.rmtree(row.root, ignore_errors=True)
 
@@ -170,26 +180,67 @@ class PluginService:
         for staging in self._dir.glob(".staging-*"):
             shutil.rmtree(staging, ignore_errors=True)
 
+    def create_manual_tool(self, code: str) -> None:
+        """Register an ERP toolCode created by hand, outside any plugin (SPEC E4)."""
+        known = self._store.tool_owner(code)
+        if known is not None:
+            raise PluginError(
+                f"toolCode {code!r} already exists ({_owner_text(known[0])})", kind="conflict"
+            )
+        with self._store.transaction() as db:
+            self._store.own_tools(db, None, [code])
+
+    def _check_ownership(self, plugin_id: str, codes: list[str]) -> None:
+        owned = self._store.tool_codes()
+        clashes = [
+            f"toolCode {code!r} is already owned by {_owner_text(owned[code][0])}"
+            for code in codes
+            if code in owned and owned[code][0] != plugin_id
+        ]
+        if clashes:
+            raise PluginError(f"{plugin_id}: tool codes taken", clashes, "conflict")
+
     def _check_names(self, plugin_id: str, manifest: dict[str, Any]) -> None:
         offered = {name: "the host's built-in tools" for name in self._registry.builtin_names}
         for row in self._store.plugins(enabled_only=True):
             if row.id != plugin_id:
-                for decl in tool_decls(row.manifest):
-                    offered.setdefault(decl.definition.name, f"plugin {row.id}")
+                for name in model_tool_names(row.manifest):
+                    offered.setdefault(name, f"plugin {row.id}")
         clashes = [
-            f"tool name {d.definition.name!r} is already offered by {offered[d.definition.name]}"
-            for d in tool_decls(manifest)
-            if d.definition.name in offered
+            f"tool name {name!r} is already offered by {offered[name]}"
+            for name in model_tool_names(manifest)
+            if name in offered
         ]
         if clashes:
-            raise PluginError(f"{plugin_id}: tool names clash", clashes)
+            raise PluginError(f"{plugin_id}: tool names clash", clashes, "conflict")
 
     def _require(self, plugin_id: str) -> PluginRow:
         row = self._store.plugin(plugin_id)
         if row is None:
-            raise PluginError(f"no plugin {plugin_id!r} is installed")
+            raise PluginError(f"no plugin {plugin_id!r} is installed", kind="not_found")
         return row
 
 
 def _profile(manifest: dict[str, Any]) -> str:
+    if "erpTools" in manifest:
+        return "erp"
     return "fengyu-v1" if manifest.get("schemaVersion") == 1 else "fengyu-v2"
+
+
+def _owner_text(owner: str | None) -> str:
+    return f"plugin {owner}" if owner else "a tool created manually"
+
+
+def _read_manifest(source: Path) -> dict[str, Any]:
+    """The plugin's manifest (FengYu) or its tool files gathered into one (ERP)."""
+    try:
+        manifest = (
+            read_erp_manifest(source)
+            if is_erp_folder(source)
+            else read_json_object(source / "manifest.json")
+        )
+    except JsonFileError as exc:
+        raise PluginError(str(exc)) from None
+    if not isinstance(manifest.get("id"), str):
+        raise PluginError(f"{source / 'manifest.json'} /id: the plugin has no id")
+    return manifest

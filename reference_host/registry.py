@@ -32,6 +32,11 @@ class Snapshot:
     def names(self) -> list[str]:
         return list(self.callbacks)
 
+    def only(self, keep: Callable[[ToolCallback], bool]) -> Snapshot:
+        """The same snapshot narrowed to the callbacks keep accepts (e.g. per actor)."""
+        kept = {name: c for name, c in self.callbacks.items() if keep(c)}
+        return Snapshot(self.generation, MappingProxyType(kept))
+
 
 class ToolRegistry:
     def __init__(

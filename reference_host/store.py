@@ -28,6 +28,11 @@ CREATE TABLE IF NOT EXISTS plugins (
     revision INTEGER NOT NULL,
     installed_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS tool_codes (
+    code TEXT PRIMARY KEY,
+    owner TEXT,
+    active INTEGER NOT NULL DEFAULT 1
+);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO counters VALUES ('generation', 0);
 """
@@ -122,6 +127,30 @@ class Store:
     def delete_plugin(self, db: sqlite3.Connection, plugin_id: str) -> None:
         _bump(db)
         db.execute("DELETE FROM plugins WHERE id = ?", (plugin_id,))
+
+    def tool_owner(self, code: str) -> tuple[str | None, bool] | None:
+        """(owning plugin or None for a manual tool, active) of an ERP toolCode, if known."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT owner, active FROM tool_codes WHERE code = ?", (code,)
+            ).fetchone()
+        return (row[0], bool(row[1])) if row else None
+
+    def tool_codes(self) -> dict[str, tuple[str | None, bool]]:
+        with self._lock:
+            rows = self._db.execute("SELECT code, owner, active FROM tool_codes").fetchall()
+        return {code: (owner, bool(active)) for code, owner, active in rows}
+
+    def own_tools(self, db: sqlite3.Connection, owner: str | None, codes: list[str]) -> None:
+        """Register codes for owner (None: created manually), active, inside a transaction."""
+        db.executemany(
+            "INSERT INTO tool_codes VALUES (?, ?, 1) ON CONFLICT(code) DO UPDATE SET active = 1",
+            [(code, owner) for code in codes],
+        )
+
+    def set_tools_active(self, db: sqlite3.Connection, owner: str, active: bool) -> None:
+        db.execute("UPDATE tool_codes SET active = ? WHERE owner = ?", (int(active), owner))
+        _bump(db)
 
     def close(self) -> None:
         with self._lock:

@@ -51,10 +51,13 @@ class ToolDefinition:
 
 @dataclass(frozen=True)
 class CallContext:
-    """Who is calling: the conversation (for FileRef grants) and the run."""
+    """Who is calling: the conversation (for FileRef grants), the run, and for ERP tools
+    the tenant and the acting user (forwarded, and checked by strict tools)."""
 
     conversation_id: str = ""
     run_id: str = ""
+    tenant: str = ""
+    actor: str = ""
 
 
 class ToolCallback(Protocol):

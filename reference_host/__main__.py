@@ -1,0 +1,231 @@
+"""`python -m reference_host serve ...`: the reference host's HTTP API on uvicorn.
+
+Everything runs on one event loop: the host is created, the plugins given with --plugins are
+installed (a rejected one is reported on one line and skipped), uvicorn serves the API, and
+the host (its workers) is closed when the server stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from reference_host.agent.models import ChatModel, ModelTurn, ScriptedModel
+from reference_host.app import DEFAULT_KEEP_ALIVE, create_app
+from reference_host.approval import ApprovalPolicy, Decision
+from reference_host.builtins import SearxngProvider, builtin_tools
+from reference_host.host import Host, HostConfig
+from reference_host.kit_validation import kit_validator
+from reference_host.plugins import PluginError
+
+SCRIPTED_REPLY = (
+    "Hello from the reference host's scripted model. It makes no tool calls; start the host "
+    "with --model openai to talk to a real model."
+)
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com"
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m reference_host",
+        description="The reference host: aggregates AI-tool plugins and serves them over "
+        "HTTP with an SSE chat stream.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    serve = commands.add_parser(
+        "serve",
+        help="serve the HTTP API",
+        description="Install the given plugins and serve the HTTP API (GET /api/plugins, "
+        "GET /api/tools, POST /api/chat, ...).",
+    )
+    serve.add_argument(
+        "--plugins",
+        nargs="+",
+        default=[],
+        metavar="DIR",
+        help="plugin folders to install (or upgrade) at start; a folder that is not a "
+        "plugin (no manifest.json, no metadata/tool/) stands for its plugin subfolders",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default %(default)s)")
+    serve.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path.home() / ".reference_host",
+        metavar="PATH",
+        help="where installed plugins and worker data live (default %(default)s)",
+    )
+    serve.add_argument(
+        "--db", type=Path, metavar="PATH", help="SQLite database (default DATA_DIR/host.sqlite3)"
+    )
+    serve.add_argument(
+        "--allow-root",
+        type=Path,
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="DIR",
+        help="folders whose files may be granted to plugins as FileRefs",
+    )
+    serve.add_argument(
+        "--approval",
+        choices=[d.value for d in Decision],
+        default=Decision.ASK.value,
+        help="what happens to write and external tool calls (default %(default)s)",
+    )
+    serve.add_argument(
+        "--approval-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="an unanswered approval counts as denied after this (default %(default)s)",
+    )
+    serve.add_argument(
+        "--model",
+        choices=["scripted", "openai"],
+        default="scripted",
+        help="scripted answers with a short text; openai talks to an OpenAI-compatible "
+        "server (default %(default)s)",
+    )
+    serve.add_argument(
+        "--openai-base-url",
+        default=DEFAULT_OPENAI_BASE_URL,
+        metavar="URL",
+        help="server root; requests go to URL/v1/chat/completions (default %(default)s); "
+        "the key is read from OPENAI_API_KEY",
+    )
+    serve.add_argument(
+        "--openai-model", default=DEFAULT_OPENAI_MODEL, metavar="NAME", help="(default %(default)s)"
+    )
+    serve.add_argument(
+        "--searxng-url",
+        metavar="URL",
+        help="SearXNG instance for the built-in web_search (without it web_search answers "
+        "that no search provider is configured)",
+    )
+    serve.add_argument(
+        "--keep-alive",
+        type=float,
+        default=DEFAULT_KEEP_ALIVE,
+        metavar="SECONDS",
+        help="send ': keep-alive' after this many seconds without an event (default %(default)s)",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn's log level (default %(default)s)",
+    )
+    return parser
+
+
+def is_plugin_folder(path: Path) -> bool:
+    """A FengYu plugin (manifest.json) or an ERP one (metadata/tool/)."""
+    return (path / "manifest.json").exists() or (path / "metadata" / "tool").is_dir()
+
+
+def plugin_folders(paths: Sequence[str]) -> list[Path]:
+    """Each given folder, or the plugin subfolders of a folder that is not itself a plugin."""
+    folders: list[Path] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir() and not is_plugin_folder(path):
+            children = sorted(c for c in path.iterdir() if c.is_dir() and is_plugin_folder(c))
+            if children:
+                folders += children
+                continue
+        folders.append(path)
+    return folders
+
+
+def scripted_factory() -> Callable[[], ChatModel]:
+    return lambda: ScriptedModel([ModelTurn(text=SCRIPTED_REPLY)])
+
+
+async def serve(args: argparse.Namespace) -> int:
+    decision = Decision(args.approval)
+    config = HostConfig(
+        data_dir=args.data_dir.expanduser(),
+        db_path=args.db.expanduser() if args.db else None,
+        approval=ApprovalPolicy(decision, decision, args.approval_timeout),
+        allowed_roots=tuple(root.expanduser() for root in args.allow_root),
+    )
+    web = httpx.AsyncClient(follow_redirects=False)
+    search = SearxngProvider(args.searxng_url, web) if args.searxng_url else None
+    host = Host(config, validator=kit_validator, builtins=builtin_tools(web, search))
+    closers: list[Callable[[], Awaitable[None]]] = []
+    closed = False
+
+    async def close() -> None:
+        """Once: the models, the workers and the store, the web client."""
+        nonlocal closed
+        if not closed:
+            closed = True
+            for closer in [*closers, host.close, web.aclose]:
+                await closer()
+
+    try:
+        for folder in plugin_folders(args.plugins):
+            try:
+                info = await host.install(folder)
+            except PluginError as exc:
+                detail = f": {'; '.join(exc.problems)}" if exc.problems else ""
+                print(f"rejected {folder}: {exc.message}{detail}", file=sys.stderr, flush=True)
+                continue
+            tools = ", ".join(info.tools) or "no AI tools"
+            print(f"installed {info.id} {info.version} ({tools})", flush=True)
+        factory = model_factory(args, closers)
+        app = create_app(host, factory, keep_alive=args.keep_alive, on_shutdown=[close])
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                host=args.host,
+                port=args.port,
+                log_level=args.log_level,
+                timeout_graceful_shutdown=5,
+            )
+        )
+        await server.serve()
+    finally:
+        await close()
+    return 0
+
+
+def model_factory(
+    args: argparse.Namespace, closers: list[Callable[[], Awaitable[None]]]
+) -> Callable[[], ChatModel]:
+    """A fresh scripted model per chat, or one shared OpenAI-compatible client."""
+    if args.model != "openai":
+        return scripted_factory()
+    from reference_host.agent.openai_model import OpenAICompatibleModel
+
+    model = OpenAICompatibleModel(
+        args.openai_base_url, args.openai_model, api_key=os.environ.get("OPENAI_API_KEY")
+    )
+    closers.append(model.aclose)
+    return lambda: model
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        try:
+            return asyncio.run(serve(args))
+        except KeyboardInterrupt:
+            return 130
+        except OSError as exc:  # e.g. the port is taken, or the data dir is not writable
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
