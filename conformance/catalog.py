@@ -30,7 +30,7 @@ class Requirement:
     @property
     def per_tool(self) -> bool:
         """Checked once per aiTool rather than once per plugin."""
-        return self.suite == "tools"
+        return self.suite in ("tools", "endpoints")
 
     def applies_to(self, profile: str) -> bool:
         return profile in self.profiles

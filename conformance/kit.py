@@ -16,7 +16,8 @@ from conformance import checks  # noqa: F401  (registers every check)
 from conformance.baseline import Baseline, ExpectedFailure
 from conformance.catalog import Level, Requirement, load_catalog
 from conformance.checks.fengyu_files import file_parameters
-from conformance.erp.plugin import is_erp_plugin, load_erp_plugin
+from conformance.erp.endpoints import EndpointServices
+from conformance.erp.plugin import ERP, is_erp_plugin, load_erp_plugin
 from conformance.fengyu.manifest import FENGYU_V1, FENGYU_V2, load_fengyu_plugin
 from conformance.fengyu.migrate import MigrationError, migrate_v1
 from conformance.fengyu.services import WorkerServices
@@ -51,6 +52,15 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class EndpointSettings:
+    """Where and as whom the ERP endpoint checks call (--plugin-base-url and friends)."""
+
+    base_url: str | None = None
+    tenant: str = "conformance"
+    actor: str = "conformance-kit"
+
+
+@dataclass(frozen=True)
 class Target:
     """One thing to check: a requirement on a plugin, or on one of its tools."""
 
@@ -70,8 +80,9 @@ class KitRun:
     strict: bool = False
     worker_override: str | None = None
     settings: PropertySettings = field(default_factory=PropertySettings)
+    endpoints: EndpointSettings = field(default_factory=lambda: EndpointSettings())
     labels: dict[int, str] = field(default_factory=dict)
-    _workers: dict[int, WorkerServices] = field(default_factory=dict)
+    _workers: dict[int, Any] = field(default_factory=dict)
 
     @classmethod
     def load(
@@ -82,6 +93,7 @@ class KitRun:
         base: Path,
         worker_override: str | None = None,
         settings: PropertySettings | None = None,
+        endpoints: EndpointSettings | None = None,
     ) -> KitRun:
         roots = []
         for raw in dirs:
@@ -91,7 +103,14 @@ class KitRun:
             if root not in roots:
                 roots.append(root)
         plugins = [load_plugin(root) for root in roots]
-        run = cls(plugins, baseline, strict, worker_override, settings or PropertySettings())
+        run = cls(
+            plugins,
+            baseline,
+            strict,
+            worker_override,
+            settings or PropertySettings(),
+            endpoints or EndpointSettings(),
+        )
         run.labels = _unique_labels(run.plugins)
         return run
 
@@ -110,10 +129,20 @@ class KitRun:
             for tool in (tools if requirement.per_tool else [None])
         ]
 
-    def workers(self, plugin: Any) -> WorkerServices:
-        """The plugin's worker services, created on first use and closed by close()."""
+    def workers(self, plugin: Any) -> Any:
+        """The plugin's live services, created on first use and closed by close(): its worker
+        (FengYu) or its endpoints (ERP)."""
         if id(plugin) not in self._workers:
-            self._workers[id(plugin)] = WorkerServices(plugin, self.worker_override, self.settings)
+            self._workers[id(plugin)] = (
+                EndpointServices(
+                    self.endpoints.base_url,
+                    self.endpoints.tenant,
+                    self.endpoints.actor,
+                    self.settings,
+                )
+                if plugin.profile == ERP
+                else WorkerServices(plugin, self.worker_override, self.settings)
+            )
         return self._workers[id(plugin)]
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ import pytest
 from conformance.baseline import BaselineError, load_baseline
 from conformance.catalog import format_catalog
 from conformance.findings import Finding
-from conformance.kit import KitRun, KitUsageError, Status, Target, Verdict
+from conformance.kit import EndpointSettings, KitRun, KitUsageError, Status, Target, Verdict
 from conformance.properties import PropertySettings
 from conformance.report import report_paths, write_reports
 
@@ -27,6 +27,7 @@ SUITES = {
     "worker": "a protocol check of the plugin's running worker",
     "tools": "a property check of one tool against the running worker",
     "host": "the plugin installed into the reference host and driven by a scripted model",
+    "endpoints": "an ERP tool's endpoint called with generated inputs (--plugin-base-url)",
 }
 
 
@@ -99,6 +100,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="derive examples from the test instead of at random (the default when CI is set)",
     )
+    group.addoption(
+        "--plugin-base-url",
+        metavar="URL",
+        help="ERP plugins: call each tool's endpoint under URL with generated inputs",
+    )
+    group.addoption("--erp-tenant", default="conformance", help="X-Tenant-Id the kit sends")
+    group.addoption("--erp-actor", default="conformance-kit", help="X-Actor the kit sends")
     parser.addini("conformance_worker_cmd", "default for --worker-cmd")
     parser.addini("conformance_examples", "default for --conformance-examples")
 
@@ -134,6 +142,9 @@ def pytest_configure(config: pytest.Config) -> None:
             config.invocation_params.dir,
             config.option.worker_cmd or config.getini("conformance_worker_cmd") or None,
             _property_settings(config),
+            EndpointSettings(
+                config.option.plugin_base_url, config.option.erp_tenant, config.option.erp_actor
+            ),
         )
     except (BaselineError, KitUsageError) as exc:
         raise pytest.UsageError(str(exc)) from None

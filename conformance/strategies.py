@@ -9,7 +9,7 @@ understand this schema, and the kit then says so instead of trusting it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,8 +126,13 @@ class InputSpace:
         except Exception as exc:
             raise GeneratorGap(f"no valid input could be generated: {exc}") from None
 
-    def mutations(self, value: Any) -> list[tuple[str, Any]]:
-        """Ways to break a valid input: drop a required property, or give one a wrong type."""
+    def mutations(self, value: Any, textual: Iterable[str] = ()) -> list[tuple[str, Any]]:
+        """Ways to break a valid input: drop a required property, or give one a wrong type.
+
+        textual names properties that travel as text (a URL's path or query), where a number
+        in place of a string arrives as a perfectly good string: no break, so not offered.
+        """
+        textual = set(textual)
         if not isinstance(value, dict):
             return []
         found = []
@@ -138,6 +143,8 @@ class InputSpace:
                 found.append((f"required property {name!r} dropped", broken))
         for name, sub in (self.schema.get("properties") or {}).items():
             kind = sub.get("type") if isinstance(sub, dict) else None
+            if kind == "string" and name in textual:
+                continue
             if isinstance(kind, str) and kind in WRONG_TYPE_VALUES:
                 broken = {**value, name: WRONG_TYPE_VALUES[kind]}
                 found.append(

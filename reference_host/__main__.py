@@ -112,6 +112,20 @@ def build_parser() -> argparse.ArgumentParser:
         "that no search provider is configured)",
     )
     serve.add_argument(
+        "--erp-base-url",
+        default="http://127.0.0.1:8801",
+        metavar="URL",
+        help="where ERP tools' endpoints live (default %(default)s: "
+        "python sample_plugins/erp_backends.py)",
+    )
+    serve.add_argument(
+        "--actors",
+        type=Path,
+        metavar="FILE",
+        help='JSON file of ERP actors: {"actors": {"alice": {"tenants": [...], '
+        '"permissions": [...]}}}',
+    )
+    serve.add_argument(
         "--keep-alive",
         type=float,
         default=DEFAULT_KEEP_ALIVE,
@@ -157,6 +171,8 @@ async def serve(args: argparse.Namespace) -> int:
         db_path=args.db.expanduser() if args.db else None,
         approval=ApprovalPolicy(decision, decision, args.approval_timeout),
         allowed_roots=tuple(root.expanduser() for root in args.allow_root),
+        erp_base_url=args.erp_base_url,
+        actors_file=args.actors.expanduser() if args.actors else None,
     )
     web = httpx.AsyncClient(follow_redirects=False)
     search = SearxngProvider(args.searxng_url, web) if args.searxng_url else None

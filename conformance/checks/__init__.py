@@ -1,6 +1,7 @@
 """The kit's checks; importing this package registers every one of them."""
 
 from conformance.checks import (
+    erp_endpoints,
     erp_tools,
     fengyu_files,
     fengyu_host,
@@ -11,6 +12,7 @@ from conformance.checks import (
 )
 
 __all__ = [
+    "erp_endpoints",
     "erp_tools",
     "fengyu_files",
     "fengyu_host",

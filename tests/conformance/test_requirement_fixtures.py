@@ -7,19 +7,24 @@ FY-LEG-001 warning every v1 manifest gets), with the right status and a located 
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from conformance.catalog import Level, load_catalog
+from sample_plugins.erp_backends import serve_backends
 from tests.conftest import FIXTURE_PLUGINS, REPO, plugin_with_manifest
 
 ID_PREFIX = re.compile(r"^((?:FY|ERP)-[A-Z]+-\d{3})")
 LEGACY_WARNING = "FY-LEG-001"
 SAMPLE_PLUGIN = REPO / "sample_plugins" / "fan.summer.markdown"
-FIXTURES = sorted(p for p in FIXTURE_PLUGINS.iterdir() if p.is_dir())
+FIXTURES = sorted(p for p in FIXTURE_PLUGINS.iterdir() if p.is_dir() and p.name[0] not in "_.")
 
 
 def requirement_of(folder: Path) -> str:
@@ -37,6 +42,24 @@ def is_v1(folder: Path) -> bool:
     return isinstance(data, dict) and data.get("schemaVersion") == 1
 
 
+@contextlib.contextmanager
+def served_backend(folder: Path) -> Iterator[str | None]:
+    """An ERP fixture's backend/app.py served on 127.0.0.1 (its base URL), else None."""
+    app_file = folder / "backend" / "app.py"
+    if not (folder / "metadata").is_dir() or not app_file.is_file():
+        yield None
+        return
+    sys.path.insert(0, str(FIXTURE_PLUGINS))
+    try:
+        spec = importlib.util.spec_from_file_location(f"backend_{folder.name}", app_file)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(FIXTURE_PLUGINS))
+    with serve_backends(module.app) as url:
+        yield url
+
+
 def expected_reports(folder: Path) -> set[str]:
     expected = {requirement_of(folder)}
     if is_v1(folder):
@@ -49,7 +72,9 @@ def test_fixture_reports_exactly_its_requirement(run_kit, folder: Path) -> None:
     rid = requirement_of(folder)
     requirement = load_catalog()[rid]
     static = requirement.suite == "manifest"
-    result = run_kit([folder], *(["-m", "manifest"] if static else []))
+    with served_backend(folder) as base_url:
+        extra = ["--plugin-base-url", base_url] if base_url else []
+        result = run_kit([folder], *(["-m", "manifest"] if static else extra))
 
     assert result.reported() == expected_reports(folder)
     status = "failed" if requirement.level is Level.MUST else "warned"

@@ -32,6 +32,7 @@ from sample_plugins.erp_backends import (
     serve_backends,
     tool_files,
 )
+from tests.conftest import REPO
 
 ACME = {"X-Tenant-Id": "acme", "X-Actor": "alice@acme.example"}
 GLOBEX = {"X-Tenant-Id": "globex", "X-Actor": "ivo@globex.example"}
@@ -698,3 +699,21 @@ def test_runs_as_a_script(tmp_path: Path) -> None:
             process.kill()
             process.wait()
         log.close()
+
+
+@pytest.mark.parametrize("plugin", ["hello-plugin", "hcm-employee", "hcm-ai-intelligence"])
+def test_sample_erp_plugin_passes_the_whole_kit(run_kit, plugin: str) -> None:
+    """Static checks and the endpoint checks against the real backends on loopback."""
+    with serve_backends() as url:
+        result = run_kit(
+            [REPO / "sample_plugins" / plugin],
+            "--plugin-base-url",
+            url,
+            "--erp-tenant",
+            "acme",
+            "--conformance-strict",
+        )
+    assert result.reported() == set()
+    assert result.result.ret == 0
+    statuses = {r["requirement"] for r in result.report["results"] if r["status"] == "passed"}
+    assert {"ERP-DYN-001", "ERP-DYN-002"} <= statuses

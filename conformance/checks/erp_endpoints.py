@@ -1,0 +1,98 @@
+"""Endpoint checks of an ERP plugin (SPEC E3): generated inputs sent as the host sends them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from conformance.erp.endpoints import Answer, EndpointServices
+from conformance.erp.plugin import ErpTool
+from conformance.findings import Finding, NotApplicable
+from conformance.properties import Counterexample, find_counterexample
+from conformance.registry import CheckContext, check
+from conformance.strategies import InputSpace
+from reference_host.rest import RestHandler
+
+
+def _setup(ctx: CheckContext) -> tuple[EndpointServices, ErpTool, RestHandler, InputSpace]:
+    services: EndpointServices | None = ctx.workers
+    if services is None or not services.base_url:
+        raise NotApplicable("pass --plugin-base-url URL to call the plugin's endpoints")
+    tool: ErpTool = ctx.tool
+    try:
+        handler = RestHandler.from_config(tool.handler)
+    except ValueError as exc:
+        raise NotApplicable(f"the handlerConfig cannot be used: {exc}") from None
+    return services, tool, handler, InputSpace.of(tool.data.get("inputSchema"))
+
+
+def _report(rid: str, tool: ErpTool, found: Counterexample | None) -> Iterator[Finding]:
+    if found is None:
+        return
+    answer: Answer = found.outcome
+    lines = [f"{tool.code}: {found.problem}", f"answer: {answer.describe()}"]
+    if answer.request is not None:
+        lines.append(f"reproduce: {EndpointServices.curl(answer.request)}")
+    yield tool.finding(rid, "/handlerConfig", "\n".join(lines))
+
+
+@check("ERP-DYN-001")
+def no_server_errors(ctx: CheckContext) -> Iterator[Finding]:
+    services, tool, handler, space = _setup(ctx)
+
+    def attempt(data: st.DataObject) -> Counterexample | None:
+        answer = services.call(handler, space.draw_valid(data.draw))
+        if answer.status is None and answer.request is not None:
+            return Counterexample(f"no answer: {answer.problem}", answer)
+        if answer.status is not None and answer.status >= 500:
+            return Counterexample(f"a valid input got HTTP {answer.status}", answer)
+        return None
+
+    yield from _report("ERP-DYN-001", tool, find_counterexample(attempt, services.settings))
+
+
+@check("ERP-DYN-002")
+def json_answers(ctx: CheckContext) -> Iterator[Finding]:
+    services, tool, handler, space = _setup(ctx)
+
+    def attempt(data: st.DataObject) -> Counterexample | None:
+        params = space.draw_valid(data.draw)
+        mutations = space.mutations(params, _textual(handler))
+        if mutations and data.draw(st.booleans()):
+            params = data.draw(st.sampled_from(mutations))[1]
+        answer = services.call(handler, params)
+        if answer.status is not None and not answer.is_json():
+            return Counterexample(
+                f"HTTP {answer.status} answered with a body that is not JSON", answer
+            )
+        return None
+
+    yield from _report("ERP-DYN-002", tool, find_counterexample(attempt, services.settings))
+
+
+@check("ERP-DYN-003")
+def invalid_input_rejected(ctx: CheckContext) -> Iterator[Finding]:
+    services, tool, handler, space = _setup(ctx)
+
+    def attempt(data: st.DataObject) -> Counterexample | None:
+        params = space.draw_valid(data.draw)
+        mutations = space.mutations(params, _textual(handler))
+        assume(mutations)
+        why, broken = data.draw(st.sampled_from(mutations))
+        answer = services.call(handler, broken)
+        if answer.status is None:
+            return None  # the host itself refuses to send it (e.g. a path param missing)
+        if not 400 <= answer.status < 500:
+            return Counterexample(f"an invalid input ({why}) got HTTP {answer.status}", answer)
+        return None
+
+    yield from _report("ERP-DYN-003", tool, find_counterexample(attempt, services.settings))
+
+
+def _textual(handler: RestHandler) -> set[str]:
+    """Inputs that reach the endpoint as URL text rather than typed JSON."""
+    if handler.body_from_input:
+        return set()
+    return set(handler.path_params) | set(handler.query_params)

@@ -1,0 +1,90 @@
+"""Calling an ERP plugin's endpoints the way the host does, for the kit's endpoint checks."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from conformance.properties import PropertySettings
+from reference_host.rest import DispatchError, RestHandler, build_request
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One HTTP exchange: the request sent and what came back (or why nothing did)."""
+
+    request: httpx.Request | None
+    status: int | None
+    body: bytes
+    problem: str = ""
+
+    def is_json(self) -> bool:
+        try:
+            json.loads(self.body)
+        except ValueError:
+            return False
+        return True
+
+    def describe(self) -> str:
+        if self.status is None:
+            return self.problem
+        text = self.body.decode("utf-8", "replace")
+        return f"HTTP {self.status}: {text[:500]}"
+
+
+class EndpointServices:
+    """The base URL, tenant and actor the kit calls an ERP plugin's endpoints with."""
+
+    def __init__(
+        self, base_url: str | None, tenant: str, actor: str, settings: PropertySettings
+    ) -> None:
+        self.base_url = base_url
+        self.tenant = tenant
+        self.actor = actor
+        self.settings = settings
+        self._client: httpx.Client | None = None
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(timeout=30.0, follow_redirects=False)
+        return self._client
+
+    def call(self, handler: RestHandler, arguments: dict[str, Any]) -> Answer:
+        assert self.base_url is not None
+        try:
+            request = build_request(
+                self.client,
+                self.base_url,
+                handler,
+                arguments,  # type: ignore[arg-type]
+                tenant=self.tenant,
+                actor=self.actor,
+            )
+        except DispatchError as exc:
+            return Answer(None, None, b"", f"the host would not send this: {exc}")
+        try:
+            response = self.client.send(request)
+        except httpx.HTTPError as exc:
+            return Answer(request, None, b"", f"{type(exc).__name__}: {exc}")
+        return Answer(request, response.status_code, response.content)
+
+    @staticmethod
+    def curl(request: httpx.Request) -> str:
+        """A curl command that sends the same request."""
+        parts = ["curl", "-sS", "-X", request.method, str(request.url)]
+        for name in ("X-Tenant-Id", "X-Actor", "Content-Type"):
+            if name in request.headers:
+                parts += ["-H", f"{name}: {request.headers[name]}"]
+        if request.content:
+            parts += ["--data-binary", request.content.decode("utf-8", "replace")]
+        return shlex.join(parts)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
