@@ -24,6 +24,8 @@ from conformance.fengyu.services import WorkerServices
 from conformance.findings import Finding, NotApplicable
 from conformance.properties import PropertySettings
 from conformance.registry import CheckContext, run_checks
+from conformance.upgrade import Upgrade, compare, current_manifest, read_previous
+from reference_host.sources_json import JsonFileError
 
 
 def load_plugin(root: Path) -> Any:
@@ -81,7 +83,9 @@ class KitRun:
     worker_override: str | None = None
     settings: PropertySettings = field(default_factory=PropertySettings)
     endpoints: EndpointSettings = field(default_factory=lambda: EndpointSettings())
+    previous: str | None = None
     labels: dict[int, str] = field(default_factory=dict)
+    _upgrades: dict[int, Upgrade] = field(default_factory=dict)
     _workers: dict[int, Any] = field(default_factory=dict)
 
     @classmethod
@@ -94,6 +98,7 @@ class KitRun:
         worker_override: str | None = None,
         settings: PropertySettings | None = None,
         endpoints: EndpointSettings | None = None,
+        previous: str | None = None,
     ) -> KitRun:
         roots = []
         for raw in dirs:
@@ -110,6 +115,7 @@ class KitRun:
             worker_override,
             settings or PropertySettings(),
             endpoints or EndpointSettings(),
+            previous,
         )
         run.labels = _unique_labels(run.plugins)
         return run
@@ -145,6 +151,28 @@ class KitRun:
             )
         return self._workers[id(plugin)]
 
+    def _services(self, plugin: Any, suite: str) -> Any:
+        """What a suite's checks get as ctx.workers: nothing for static checks, the upgrade
+        comparison for upgrade checks, the plugin's live services for the rest."""
+        if suite == "manifest":
+            return None
+        if suite == "upgrade":
+            return self.upgrade(plugin)
+        return self.workers(plugin)
+
+    def upgrade(self, plugin: Any) -> Upgrade | None:
+        """The comparison with --previous-manifest (None without it); read once per plugin."""
+        if self.previous is None:
+            return None
+        if id(plugin) not in self._upgrades:
+            previous = read_previous(self.previous, plugin.root)
+            try:
+                current = current_manifest(plugin.root)
+            except JsonFileError:
+                return None  # the plugin's own files are broken: the static suite says how
+            self._upgrades[id(plugin)] = compare(previous, current, plugin.label)
+        return self._upgrades[id(plugin)]
+
     def close(self) -> None:
         """Stop every worker the run started and remove its scratch files."""
         for services in self._workers.values():
@@ -178,7 +206,17 @@ class KitRun:
             "root": str(plugin.root),
             "file_parameters": [],
         }
-        if plugin.load_error is not None or plugin.profile not in (FENGYU_V1, FENGYU_V2):
+        if plugin.load_error is not None:
+            return summary
+        if (upgrade := self.upgrade(plugin)) is not None:
+            summary["upgrade"] = {
+                "from": upgrade.previous_version,
+                "to": upgrade.version,
+                "breaking": [line for c in upgrade.changes.breaking for line in c.describe()],
+                "revised": upgrade.changes.revised,
+                "added": list(upgrade.changes.added),
+            }
+        if plugin.profile not in (FENGYU_V1, FENGYU_V2):
             return summary
         summary["file_parameters"] = [f.to_json() for f in file_parameters(plugin)]
         if plugin.profile == FENGYU_V1:
@@ -194,7 +232,7 @@ class KitRun:
         if reason := self.skip_reason(plugin, requirement):
             return Verdict(Status.SKIPPED, [], reason)
         peers = [p for p in self.plugins if p is not plugin and p.load_error is None]
-        workers = self.workers(plugin) if requirement.suite != "manifest" else None
+        workers = self._services(plugin, requirement.suite)
         try:
             findings = run_checks(CheckContext(plugin, requirement, peers, workers, target.tool))
         except NotApplicable as exc:

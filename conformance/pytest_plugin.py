@@ -21,6 +21,7 @@ from conformance.findings import Finding
 from conformance.kit import EndpointSettings, KitRun, KitUsageError, Status, Target, Verdict
 from conformance.properties import PropertySettings
 from conformance.report import report_paths, write_reports
+from conformance.upgrade import PreviousError
 
 SUITES = {
     "manifest": "a static check of the plugin's files",
@@ -28,6 +29,7 @@ SUITES = {
     "tools": "a property check of one tool against the running worker",
     "host": "the plugin installed into the reference host and driven by a scripted model",
     "endpoints": "an ERP tool's endpoint called with generated inputs (--plugin-base-url)",
+    "upgrade": "what an upgrade does to saved workflow canvases (--previous-manifest)",
 }
 
 
@@ -105,6 +107,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="URL",
         help="ERP plugins: call each tool's endpoint under URL with generated inputs",
     )
+    group.addoption(
+        "--previous-manifest",
+        metavar="PATH|git:REF",
+        help="the previous version (manifest.json, plugin folder, or git:REF of this one): "
+        "report what the upgrade does to saved workflow canvases",
+    )
     group.addoption("--erp-tenant", default="conformance", help="X-Tenant-Id the kit sends")
     group.addoption("--erp-actor", default="conformance-kit", help="X-Actor the kit sends")
     parser.addini("conformance_worker_cmd", "default for --worker-cmd")
@@ -145,8 +153,12 @@ def pytest_configure(config: pytest.Config) -> None:
             EndpointSettings(
                 config.option.plugin_base_url, config.option.erp_tenant, config.option.erp_actor
             ),
+            config.option.previous_manifest,
         )
-    except (BaselineError, KitUsageError) as exc:
+        for plugin in kit.plugins:
+            if plugin.load_error is None:
+                kit.upgrade(plugin)
+    except (BaselineError, KitUsageError, PreviousError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(KitSession(config, kit), "conformance-kit")
 

@@ -9,6 +9,7 @@ from conformance.checks import (
     fengyu_manifest,
     fengyu_tools,
     fengyu_worker,
+    upgrade,
 )
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "fengyu_manifest",
     "fengyu_tools",
     "fengyu_worker",
+    "upgrade",
 ]

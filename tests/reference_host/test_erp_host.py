@@ -192,3 +192,22 @@ async def test_discovery_endpoint_over_http(host: Host) -> None:
         assert [(t["toolCode"], t["active"]) for t in listed.json()] == [
             ("hello.greeting.get", True)
         ]
+
+
+def test_actor_directory_reads_and_rereads_its_file(tmp_path: Path) -> None:
+    import os
+
+    from reference_host.actors import DirectoryError
+
+    path = tmp_path / "actors.json"
+    path.write_text(json.dumps({"actors": {"al": {"tenants": ["acme"], "permissions": ["P"]}}}))
+    directory = ActorDirectory(path)
+    assert directory.permits("acme", "al", "P")
+    assert not directory.permits("globex", "al", "P")
+    path.write_text(json.dumps({"actors": {"al": {"tenants": ["acme"], "permissions": []}}}))
+    os.utime(path, (1, 1))
+    assert not directory.permits("acme", "al", "P")
+    path.write_text('{"actors": {"al": {"tenants": "acme"}}}')
+    os.utime(path, (2, 2))
+    with pytest.raises(DirectoryError, match=r"actors.json /actors/al: expected tenants"):
+        directory.permits("acme", "al", "P")
