@@ -56,14 +56,14 @@ class ToolRegistry:
         generation = self._store.generation()
         if self._last is not None and self._last.generation == generation:
             return self._last
-        rows = self._store.plugins(enabled_only=True)
         callbacks: dict[str, ToolCallback] = {c.definition.name: c for c in self._builtins}
         cache: dict[str, tuple[int, list[ToolCallback]]] = {}
-        for row in rows:
-            revision, made = self._cache.get(row.id, (-1, []))
-            if revision != row.revision:
-                made = self._factory(row)
-            cache[row.id] = (row.revision, made)
+        for plugin_id, revision in self._store.revisions(enabled_only=True):
+            cached_revision, made = self._cache.get(plugin_id, (-1, []))
+            if cached_revision != revision:
+                row = self._store.plugin(plugin_id)
+                made = self._factory(row) if row is not None else []
+            cache[plugin_id] = (revision, made)
             for callback in made:
                 callbacks.setdefault(callback.definition.name, callback)
         self._cache = cache

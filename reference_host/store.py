@@ -84,6 +84,12 @@ class Store:
             rows = self._db.execute(query + " ORDER BY id").fetchall()
         return [_row(r) for r in rows]
 
+    def revisions(self, *, enabled_only: bool = False) -> list[tuple[str, int]]:
+        """(id, revision) of each plugin, without reading manifests: what changed is cheap."""
+        query = "SELECT id, revision FROM plugins" + (" WHERE enabled = 1" if enabled_only else "")
+        with self._lock:
+            return self._db.execute(query + " ORDER BY id").fetchall()
+
     def plugin(self, plugin_id: str) -> PluginRow | None:
         with self._lock:
             row = self._db.execute("SELECT * FROM plugins WHERE id = ?", (plugin_id,)).fetchone()
