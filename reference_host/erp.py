@@ -19,7 +19,14 @@ from reference_host.actors import ActorDirectory
 from reference_host.namespace import namespace_problem
 from reference_host.rest import RestHandler, dispatch
 from reference_host.sources_json import read_json_object
-from reference_host.tools import CallContext, Effect, ToolDefinition, failure, parse_arguments
+from reference_host.tools import (
+    CallContext,
+    Effect,
+    ToolDefinition,
+    failure,
+    parse_arguments,
+    unavailable,
+)
 
 TOOLS_DIR = Path("metadata") / "tool"
 
@@ -83,32 +90,19 @@ class RestToolCallback:
         directory: ActorDirectory,
         available: Callable[[str], bool],
     ) -> None:
-        self._plugin_id = plugin_id
+        self.owner = plugin_id
+        self.definition = decl.definition
+        self.effect = decl.effect
+        self.required_permission = decl.permission
         self.decl = decl
         self._client = client
         self._base_url = base_url
         self._directory = directory
         self._available = available
 
-    @property
-    def definition(self) -> ToolDefinition:
-        return self.decl.definition
-
-    @property
-    def effect(self) -> Effect:
-        return self.decl.effect
-
-    @property
-    def owner(self) -> str:
-        return self._plugin_id
-
-    @property
-    def required_permission(self) -> str:
-        return self.decl.permission
-
     async def call(self, input_json: str, context: CallContext) -> str:
-        if not self._available(self._plugin_id):
-            return failure(f"Plugin tool is no longer available: {self._plugin_id}")
+        if not self._available(self.owner):
+            return unavailable(self.owner)
         permission = self.decl.permission
         if self.decl.strict and not self._directory.permits(
             context.tenant, context.actor, permission

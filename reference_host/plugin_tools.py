@@ -13,7 +13,7 @@ from reference_host.filerefs import FileRefError
 from reference_host.grants import GrantStore
 from reference_host.manifests import ToolDecl
 from reference_host.process import PluginProcessManager, WorkerError
-from reference_host.tools import CallContext, Effect, ToolDefinition, failure, parse_arguments
+from reference_host.tools import CallContext, failure, parse_arguments, unavailable
 
 
 class WorkerToolCallback:
@@ -27,34 +27,24 @@ class WorkerToolCallback:
         grants: GrantStore,
         available: Callable[[str], bool],
     ) -> None:
-        self._plugin_id = plugin_id
+        self.owner = plugin_id
+        self.definition = decl.definition
+        self.effect = decl.effect
         self.decl = decl
         self._manager = manager
         self._grants = grants
         self._available = available
 
-    @property
-    def definition(self) -> ToolDefinition:
-        return self.decl.definition
-
-    @property
-    def effect(self) -> Effect:
-        return self.decl.effect
-
-    @property
-    def owner(self) -> str:
-        return self._plugin_id
-
     async def call(self, input_json: str, context: CallContext) -> str:
-        if not self._available(self._plugin_id):
-            return failure(f"Plugin tool is no longer available: {self._plugin_id}")
+        if not self._available(self.owner):
+            return unavailable(self.owner)
         try:
             args = parse_arguments(input_json)
             params = self._grants.prepare(
-                context.conversation_id, self._plugin_id, args, self.decl.file_classes
+                context.conversation_id, self.owner, args, self.decl.file_classes
             )
             result = await self._manager.invoke(
-                self._plugin_id, self.decl.method, params, tool_timeout=self.decl.timeout
+                self.owner, self.decl.method, params, tool_timeout=self.decl.timeout
             )
         except (ValueError, FileRefError) as exc:
             return failure(str(exc))

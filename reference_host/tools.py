@@ -63,16 +63,16 @@ class CallContext:
 class ToolCallback(Protocol):
     """One callable tool. `owner` is the plugin id, or "builtin"."""
 
-    @property
-    def definition(self) -> ToolDefinition: ...
-
-    @property
-    def effect(self) -> Effect: ...
-
-    @property
-    def owner(self) -> str: ...
+    definition: ToolDefinition
+    effect: Effect
+    owner: str
 
     async def call(self, input_json: str, context: CallContext) -> str: ...
+
+
+def unavailable(plugin_id: str) -> str:
+    """What a tool answers when its plugin went away after the snapshot (SPEC F7)."""
+    return failure(f"Plugin tool is no longer available: {plugin_id}")
 
 
 def failure(message: str) -> str:

@@ -76,17 +76,9 @@ class WebFetchTool:
         self._timeout = timeout
         self._max_bytes = max_bytes
 
-    @property
-    def definition(self) -> ToolDefinition:
-        return WEB_FETCH_DEFINITION
-
-    @property
-    def effect(self) -> Effect:
-        return Effect.READ
-
-    @property
-    def owner(self) -> str:
-        return "builtin"
+    definition = WEB_FETCH_DEFINITION
+    effect = Effect.READ
+    owner = "builtin"
 
     async def call(self, input_json: str, context: CallContext) -> str:
         try:

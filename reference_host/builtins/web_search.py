@@ -120,17 +120,9 @@ class WebSearchTool:
     def __init__(self, provider: SearchProvider | None) -> None:
         self._provider = provider
 
-    @property
-    def definition(self) -> ToolDefinition:
-        return WEB_SEARCH_DEFINITION
-
-    @property
-    def effect(self) -> Effect:
-        return Effect.READ
-
-    @property
-    def owner(self) -> str:
-        return "builtin"
+    definition = WEB_SEARCH_DEFINITION
+    effect = Effect.READ
+    owner = "builtin"
 
     async def call(self, input_json: str, context: CallContext) -> str:
         if self._provider is None:
