@@ -62,6 +62,7 @@ from reference_host.events import CONNECTED, KEEP_ALIVE, Event
 from reference_host.filerefs import FileRefError
 from reference_host.host import Host
 from reference_host.plugins import PluginError
+from reference_host.workflow.routes import workflow_router
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +262,7 @@ def create_app(
             media_type=None,
         )
 
+    app.include_router(workflow_router(host, keep_alive=keep_alive))
     return app
 
 

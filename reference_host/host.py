@@ -30,6 +30,8 @@ from reference_host.process.launch import worker_command
 from reference_host.registry import ToolRegistry
 from reference_host.store import PluginRow, Store
 from reference_host.tools import CallContext, ToolCallback
+from reference_host.workflow.catalog import CatalogEntry
+from reference_host.workflow.entries import from_snapshot
 
 SYSTEM_PROMPT = "You are the assistant of a desktop host; use the tools when they help."
 
@@ -112,7 +114,7 @@ class Host:
         """
         conversation = conversation_id or f"conv_{uuid.uuid4()}"
         snapshot = self.registry.snapshot().only(
-            lambda callback: self._permitted(callback, tenant, actor)
+            lambda callback: self.permitted(callback, tenant, actor)
         )
         system = "\n\n".join(
             p for p in (SYSTEM_PROMPT, self.grants.system_prompt(conversation)) if p
@@ -128,13 +130,17 @@ class Host:
         await self.http.aclose()
         self.store.close()
 
-    def _permitted(self, callback: ToolCallback, tenant: str, actor: str) -> bool:
+    def permitted(self, callback: ToolCallback, tenant: str, actor: str) -> bool:
         permission = getattr(callback, "required_permission", None)
         return permission is None or self.actors.permits(tenant, actor, permission)
 
     def _available(self, plugin_id: str) -> bool:
         row = self.store.plugin(plugin_id)
         return row is not None and row.enabled
+
+    def catalog(self) -> list[CatalogEntry]:
+        """The workflow catalog (SPEC F11): every tool offered now, with identity and revision."""
+        return from_snapshot(self.registry.snapshot())
 
     def discover(self, tenant: str, actor: str) -> list[dict[str, Any]]:
         """The ERP tools this actor may use in this tenant, with their active state (E5)."""

@@ -53,7 +53,7 @@ async def run_agent(
             for call in turn.tool_calls:
                 yield events.tool_call(call.id, call.name, call.arguments)
                 output = ""
-                async for item in _execute(call, snapshot, context, settings):
+                async for item in execute_call(call, snapshot, context, settings):
                     if isinstance(item, Event):
                         yield item
                     else:
@@ -67,7 +67,7 @@ async def run_agent(
         yield events.error(f"internal error: {type(exc).__name__}: {exc}")
 
 
-async def _execute(
+async def execute_call(
     call: ToolCall, snapshot: Snapshot, context: CallContext, settings: RunSettings
 ) -> AsyncIterator[Event | str]:
     """Approval events (if any), then the call's output text as the last item."""

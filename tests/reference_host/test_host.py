@@ -247,3 +247,14 @@ async def test_model_error_ends_with_an_error_event(host: Host) -> None:
     assert [e.type for e in events] == ["error"]
     assert events[-1].data == {"message": "model error: unreachable"}
     await asyncio.sleep(0)
+
+
+async def test_catalog_identities_and_revisions(host: Host) -> None:
+    await host.install(MARKDOWN)
+    entries = {e.identity: e for e in host.catalog()}
+    render = entries["fan.summer.markdown:markdown_render"]
+    assert render.output_fields == {"success", "summary", "html"}
+    before = render.revision
+    await host.install(MARKDOWN)
+    again = {e.identity: e for e in host.catalog()}["fan.summer.markdown:markdown_render"]
+    assert again.revision == before

@@ -1,0 +1,110 @@
+"""The workflow routes (SPEC F11), an APIRouter the app includes:
+
+    GET    /api/workflow/catalog              every tool: identity, pluginId, name,
+                                              description, effect, inputSchema,
+                                              outputSchema, revision
+    GET    /api/workflows                     id, name, updatedAt of each saved workflow
+    POST   /api/workflows          workflow   save (201 new, 200 replaced; 400 with the
+                                              reasons when it does not fit the catalog)
+    GET    /api/workflows/{id}                the workflow annotated against the live catalog
+    DELETE /api/workflows/{id}                204
+    POST   /api/workflows/{id}/reconcile      adopt the live schemas: {"workflow", "reconciled"}
+    POST   /api/workflows/{id}/run {"conversationId"?}   text/event-stream, chat's events
+
+Errors have the app's shape (`{"error", "problems"}`; 404 for an unknown workflow). A run
+takes X-Tenant-Id and X-Actor like chat, and its approvals are settled through
+POST /api/approvals/{id}.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Body, Header
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import StreamingResponse
+
+from reference_host.host import Host
+from reference_host.workflow.canvas import Canvas, WorkflowError
+from reference_host.workflow.runner import run_saved
+
+
+class RunBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    conversation_id: str | None = Field(default=None, alias="conversationId", min_length=1)
+
+
+def workflow_router(host: Host, *, keep_alive: float | None = None) -> APIRouter:
+    """The routes over host's canvas; keep_alive as in create_app (its default if None)."""
+    # Imported here: reference_host.app includes this router, so it cannot be imported
+    # while this module loads.
+    from reference_host.app import DEFAULT_KEEP_ALIVE, SSE_HEADERS, ApiError, sse_frames
+
+    canvas = Canvas.for_host(host)
+    idle = DEFAULT_KEEP_ALIVE if keep_alive is None else keep_alive
+    router = APIRouter()
+
+    def refused(exc: WorkflowError) -> ApiError:
+        return ApiError(404 if exc.kind == "not_found" else 400, exc.message, exc.problems)
+
+    @router.get("/api/workflow/catalog")
+    async def workflow_catalog() -> list[dict[str, Any]]:
+        return [entry.to_json() for entry in canvas.catalog().values()]
+
+    @router.get("/api/workflows")
+    async def list_workflows() -> list[dict[str, Any]]:
+        return canvas.workflows.list()
+
+    @router.post("/api/workflows")
+    async def save_workflow(workflow: dict[str, Any] = Body(...)) -> JSONResponse:  # noqa: B008
+        try:
+            shown, created = canvas.save(workflow)
+        except WorkflowError as exc:
+            raise refused(exc) from None
+        return JSONResponse(shown, status_code=201 if created else 200)
+
+    @router.get("/api/workflows/{workflow_id}")
+    async def load_workflow(workflow_id: str) -> dict[str, Any]:
+        try:
+            return canvas.load(workflow_id)
+        except WorkflowError as exc:
+            raise refused(exc) from None
+
+    @router.delete("/api/workflows/{workflow_id}", status_code=204)
+    async def delete_workflow(workflow_id: str) -> Response:
+        try:
+            canvas.delete(workflow_id)
+        except WorkflowError as exc:
+            raise refused(exc) from None
+        return Response(status_code=204)
+
+    @router.post("/api/workflows/{workflow_id}/reconcile")
+    async def reconcile_workflow(workflow_id: str) -> dict[str, Any]:
+        try:
+            return canvas.reconcile(workflow_id)
+        except WorkflowError as exc:
+            raise refused(exc) from None
+
+    @router.post("/api/workflows/{workflow_id}/run")
+    async def run_workflow(
+        workflow_id: str,
+        body: RunBody | None = None,
+        tenant: str = Header("", alias="X-Tenant-Id"),
+        actor: str = Header("", alias="X-Actor"),
+    ) -> StreamingResponse:
+        try:
+            workflow = canvas.raw(workflow_id)
+        except WorkflowError as exc:
+            raise refused(exc) from None
+        conversation = (body.conversation_id if body else None) or f"conv_{uuid.uuid4()}"
+        run = run_saved(host, workflow, conversation_id=conversation, tenant=tenant, actor=actor)
+        return StreamingResponse(
+            sse_frames(run, keep_alive=idle),
+            headers={**SSE_HEADERS, "X-Conversation-Id": conversation},
+            media_type=None,
+        )
+
+    return router

@@ -1,0 +1,173 @@
+"""Running a saved workflow (SPEC F11) exactly as chat runs tools.
+
+Nodes run one at a time in dependency order, through the callbacks of a fresh registry
+snapshot and the agent loop's own call path (`execute_call`: the approval policy and broker, then
+the callback), so a node is indistinguishable from a tool call the model made. The stream has
+chat's events: per node a tool call and a tool result whose id is the node id (with an
+approval between them when the policy asks), then `done`; anything that stops the run is an
+`error` naming the node, and `error` is always last.
+
+A node's input is its literal inputs plus its bound values: the upstream result parsed as
+JSON, whole or one field of it. A node whose tool is not in the snapshot, an input the tool
+no longer has, a required input without a value, a failed node (the failure envelope,
+including a call that was not approved) or a missing bound field ends the run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from reference_host import events
+from reference_host.agent.loop import RunSettings, execute_call
+from reference_host.agent.models import ToolCall
+from reference_host.events import Event
+from reference_host.registry import Snapshot
+from reference_host.tools import CallContext, is_failure
+from reference_host.workflow.canvas import WorkflowError, reconcile_info, topological_order
+from reference_host.workflow.entries import from_snapshot
+
+if TYPE_CHECKING:
+    from reference_host.host import Host
+
+
+class NodeError(Exception):
+    """Why the run stops at a node."""
+
+
+def tool_names(snapshot: Snapshot) -> dict[str, tuple[str, Any]]:
+    """identity -> (the name the snapshot knows the tool by, its catalog entry)."""
+    # from_snapshot makes one entry per callback, in the snapshot's order.
+    entries = from_snapshot(snapshot)
+    return {
+        entry.identity: (name, entry) for name, entry in zip(snapshot.names(), entries, strict=True)
+    }
+
+
+async def run_workflow(
+    workflow: dict[str, Any],
+    snapshot: Snapshot,
+    context: CallContext,
+    settings: RunSettings,
+) -> AsyncIterator[Event]:
+    """Run a stored workflow's nodes on snapshot; yields chat's events, done or error last."""
+    started = time.monotonic()
+    try:
+        nodes = workflow.get("nodes", [])
+        try:
+            order = topological_order(nodes)
+        except WorkflowError as exc:
+            yield events.error(exc.message)
+            return
+        tools = tool_names(snapshot)
+        outputs: dict[str, str] = {}
+        for node in order:
+            where = f"node {node['id']!r}"
+            try:
+                name, arguments = _prepare(node, tools, outputs)
+            except NodeError as exc:
+                yield events.error(f"{where}: {exc}")
+                return
+            yield events.tool_call(node["id"], name, arguments)
+            output = ""
+            call = ToolCall(node["id"], name, arguments)
+            async for item in execute_call(call, snapshot, context, settings):
+                if isinstance(item, Event):
+                    yield item
+                else:
+                    output = item
+            failed = is_failure(output)
+            yield events.tool_result(node["id"], name, not failed, output)
+            if failed:
+                yield events.error(f"{where} ({node['identity']}) failed: {_reason(output)}")
+                return
+            outputs[node["id"]] = output
+        text = f"workflow {workflow.get('id', '')!s} ran {len(order)} nodes"
+        yield events.done(text, 0, time.monotonic() - started)
+    except Exception as exc:
+        yield events.error(f"internal error: {type(exc).__name__}: {exc}")
+
+
+def _prepare(
+    node: dict[str, Any], tools: dict[str, tuple[str, Any]], outputs: dict[str, str]
+) -> tuple[str, str]:
+    """(tool name in the snapshot, the call's arguments as JSON) or a NodeError."""
+    found = tools.get(node["identity"])
+    if found is None:
+        raise NodeError(f"tool {node['identity']} is not available")
+    name, entry = found
+    info = reconcile_info(node, entry)
+    if info["bindingsToRemovedInputs"]:
+        removed = ", ".join(repr(n) for n in info["bindingsToRemovedInputs"])
+        raise NodeError(
+            f"input {removed} is no longer an input of {entry.identity} "
+            "(reconcile the workflow and edit the node)"
+        )
+    arguments = dict(node["inputs"])
+    for input_name, binding in node["bindings"].items():
+        upstream = binding["node"]
+        if upstream not in outputs:
+            raise NodeError(f"input {input_name!r}: node {upstream!r} has no result")
+        arguments[input_name] = _bound(outputs[upstream], binding["field"], input_name, upstream)
+    missing = sorted(entry.required - set(arguments))
+    if missing:
+        names = ", ".join(repr(n) for n in missing)
+        raise NodeError(f"required input {names} has no value (neither literal nor bound)")
+    return name, json.dumps(arguments, ensure_ascii=False)
+
+
+def _bound(output: str, field: str | None, input_name: str, upstream: str) -> Any:
+    try:
+        value = json.loads(output)
+    except json.JSONDecodeError:
+        if field is None:
+            return output  # a result that is not JSON passes as the text it is
+        raise NodeError(
+            f"input {input_name!r}: the result of node {upstream!r} is not a JSON object"
+        ) from None
+    if field is None:
+        return value
+    if not isinstance(value, dict) or field not in value:
+        raise NodeError(
+            f"input {input_name!r}: the result of node {upstream!r} has no field {field!r}"
+        )
+    return value[field]
+
+
+def _reason(output: str) -> str:
+    try:
+        value = json.loads(output)
+    except json.JSONDecodeError:
+        return output
+    if isinstance(value, dict):
+        reason = value.get("error") or value.get("summary") or value.get("message")
+        if reason:
+            return str(reason)
+    return output
+
+
+async def run_saved(
+    host: Host,
+    workflow: dict[str, Any],
+    *,
+    conversation_id: str | None = None,
+    tenant: str = "",
+    actor: str = "",
+) -> AsyncIterator[Event]:
+    """A run on the host: a fresh snapshot narrowed to what the actor may use (as chat does),
+    the host's approval policy and broker."""
+    snapshot = host.registry.snapshot().only(
+        lambda callback: host.permitted(callback, tenant, actor)
+    )
+    context = CallContext(
+        conversation_id or f"workflow_{workflow.get('id', '')}",
+        f"run_{uuid.uuid4()}",
+        tenant,
+        actor,
+    )
+    settings = RunSettings(host.config.approval, host.approvals)
+    async for event in run_workflow(workflow, snapshot, context, settings):
+        yield event
