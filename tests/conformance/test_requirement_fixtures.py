@@ -116,8 +116,12 @@ def test_sample_plugin_reports_nothing(run_kit) -> None:
     assert result.reported() == set()
     records = result.report["results"]
     skipped = [r for r in records if r["status"] == "skipped"]
-    assert [(r["requirement"], r["tool"]) for r in skipped] == [("FY-TOOL-003", "markdown_render")]
-    result.result.assert_outcomes(passed=len(records) - 1, skipped=1)
+    assert {(r["requirement"], r["tool"]) for r in skipped} == {
+        ("FY-TOOL-003", "markdown_render"),  # no file-class parameter
+        ("FY-UPG-001", None),  # no --previous-manifest
+        ("FY-UPG-002", None),
+    }
+    result.result.assert_outcomes(passed=len(records) - 3, skipped=3)
 
 
 def test_tool_name_clash_across_plugins(run_kit, tmp_path: Path) -> None:
