@@ -1,0 +1,138 @@
+"""Section 3: the whole kit on the Excel sample, serial against `-n 2` (pytest-xdist).
+
+Each run is a fresh `python -m pytest --plugin-dir sample_plugins/fan.summer.excel -q
+-p no:cacheprovider` subprocess (so interpreter start, imports, collection and the sample's
+worker processes are all counted), timed from spawn to exit. Serial and parallel runs
+alternate, so a slow spell of the machine hits both; the median of each is reported.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.common import REPO, Row, Settings, median
+
+SECTION = "3 kit on the Excel sample"
+PLUGIN = REPO / "sample_plugins" / "fan.summer.excel"
+TARGET_SERIAL = 60.0  # seconds, at most
+TARGET_SPEEDUP = 1.5  # serial / parallel, at least
+RUN_TIMEOUT = 300.0
+QUICK_SUBSET = ("-m", "manifest")
+
+
+def command(parallel: bool, extra: tuple[str, ...] = ()) -> list[str]:
+    argv = [sys.executable, "-m", "pytest", "--plugin-dir", str(PLUGIN.relative_to(REPO))]
+    argv += ["-q", "-p", "no:cacheprovider", *extra]
+    return argv + (["-n", "2"] if parallel else [])
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(parallel: bool, extra: tuple[str, ...] = ()) -> tuple[float, float, str]:
+    """Wall seconds of one kit run, the CPU seconds of its processes (pytest, xdist workers,
+    plugin workers), and its summary line; a failing run is an error."""
+    cpu = _children_cpu()
+    env = dict(os.environ)
+    # The sample worker starts with `#!/usr/bin/env python3`: this interpreter, as in CI.
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    start = time.perf_counter()
+    done = subprocess.run(
+        command(parallel, extra),
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    elapsed = time.perf_counter() - start
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    summary = lines[-1] if lines else ""
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(command(parallel, extra))} exited with {done.returncode}:\n"
+            + "\n".join(lines[-20:])
+            + done.stderr[-2000:]
+        )
+    return elapsed, _children_cpu() - cpu, summary
+
+
+def run(settings: Settings) -> tuple[list[Row], list[str]]:
+    runs = 1 if settings.quick else 3
+    # --quick keeps the smoke test short: only the static suite (no worker, no hypothesis).
+    subset = QUICK_SUBSET if settings.quick else ()
+    scope = f" [{' '.join(subset)} only]" if subset else ""
+    serial: list[float] = []
+    parallel: list[float] = []
+    cpu: dict[bool, list[float]] = {False: [], True: []}
+    summaries = set()
+    for _ in range(runs):
+        for is_parallel, samples in ((False, serial), (True, parallel)):
+            elapsed, seconds, summary = run_once(is_parallel, subset)
+            samples.append(elapsed)
+            cpu[is_parallel].append(seconds)
+            summaries.add(summary.split(" in ")[0])
+    startup = [
+        run_once(False, (*subset, "--collect-only")) for _ in range(1 if settings.quick else 2)
+    ]
+    serial_s, parallel_s = median(serial), median(parallel)
+    serial_cpu, parallel_cpu = median(cpu[False]), median(cpu[True])
+    rows = [
+        Row(
+            SECTION,
+            f"serial wall time (absolute){scope}",
+            serial_s,
+            "limit",
+            TARGET_SERIAL,
+            unit="s",
+            target=f"<= {TARGET_SERIAL:g} s",
+            met=serial_s <= TARGET_SERIAL,
+            note="runs: " + ", ".join(f"{s:.1f}" for s in serial),
+        ),
+        Row(
+            SECTION,
+            f"serial / -n 2 (speed-up){scope}",
+            serial_s,
+            "-n 2",
+            parallel_s,
+            unit="s",
+            target=f">= {TARGET_SPEEDUP}x",
+            met=serial_s / parallel_s >= TARGET_SPEEDUP,
+            note="-n 2 runs: " + ", ".join(f"{s:.1f}" for s in parallel),
+        ),
+        Row(
+            SECTION,
+            "CPU time (user + sys, all processes): -n 2 / serial",
+            parallel_cpu,
+            "serial",
+            serial_cpu,
+            unit="s",
+            note=f"so on {os.cpu_count()} idle cores -n 2 is at most "
+            f"{min(2, os.cpu_count() or 1) * serial_cpu / parallel_cpu:.2f}x faster "
+            "(serial CPU / (-n 2 CPU / cores))",
+        ),
+        Row(
+            SECTION,
+            "start-up + collection (--collect-only) / serial run",
+            median([s[0] for s in startup]),
+            "serial",
+            serial_s,
+            unit="s",
+            note=f"CPU {median([s[1] for s in startup]):.1f} s; every xdist worker pays it "
+            "again before its first item",
+        ),
+    ]
+    notes = [
+        f"kit: {' '.join(command(False, subset)[1:])} [-n 2], from {REPO.name}/, "
+        f"{runs} run(s) each, alternating; outcome: {'; '.join(sorted(summaries))}"
+    ]
+    return rows, notes

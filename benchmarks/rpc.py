@@ -1,0 +1,293 @@
+"""Section 1: a worker round trip, against the floor of a bare newline-JSON echo.
+
+Four clients each keep one echo process running, warmed up before timing:
+
+- floor: a minimal asyncio client (integer ids, one reader task, a dict of futures) talking
+  to benchmarks/workers/echo_raw.py: what any stdio JSON-RPC host must pay at least;
+- manager: PluginProcessManager.invoke against the same echo_raw.py;
+- manager + SDK worker: PluginProcessManager.invoke against echo_sdk.py (reference_host.worker);
+- MCP SDK: mcp's stdio_client + ClientSession.call_tool against echo_mcp.py (the SDK's
+  high-level server).
+
+Each case (payload x sequential/concurrent) measures one batch of N calls per client per
+repetition, the clients taking turns within a repetition (in a rotating order), so slow drifts
+of the machine hit all of them alike. Per-call time = batch time / N; the median over
+repetitions is reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import REPO, WORKERS, Row, Settings, median
+from reference_host.process import PluginProcessManager, WorkerSpec
+from reference_host.worker.framing import MAX_FRAME_BYTES
+
+SECTION = "1 worker round trip"
+SMALL_TEXT = "lorem ipsum dolor sit amet, consectetur adipiscing elit; sed do eiusmod temp"
+MIB = 1024 * 1024
+FLOOR, MANAGER, SDK = "floor", "manager", "manager + SDK worker"
+MCP, MCP_STRUCTURED = "MCP SDK", "MCP SDK, default structured output"
+TARGET_FLOOR = 1.5  # manager / floor at most
+TARGET_MCP = 5.0  # MCP / manager at least
+
+
+def payload(size: int) -> dict[str, str]:
+    """Echo params of about size bytes of JSON: {"text": "..."}."""
+    if size <= len(SMALL_TEXT) + 20:
+        return {"text": SMALL_TEXT}  # 88 bytes as params, ~130 as a whole request
+    words = "lorem ipsum dolor sit amet "
+    return {"text": (words * (size // len(words) + 1))[:size]}
+
+
+Call = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+class FloorClient:
+    """The least a host can do: write a frame, read frames, match replies by id."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self._argv = argv
+        self._next = 0
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._process: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._process = await asyncio.create_subprocess_exec(
+            *self._argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=MAX_FRAME_BYTES + 1,
+        )
+        self._reader = asyncio.create_task(self._read())
+
+    async def call(self, params: dict[str, Any]) -> Any:
+        assert self._process is not None and self._process.stdin is not None
+        self._next += 1
+        request_id = self._next
+        future = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        frame = {"jsonrpc": "2.0", "id": request_id, "method": "echo", "params": params}
+        self._process.stdin.write(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
+        await self._process.stdin.drain()
+        return (await future)["result"]
+
+    async def _read(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        stdout = self._process.stdout
+        while line := await stdout.readline():
+            message = json.loads(line)
+            self._pending.pop(message["id"]).set_result(message)
+
+    async def close(self) -> None:
+        if self._process is None:
+            return
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        await self._process.wait()
+        if self._reader is not None:
+            await self._reader
+
+
+@dataclass
+class Client:
+    name: str
+    call: Call
+
+
+async def _mcp_clients(stack: contextlib.AsyncExitStack, errlog: Any) -> list[Client]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    server = StdioServerParameters(
+        command=sys.executable, args=[str(WORKERS / "echo_mcp.py")], cwd=str(REPO)
+    )
+    read, write = await stack.enter_async_context(stdio_client(server, errlog=errlog))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+
+    def tool(name: str) -> Call:
+        async def call(params: dict[str, Any]) -> Any:
+            result = await session.call_tool(name, params)
+            return {"text": result.content[0].text}
+
+        return call
+
+    return [Client(MCP, tool("echo")), Client(MCP_STRUCTURED, tool("echo_structured"))]
+
+
+def _mcp_version() -> str | None:
+    """The installed MCP Python SDK's version, or None when it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mcp")
+    except PackageNotFoundError:
+        return None
+
+
+async def _batch(call: Call, params: dict[str, Any], n: int, concurrent: bool) -> float:
+    start = time.perf_counter()
+    if concurrent:
+        await asyncio.gather(*(call(params) for _ in range(n)))
+    else:
+        for _ in range(n):
+            await call(params)
+    return time.perf_counter() - start
+
+
+async def _measure(settings: Settings) -> tuple[list[Row], list[str]]:
+    with tempfile.TemporaryDirectory(prefix="bench-rpc-") as temp:
+        return await _measure_in(settings, Path(temp))
+
+
+async def _measure_in(settings: Settings, temp: Path) -> tuple[list[Row], list[str]]:
+    env = {"PYTHONPATH": str(REPO)}
+    manager = PluginProcessManager()
+    for plugin_id, script in (("echo.raw", "echo_raw.py"), ("echo.sdk", "echo_sdk.py")):
+        manager.register(
+            WorkerSpec(
+                plugin_id=plugin_id,
+                root=REPO,
+                argv=(sys.executable, str(WORKERS / script)),
+                data_dir=temp / plugin_id,
+                extra_env=env,
+            )
+        )
+    floor = FloorClient([sys.executable, str(WORKERS / "echo_raw.py")])
+
+    def via_manager(plugin_id: str) -> Call:
+        return lambda params: manager.invoke(plugin_id, "echo", params)
+
+    clients = [
+        Client(FLOOR, floor.call),
+        Client(MANAGER, via_manager("echo.raw")),
+        Client(SDK, via_manager("echo.sdk")),
+    ]
+    rows: list[Row] = []
+    with open(os.devnull, "w") as devnull:
+        async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(manager.close)
+            stack.push_async_callback(floor.close)
+            await floor.start()
+            if _mcp_version() is not None:
+                clients.extend(await _mcp_clients(stack, devnull))
+            for client in clients:  # start the processes, check the echo once
+                params = payload(MIB)
+                assert await client.call(params) == params, client.name
+            cases = _cases(settings)
+            for size, concurrent, n in cases:
+                params = payload(size)
+                for client in clients:  # warm-up rounds
+                    for _ in range(settings.warmup):
+                        await _batch(client.call, params, max(2, n // 4), concurrent)
+                samples: dict[str, list[float]] = {c.name: [] for c in clients}
+                for rep in range(settings.reps):
+                    # Each repetition starts with the next client: no one is always first.
+                    for client in clients[rep % len(clients) :] + clients[: rep % len(clients)]:
+                        samples[client.name].append(
+                            await _batch(client.call, params, n, concurrent) / n
+                        )
+                rows.extend(_rows(size, concurrent, n, {k: median(v) for k, v in samples.items()}))
+    notes = [
+        f"mcp {_mcp_version()} (MCP Python SDK), server: echo_mcp.py, unstructured text reply"
+        if _mcp_version()
+        else "MCP rows skipped: the MCP Python SDK is not installed (pip install mcp)",
+        f"calls per batch: {', '.join(_case_name(s, c, n) for s, c, n in _cases(settings))}; "
+        f"{settings.reps} batches per client and case, median per-call time",
+    ]
+    return rows, notes
+
+
+def _cases(settings: Settings) -> list[tuple[int, bool, int]]:
+    small, big = (100, 4) if settings.quick else (300, 12)
+    return [
+        (100, False, small),
+        (100, True, small),
+        (MIB, False, big),
+        (MIB, True, big),
+    ]
+
+
+def _case_name(size: int, concurrent: bool, n: int) -> str:
+    label = "1 MiB" if size >= MIB else "100 B"
+    return f"{label} {'concurrent' if concurrent else 'sequential'} N={n}"
+
+
+def _rows(size: int, concurrent: bool, n: int, per_call: dict[str, float]) -> list[Row]:
+    case = _case_name(size, concurrent, n)
+    floor, manager, sdk = per_call[FLOOR], per_call[MANAGER], per_call[SDK]
+    rows = [
+        Row(
+            SECTION,
+            f"{case}: manager / floor",
+            manager,
+            FLOOR,
+            floor,
+            target=f"<= {TARGET_FLOOR}x",
+            met=manager / floor <= TARGET_FLOOR,
+            note=f"above floor: {(manager - floor) * 1e6:+.0f} µs",
+        ),
+        Row(
+            SECTION,
+            f"{case}: manager + SDK worker / floor",
+            sdk,
+            FLOOR,
+            floor,
+            note=f"above floor: {(sdk - floor) * 1e6:+.0f} µs",
+        ),
+    ]
+    if MCP not in per_call:
+        return rows
+    mcp, structured = per_call[MCP], per_call[MCP_STRUCTURED]
+
+    def overhead(value: float, base: float) -> str:
+        """The part of a call above the floor, compared: what each stack adds to the bytes."""
+        over, base_over = value - floor, base - floor
+        ratio = f" ({over / base_over:.1f}x)" if base_over > 0 else ""
+        return f"above floor: {over * 1e6:+.0f} µs vs {base_over * 1e6:+.0f} µs{ratio}"
+
+    return [
+        *rows,
+        Row(
+            SECTION,
+            f"{case}: MCP SDK / manager",
+            mcp,
+            MANAGER,
+            manager,
+            target=f">= {TARGET_MCP:g}x",
+            met=mcp / manager >= TARGET_MCP,
+            note=overhead(mcp, manager),
+        ),
+        Row(
+            SECTION,
+            f"{case}: MCP SDK / manager + SDK worker",
+            mcp,
+            SDK,
+            sdk,
+            note=overhead(mcp, sdk),
+        ),
+        Row(
+            SECTION,
+            f"{case}: MCP SDK default structured output / manager",
+            structured,
+            MANAGER,
+            manager,
+            note="reference: the reply carries the text twice",
+        ),
+    ]
+
+
+def run(settings: Settings) -> tuple[list[Row], list[str]]:
+    return asyncio.run(_measure(settings))

@@ -1,0 +1,201 @@
+"""Helpers of the fault suite: small FengYu plugins whose raw worker misbehaves in one way,
+an ERP plugin written to a folder, and process checks with psutil."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import textwrap
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from reference_host.host import Host
+from reference_host.tools import CallContext
+
+CONTEXT = CallContext("conv-faults", "run-faults", "acme", "alice")
+
+# A raw JSON-RPC 2.0 worker (no SDK, so it can misbehave). Each request is served on its
+# own thread by serve(method, params); a fault replaces startup(), serve() or at_eof().
+WORKER_BASE = """\
+#!/usr/bin/env python3
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+lock = threading.Lock()
+out = sys.stdout.buffer
+DATA = os.environ["TMPDIR"]
+
+
+def send(message):
+    with lock:
+        out.write(json.dumps(message).encode() + b"\\n")
+        out.flush()
+
+
+def ok(params):
+    return {"success": True, "summary": "ok", "echo": params, "pid": os.getpid(),
+            "root": os.environ["FENGYU_PLUGIN_ROOT"]}
+
+
+def startup():
+    pass
+
+
+def serve(method, params):
+    return ok(params)
+
+
+def at_eof():
+    pass
+
+
+def handle(request):
+    rid = request.get("id")
+    try:
+        result = serve(request.get("method"), request.get("params") or {})
+    except Exception as exc:
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": str(exc)}})
+        return
+    if rid is not None:
+        send({"jsonrpc": "2.0", "id": rid, "result": result})
+
+
+"""
+
+WORKER_MAIN = """
+
+def main():
+    startup()
+    for line in sys.stdin.buffer:
+        try:
+            request = json.loads(line)
+        except ValueError:
+            continue
+        threading.Thread(target=handle, args=(request,), daemon=True).start()
+    at_eof()
+
+
+main()
+"""
+
+
+def write_worker_plugin(
+    parent: Path,
+    plugin_id: str,
+    tool: str,
+    fault: str = "",
+    *,
+    version: str = "1.0.0",
+    tool_timeout: int | None = None,
+    extra_files: dict[str, bytes] | None = None,
+) -> Path:
+    """A FengYu v2 plugin folder with one read tool (method `run`) and backend/worker."""
+    root = parent / f"{plugin_id}-{version}"
+    (root / "backend").mkdir(parents=True)
+    method: dict[str, Any] = {
+        "description": "Run the fault probe.",
+        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": True},
+        "outputSchema": {
+            "type": "object",
+            "properties": {"success": {"type": "boolean"}, "summary": {"type": "string"}},
+            "required": ["success", "summary"],
+        },
+    }
+    ai_tool: dict[str, Any] = {
+        "name": tool,
+        "method": "run",
+        "effect": "read",
+        "description": f"The {tool} probe of the fault suite.",
+    }
+    if tool_timeout is not None:
+        ai_tool["timeoutSeconds"] = tool_timeout
+    manifest = {
+        "schemaVersion": 2,
+        "id": plugin_id,
+        "name": plugin_id,
+        "description": "A plugin of the fault suite.",
+        "version": version,
+        "author": "fault-suite",
+        "backend": {"callTimeoutSeconds": 30},
+        "permissions": [],
+        "rpc": {"methods": {"run": method}},
+        "aiTools": [ai_tool],
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    worker = root / "backend" / "worker"
+    worker.write_text(WORKER_BASE + textwrap.dedent(fault) + WORKER_MAIN)
+    worker.chmod(0o755)
+    for name, content in (extra_files or {}).items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+    return root
+
+
+async def call_tool(host: Host, tool: str, arguments: dict[str, Any] | None = None) -> Any:
+    """Call a tool through a fresh snapshot's callback, as the agent loop does; the
+    output parsed."""
+    callback = host.registry.snapshot().get(tool)
+    assert callback is not None, f"{tool} is not in the snapshot"
+    output = await callback.call(json.dumps(arguments or {}), CONTEXT)
+    return json.loads(output)
+
+
+def is_failure_envelope(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and set(value) == {"success", "error"}
+        and value["success"] is False
+        and isinstance(value["error"], str)
+        and value["error"] != ""
+    )
+
+
+def descendants() -> set[int]:
+    """Live (non-zombie and zombie alike) descendants of this test process."""
+    found = set()
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            found.add(child.pid)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether pid runs (a zombie waiting to be reaped counts as gone)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_gone(pids: Iterable[int], timeout: float = 3.0) -> list[int]:
+    """The pids still running after waiting up to timeout for them to die."""
+    deadline = time.monotonic() + timeout
+    left = [pid for pid in pids if alive(pid)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.02)
+        left = [pid for pid in left if alive(pid)]
+    return left
+
+
+def reap(pids: Iterable[int]) -> None:
+    """SIGKILL what a failed test may have left running (its own recorded pids only)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def read_pids(path: Path) -> list[int]:
+    if not path.exists():
+        return []
+    return [int(p) for p in path.read_text().split()]

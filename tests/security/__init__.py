@@ -1,0 +1,1 @@
+"""Security suite: FileRefs, ERP namespace and tenants, fuzzed manifests and HTTP API."""

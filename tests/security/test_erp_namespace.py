@@ -1,0 +1,410 @@
+"""ERP namespace bypasses (SPEC E2, E3), statically and at dispatch over real HTTP.
+
+Statically: each handler path that tries to leave /api/v1/plugins/** or /api/v1/entities/**
+must be reported by the kit as ERP-TOOL-005 and refused by the host at install.
+
+At dispatch: path parameters carrying separators, dots, encodings, query and fragment marks,
+CR/LF or NUL must stay inside their one segment (or be refused), never reach another route.
+The ERP is a Starlette app on uvicorn at 127.0.0.1 with an admin area outside the namespace;
+a second instance sits behind servlet-style path mapping (what a Java ERP routes on).
+
+Decision on Unicode lookalikes (fullwidth dots U+FF0E, ONE/TWO DOT LEADER U+2024/U+2025,
+SMALL FULL STOP U+FE52, FULLWIDTH SOLIDUS U+FF0F): they are not dot-segments for RFC 3986,
+WHATWG URL parsing, Starlette or Tomcat, so at dispatch they stay literal (tested below);
+but NFKC folds them into '.', '..' and '/', which "best-fit" character conversions and
+Unicode-normalising proxies do, no real endpoint is named with them, and a raw non-ASCII
+handler path can never be dispatched anyway (the host's pre-send check fails on it). So the
+kit should report them as ERP-TOOL-005: it does not today (xfail, see the report).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.baseline import Baseline
+from conformance.kit import KitRun, Status, Verdict
+from reference_host.actors import ActorDirectory
+from reference_host.approval import ApprovalPolicy, Decision
+from reference_host.host import Host, HostConfig
+from reference_host.kit_validation import kit_validator
+from reference_host.plugins import PluginError
+from tests.security.conftest import (
+    SEC_PLUGIN,
+    Recorder,
+    erp_tool,
+    results,
+    run_chat,
+    the_failure,
+    turn,
+    write_erp_plugin,
+)
+
+ITEMS = f"/api/v1/plugins/{SEC_PLUGIN}/items"
+ROOT = {"root": {"tenants": ["acme"], "permissions": ["SEC_READ", "SEC_ADMIN"]}}
+
+
+def judge_manifest_suite(root: Path) -> dict[str, Verdict]:
+    run = KitRun.load([str(root)], Baseline(None), strict=False, base=root)
+    try:
+        (plugin,) = run.plugins
+        return {
+            target.requirement.id: run.judge(target)
+            for target in run.targets(plugin)
+            if target.requirement.suite == "manifest"
+        }
+    finally:
+        run.close()
+
+
+def plugin_with_path(tmp_path: Path, path: str, **options: Any) -> Path:
+    return write_erp_plugin(
+        tmp_path / "plugin", erp_tool(f"{SEC_PLUGIN}.item.get", path, **options)
+    )
+
+
+async def make_host(tmp_path: Path, base_url: str, *, validate: bool = True) -> Host:
+    host = Host(
+        HostConfig(
+            data_dir=tmp_path / "host",
+            erp_base_url=base_url,
+            approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.ALLOW),
+        ),
+        validator=kit_validator if validate else None,
+    )
+    host.actors = ActorDirectory.of(ROOT)
+    return host
+
+
+@pytest.fixture
+async def host(tmp_path: Path, backend_url: str) -> AsyncIterator[Host]:
+    host = await make_host(tmp_path, backend_url)
+    try:
+        yield host
+    finally:
+        await host.close()
+
+
+async def call_tool(host: Host, name: str, arguments: dict[str, Any]) -> list:
+    return await run_chat(host, turn(name, arguments), tenant="acme", actor="root")
+
+
+# --------------------------------------------------------------------------- static
+
+BYPASSES = {
+    "plain-dotdot": "/api/v1/plugins/sec-plugin/../../admin",
+    "dot": "/api/v1/plugins/./../admin",
+    "encoded-dotdot": "/api/v1/plugins/sec-plugin/%2e%2e/%2e%2e/admin",
+    "encoded-upper": "/api/v1/plugins/sec-plugin/%2E%2E/%2E%2E/admin",
+    "mixed-case-%2E": "/api/v1/plugins/sec-plugin/%2E%2e/%2e%2E/admin",
+    "half-encoded": "/api/v1/plugins/sec-plugin/.%2e/%2E./admin",
+    "double-encoded": "/api/v1/plugins/sec-plugin/%252e%252e/%252E%252E/admin",
+    "double-encoded-mixed": "/api/v1/plugins/sec-plugin/%252E%2e/..%252e/admin",
+    "encoded-slash": "/api/v1/plugins/sec-plugin%2f..%2f..%2fadmin",
+    "double-encoded-slash": "/api/v1/plugins/sec-plugin%252f..%252f..%252fadmin",
+    "doubled-slash": "/api/v1/plugins//admin",
+    "doubled-slash-start": "//api/v1/plugins/sec-plugin/items",
+    "trailing-doubled-slash": "/api/v1/plugins/sec-plugin//",
+    "backslash": "/api/v1/plugins/sec-plugin\\..\\..\\admin",
+    "backslash-start": "/\\evil.example/api/v1/plugins/x",
+    "encoded-backslash": "/api/v1/plugins/sec-plugin%5c..%5c..%5cadmin",
+    "double-encoded-backslash": "/api/v1/plugins/sec-plugin%255c..%255cadmin",
+    "absolute-url": "http://evil.example/api/v1/plugins/sec-plugin/items",
+    "absolute-url-loopback": "http://127.0.0.1:9/api/v1/plugins/sec-plugin/items",
+    "scheme-relative //host": "//evil.example/api/v1/plugins/sec-plugin/items",
+    "userinfo //host": "//api@evil.example/api/v1/plugins/x",
+    "no-leading-slash": "api/v1/plugins/sec-plugin/items",
+    "query": "/api/v1/plugins/sec-plugin/items?next=/api/v1/admin",
+    "query-with-dotdot": "/api/v1/plugins/sec-plugin?/../../admin",
+    "fragment": "/api/v1/plugins/sec-plugin/items#/../../../admin",
+    "outside": "/api/v1/admin/users",
+    "prefix-only": "/api/v1/plugins/",
+    "prefix-lookalike": "/api/v1/pluginsadmin/x",
+    "upper-case-prefix": "/API/V1/PLUGINS/sec-plugin/items",
+    "entities-escape": "/api/v1/entities/%2e%2e/admin",
+}
+
+LOOKALIKES = {
+    "fullwidth-dots": "/api/v1/plugins/\uff0e\uff0e/\uff0e\uff0e/admin",
+    "fullwidth-dots-encoded": "/api/v1/plugins/%EF%BC%8E%EF%BC%8E/%EF%BC%8E%EF%BC%8E/admin",
+    "two-dot-leader": "/api/v1/plugins/\u2025/\u2025/admin",
+    "one-dot-leaders": "/api/v1/plugins/\u2024\u2024/\u2024\u2024/admin",
+    "small-full-stops": "/api/v1/plugins/\ufe52\ufe52/\ufe52\ufe52/admin",
+    "fullwidth-solidus": "/api/v1/plugins/x\uff0f..\uff0f..\uff0fadmin",
+}
+
+SERVLET_PARAMETERS = {
+    "dotdot-semicolon": "/api/v1/plugins/..;/admin",
+    "dotdot-semicolon-twice": "/api/v1/plugins/sec-plugin/..;/..;/admin",
+    "dotdot-semicolon-param": "/api/v1/plugins/sec-plugin/..;x=1/..;y=2/admin",
+    "encoded-dotdot-semicolon": "/api/v1/plugins/sec-plugin/%2e%2e;/%2e%2e;/admin",
+    "dot-semicolon": "/api/v1/plugins/.;/..;/admin",
+}
+
+
+def assert_reported(root: Path, path: str) -> None:
+    verdict = judge_manifest_suite(root)["ERP-TOOL-005"]
+    assert verdict.status is Status.FAILED, (path, verdict)
+    for finding in verdict.findings:
+        assert finding.requirement == "ERP-TOOL-005"
+        assert finding.file == f"metadata/tool/{SEC_PLUGIN}.item.get.json"
+        assert finding.pointer == "/handlerConfig/path"
+        assert repr(path) in finding.message
+
+
+@pytest.mark.parametrize("path", BYPASSES.values(), ids=BYPASSES.keys())
+async def test_bypass_is_reported_by_the_kit_and_refused_at_install(
+    tmp_path: Path, host: Host, path: str
+) -> None:
+    root = plugin_with_path(tmp_path, path)
+    assert_reported(root, path)
+    with pytest.raises(PluginError) as refused:
+        await host.install(root)
+    assert any(p.startswith("ERP-TOOL-005 ") for p in refused.value.problems)
+    assert host.plugins.list() == [] and host.store.tool_codes() == {}
+
+
+def test_the_plain_paths_are_accepted(tmp_path: Path) -> None:
+    """The control: the same plugin with a plain in-namespace path passes ERP-TOOL-005."""
+    for i, path in enumerate((ITEMS, "/api/v1/entities/employee", f"{ITEMS}/{{id}}")):
+        params = ("id",) if "{id}" in path else ()
+        root = write_erp_plugin(
+            tmp_path / str(i), erp_tool(f"{SEC_PLUGIN}.item.get", path, path_params=params)
+        )
+        assert judge_manifest_suite(root)["ERP-TOOL-005"].status is Status.PASSED
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG namespace.py namespace_problem: segments are not NFKC-normalised, so "
+    "Unicode dot/solidus lookalikes pass ERP-TOOL-005",
+)
+@pytest.mark.parametrize("path", LOOKALIKES.values(), ids=LOOKALIKES.keys())
+def test_unicode_lookalikes_are_reported(tmp_path: Path, path: str) -> None:
+    assert_reported(plugin_with_path(tmp_path, path), path)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG namespace.py namespace_problem: ';' path parameters are not cut before the "
+    "dot-segment test, so '..;' (Tomcat's '..') passes ERP-TOOL-005",
+)
+@pytest.mark.parametrize("path", SERVLET_PARAMETERS.values(), ids=SERVLET_PARAMETERS.keys())
+def test_servlet_path_parameters_are_reported(tmp_path: Path, path: str) -> None:
+    assert_reported(plugin_with_path(tmp_path, path), path)
+
+
+# --------------------------------------------------------------------------- dispatch
+
+VALUES = [
+    "/",
+    "a/b",
+    "../../../admin",
+    "..",
+    ".",
+    "...",
+    "%2e%2e",
+    "%2E%2E%2F%2E%2E%2Fadmin",
+    "%252e%252e%252fadmin",
+    "..%2f..%2fadmin",
+    "..\\..\\admin",
+    "..;",
+    "..;/admin",
+    "\uff0e\uff0e",
+    "?x=1",
+    "?/../../admin",
+    "#",
+    "#/../../admin",
+    "a\r\nX-Tenant-Id: evil",
+    "a\r\n\r\nGET /api/v1/admin HTTP/1.1",
+    "a\nb",
+    "a\x00b",
+    "%00",
+    "%0d%0aX: y",
+    "//evil.example",
+    "http://evil.example/",
+    "@evil.example",
+    " ",
+    "~admin",
+    "{id}",
+]
+
+
+@pytest.mark.parametrize("value", VALUES)
+async def test_a_path_parameter_stays_in_its_segment(
+    tmp_path: Path, host: Host, hits: Recorder, value: str
+) -> None:
+    await host.install(
+        write_erp_plugin(
+            tmp_path / "plugin",
+            erp_tool(f"{SEC_PLUGIN}.item.get", f"{ITEMS}/{{id}}", path_params=("id",)),
+        )
+    )
+    events = await call_tool(host, "sec-plugin_item_get", {"id": value})
+    assert "admin" not in hits.routes()
+    (output,) = results(events)
+    if output.get("success") is False and not hits.hits:
+        return  # refused before anything went out
+    (hit,) = hits.hits
+    raw = hit["rawPath"].split("/")
+    assert raw[:-1] == ["", "api", "v1", "plugins", SEC_PLUGIN, "items"], hit["rawPath"]
+    assert hit["tenant"] == "acme" and hit["actor"] == "root"
+    if "/" not in value:  # uvicorn decodes %2F before routing: see the xfail below
+        assert hit["route"] == "item" and hit["params"] == {"id": value}, hit
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG rest.py encode_segment: a '/' in a path value is sent as %2F, which uvicorn "
+    "(and other servers) decode before routing, so the call reaches a sibling route",
+)
+async def test_an_encoded_slash_never_reaches_a_sibling_route(
+    tmp_path: Path, host: Host, hits: Recorder
+) -> None:
+    await host.install(
+        write_erp_plugin(
+            tmp_path / "plugin",
+            erp_tool(f"{SEC_PLUGIN}.item.get", f"{ITEMS}/{{id}}", path_params=("id",)),
+        )
+    )
+    await call_tool(host, "sec-plugin_item_get", {"id": "1/secret"})
+    assert "sibling" not in hits.routes()
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["x&admin=1", "x#frag", "x\r\nX-Evil: 1", "a=b;c", "../../admin", "x\x00y", "%26admin%3D1"],
+)
+async def test_a_query_value_stays_one_value(
+    tmp_path: Path, host: Host, hits: Recorder, value: str
+) -> None:
+    await host.install(
+        write_erp_plugin(
+            tmp_path / "plugin",
+            erp_tool(f"{SEC_PLUGIN}.item.find", ITEMS, query_params=("q",)),
+        )
+    )
+    events = await call_tool(host, "sec-plugin_item_find", {"q": value, "admin": "1"})
+    (output,) = results(events)
+    assert output["route"] == "items"
+    (hit,) = hits.hits
+    assert hit["route"] == "items" and hit["query"] == [("q", value)], hit
+    assert [h for h in hit["headers"] if h[0].lower() == "x-evil"] == []
+
+
+RECHECKED = {name: path for name, path in BYPASSES.items() if path.startswith("/")}
+
+
+@pytest.mark.parametrize("path", RECHECKED.values(), ids=RECHECKED.keys())
+async def test_dispatch_rechecks_the_namespace_even_without_install_validation(
+    tmp_path: Path, backend_url: str, hits: Recorder, path: str
+) -> None:
+    """A host installing without the kit (or a tampered store) still never calls out of
+    the namespace: the rule is checked again before every dispatch."""
+    host = await make_host(tmp_path, backend_url, validate=False)
+    try:
+        tool = erp_tool(f"{SEC_PLUGIN}.item.get", path)
+        tool["handlerConfig"]["path"] = path
+        await host.install(write_erp_plugin(tmp_path / "plugin", tool))
+        error = the_failure(await call_tool(host, "sec-plugin_item_get", {}))
+        assert error.startswith(f"{SEC_PLUGIN}.item.get: handler path ")
+    finally:
+        await host.close()
+    assert hits.hits == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [LOOKALIKES["fullwidth-dots"], LOOKALIKES["fullwidth-dots-encoded"]],
+    ids=["raw", "percent-encoded"],
+)
+async def test_fullwidth_dots_stay_literal_at_dispatch(
+    tmp_path: Path, backend_url: str, servlet_url: str, hits: Recorder, path: str
+) -> None:
+    """What happens today with fullwidth dots (the kit accepts them): a raw non-ASCII
+    path is never sent; the encoded one reaches neither Starlette's nor a servlet ERP's
+    admin route, because neither folds U+FF0E into '.'."""
+    root = plugin_with_path(tmp_path, path)
+    for i, base in enumerate((backend_url, servlet_url)):
+        host = await make_host(tmp_path / str(i), base)
+        try:
+            await host.install(root)
+            (output,) = results(await call_tool(host, "sec-plugin_item_get", {}))
+        finally:
+            await host.close()
+        if path.isascii():  # the catch-all answered 404
+            assert output["success"] is False and output["error"].startswith("HTTP 404 ")
+        else:
+            assert output["success"] is False and "UnicodeEncodeError" in output["error"]
+    assert "admin" not in hits.routes()
+    assert set(hits.routes()) <= {"elsewhere"}
+
+
+# --------------------------------------------------------------------------- servlet ERPs
+
+
+@pytest.fixture
+async def servlet_host(tmp_path: Path, servlet_url: str) -> AsyncIterator[Host]:
+    host = await make_host(tmp_path, servlet_url)
+    try:
+        yield host
+    finally:
+        await host.close()
+
+
+@pytest.mark.parametrize("value", ["a/b", "../../../admin", "..%2f..%2fadmin", "%2e%2e", "..;"])
+async def test_servlet_erp_keeps_values_in_their_segment(
+    tmp_path: Path, servlet_host: Host, hits: Recorder, value: str
+) -> None:
+    await servlet_host.install(
+        write_erp_plugin(
+            tmp_path / "plugin",
+            erp_tool(f"{SEC_PLUGIN}.item.get", f"{ITEMS}/{{id}}", path_params=("id",)),
+        )
+    )
+    await call_tool(servlet_host, "sec-plugin_item_get", {"id": value})
+    assert "admin" not in hits.routes()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: namespace.py accepts '..;', and a servlet ERP maps '/..;/' to '/../' "
+    "and resolves it, so the installed tool calls the admin route",
+)
+async def test_semicolon_dotdot_template_never_reaches_admin_on_a_servlet_erp(
+    tmp_path: Path, servlet_host: Host, hits: Recorder
+) -> None:
+    await servlet_host.install(plugin_with_path(tmp_path, SERVLET_PARAMETERS["dotdot-semicolon"]))
+    await call_tool(servlet_host, "sec-plugin_item_get", {})
+    assert "admin" not in hits.routes()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG rest.py encode_segment: a '..' value is sent as %2E%2E, which a servlet "
+    "ERP decodes and then resolves as '..', leaving the namespace",
+)
+async def test_dot_values_never_leave_the_namespace_on_a_servlet_erp(
+    tmp_path: Path, servlet_host: Host, hits: Recorder
+) -> None:
+    """A generic Entity Engine tool: /api/v1/entities/{entity}/{id}."""
+    tool = erp_tool(
+        f"{SEC_PLUGIN}.entity.get", "/api/v1/entities/{entity}/{id}", path_params=("entity", "id")
+    )
+    await servlet_host.install(write_erp_plugin(tmp_path / "plugin", tool))
+    await call_tool(servlet_host, "sec-plugin_entity_get", {"entity": "..", "id": "admin"})
+    assert "admin" not in hits.routes()
+
+
+def test_tool_file_round_trip(tmp_path: Path) -> None:
+    """The generated tool files are what the kit reads (guards the helpers above)."""
+    root = plugin_with_path(tmp_path, ITEMS)
+    data = json.loads((root / "metadata/tool/sec-plugin.item.get.json").read_text())
+    assert data["handlerConfig"]["path"] == ITEMS
+    assert {
+        rid for rid, v in judge_manifest_suite(root).items() if v.status is Status.FAILED
+    } == set()

@@ -1,0 +1,250 @@
+"""What installing a hostile plugin folder can do to the host (found while fuzzing).
+
+Every test here pins a bug as a strict xfail: the assertion is what the host should do;
+the reason names the cause. Each comes with a control test that passes today, so the
+xfail fails for the stated reason and not for a broken setup.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from reference_host.agent.models import ModelTurn, ScriptedModel
+from reference_host.app import create_app
+from reference_host.host import Host, HostConfig
+from reference_host.kit_validation import kit_validator
+from reference_host.plugins import PluginError
+from tests.security.conftest import (
+    MARKDOWN,
+    SAMPLES,
+    SEC_PLUGIN,
+    copy_sample,
+    erp_tool,
+    run_chat,
+    write_erp_plugin,
+)
+
+
+@pytest.fixture
+async def host(tmp_path: Path) -> AsyncIterator[Host]:
+    (tmp_path / "files").mkdir()
+    host = Host(
+        HostConfig(data_dir=tmp_path / "data" / "host", allowed_roots=(tmp_path / "files",)),
+        validator=kit_validator,
+    )
+    try:
+        yield host
+    finally:
+        await host.close()
+
+
+def inside(path: Path | str, folder: Path) -> bool:
+    return Path(path).resolve().is_relative_to(folder.resolve())
+
+
+def everything_under(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*")}
+
+
+# --------------------------------------------------------------------------- traversal
+
+
+async def test_a_plain_install_stays_in_the_plugins_folder(host: Host, tmp_path: Path) -> None:
+    info = await host.install(copy_sample(MARKDOWN, tmp_path))
+    assert inside(info.root, host.config.data_dir / "plugins")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG plugins.py:126 PluginService.install joins the manifest's version into the "
+    "install folder unchecked; FY-MAN-003's version pattern allows '1.0.0-x/../../..'",
+)
+async def test_a_version_cannot_move_the_install_folder(host: Host, tmp_path: Path) -> None:
+    source = copy_sample(MARKDOWN, tmp_path)
+    manifest = json.loads((source / "manifest.json").read_text())
+    manifest["version"] = "1.0.0-x/../../../../../escaped"
+    (source / "manifest.json").write_text(json.dumps(manifest))
+    before = everything_under(tmp_path)
+    try:
+        info = await host.install(source)
+    except PluginError:
+        return  # refused: fine
+    finally:
+        written = everything_under(tmp_path) - before
+        assert all(inside(p, host.config.data_dir) for p in written), sorted(written)[:3]
+    assert inside(info.root, host.config.data_dir / "plugins")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG erp.py read_erp_manifest takes the plugin id from applicationCode unchecked "
+    "(ERP-TOOL-003 only needs minLength 1) and plugins.py:126 joins it into the install "
+    "folder: '../..' or an absolute path installs outside the host's data folder",
+)
+@pytest.mark.parametrize("code", ["../../../escaped", "/ABSOLUTE"])
+async def test_an_application_code_cannot_move_the_install_folder(
+    host: Host, tmp_path: Path, code: str
+) -> None:
+    code = code.replace("/ABSOLUTE", str(tmp_path / "absolute"))
+    root = write_erp_plugin(
+        tmp_path / "plugin", erp_tool(f"{SEC_PLUGIN}.item.get", "/api/v1/plugins/x/items")
+    )
+    tool_file = root / "metadata" / "tool" / f"{SEC_PLUGIN}.item.get.json"
+    tool_file.write_text(json.dumps({**json.loads(tool_file.read_text()), "applicationCode": code}))
+    before = everything_under(tmp_path)
+    try:
+        await host.install(root)
+    except PluginError:
+        return  # refused: fine
+    finally:
+        written = everything_under(tmp_path) - before
+        assert all(inside(p, host.config.data_dir) for p in written), sorted(written)[:3]
+
+
+# --------------------------------------------------------------------------- copying
+
+
+async def test_a_symlink_to_a_file_inside_the_plugin_installs(host: Host, tmp_path: Path) -> None:
+    source = copy_sample(MARKDOWN, tmp_path)
+    (source / "ui" / "alias.html").symlink_to(source / "ui" / "index.html")
+    await host.install(source)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG plugins.py:128 copytree follows symlinks outside the try block: a symlink "
+    "loop raises shutil.Error (not PluginError: HTTP 500) and leaves the staging copy",
+)
+async def test_a_symlink_loop_is_refused_cleanly(host: Host, tmp_path: Path) -> None:
+    source = copy_sample(MARKDOWN, tmp_path)
+    os.symlink(".", source / "loop")
+    with pytest.raises(PluginError):
+        await host.install(source)
+    assert list((host.config.data_dir / "plugins").iterdir()) == []
+
+
+# --------------------------------------------------------------------------- one bad plugin
+
+
+HELLO_PATH = "/api/v1/plugins/hello-plugin/greeting"
+UNUSABLE_PATHS = {
+    "empty-placeholder": (f"{HELLO_PATH}/{{}}", ()),
+    "unbalanced-brace": (f"{HELLO_PATH}/{{id", ()),
+    "stray-closing-brace": (f"{HELLO_PATH}/id}}", ()),
+    "repeated-placeholder": (f"{HELLO_PATH}/{{id}}/{{id}}", ("id",)),
+    "doubled-braces": (f"{HELLO_PATH}/{{{{id}}}}", ("id",)),
+}
+
+
+async def test_a_valid_erp_plugin_leaves_chats_working(host: Host, tmp_path: Path) -> None:
+    await host.install(copy_sample(SAMPLES / "hello-plugin", tmp_path))
+    await host.install(copy_sample(MARKDOWN, tmp_path))
+    events = await run_chat(host, ModelTurn(text="hi"))
+    assert events[-1].type == "done"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG the kit's ERP checks accept handler paths RestHandler.from_config rejects, "
+    "and erp.py erp_decls raises ValueError inside registry.snapshot() and discover(): one "
+    "installed plugin makes every chat of every user fail and discovery answer 500",
+)
+@pytest.mark.parametrize(("path", "params"), UNUSABLE_PATHS.values(), ids=UNUSABLE_PATHS.keys())
+async def test_one_unusable_tool_file_cannot_take_the_host_down(
+    host: Host, tmp_path: Path, path: str, params: tuple[str, ...]
+) -> None:
+    await host.install(copy_sample(MARKDOWN, tmp_path))
+    tool = erp_tool(f"{SEC_PLUGIN}.item.get", path, path_params=params)
+    try:
+        await host.install(write_erp_plugin(tmp_path / "bad", tool))
+    except PluginError:
+        return  # refused at install: fine
+    events = await run_chat(host, ModelTurn(text="hi"))
+    assert events[-1].type == "done", events[-1]
+    app = create_app(host, lambda: ScriptedModel([ModelTurn(text="ok")]))
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        tools = await client.get("/api/tools")
+        found = await client.get(
+            "/api/v1/agents/metadata/tools", headers={"X-Tenant-Id": "t", "X-Actor": "a"}
+        )
+    assert (tools.status_code, found.status_code) == (200, 200)
+    assert "markdown_render" in [t["name"] for t in tools.json()]
+
+
+# --------------------------------------------------------------------------- unusable paths
+
+
+@pytest.fixture
+async def api(host: Host, tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    await host.install(copy_sample(MARKDOWN, tmp_path))
+    app = create_app(host, lambda: ScriptedModel([]))
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        yield client
+
+
+def as_json(body: dict) -> dict:
+    """The body as JSON text with \\u escapes (a lone surrogate cannot be UTF-8 encoded)."""
+    return {"content": json.dumps(body), "headers": {"Content-Type": "application/json"}}
+
+
+async def test_odd_but_encodable_paths_are_a_400(api: httpx.AsyncClient, tmp_path: Path) -> None:
+    """The controls: a missing path, and one with a lone surrogate (os accepts it)."""
+    for name in ("nope", "\ud800.md"):
+        body = {
+            "pluginId": "fan.summer.markdown",
+            "path": f"{tmp_path}/files/{name}",
+            "access": "read",
+        }
+        response = await api.post("/api/conversations/c/grants", **as_json(body))
+        assert response.status_code == 400
+        response = await api.post("/api/plugins", **as_json({"path": f"{tmp_path}/{name}"}))
+        assert response.status_code == 400
+
+
+async def test_a_missing_path_is_a_400(api: httpx.AsyncClient, tmp_path: Path) -> None:
+    body = {
+        "pluginId": "fan.summer.markdown",
+        "path": str(tmp_path / "files/nope"),
+        "access": "read",
+    }
+    assert (await api.post("/api/conversations/c/grants", json=body)).status_code == 400
+    assert (
+        await api.post("/api/plugins", json={"path": str(tmp_path / "nope")})
+    ).status_code == 400
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG grants.py:58 GrantStore.attach catches OSError/RuntimeError only; a NUL "
+    "byte makes Path.resolve raise ValueError: HTTP 500",
+)
+async def test_a_grant_path_with_a_nul_byte_is_a_400(
+    api: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    body = {
+        "pluginId": "fan.summer.markdown",
+        "path": f"{tmp_path}/files/doc\x00.md",
+        "access": "read",
+    }
+    response = await api.post("/api/conversations/c/grants", **as_json(body))
+    assert response.status_code == 400, response.text
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG plugins.py:111 PluginService.install calls Path(source).resolve() outside any "
+    "handler; a NUL byte raises ValueError: HTTP 500",
+)
+async def test_an_install_path_with_a_nul_byte_is_a_400(
+    api: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    response = await api.post("/api/plugins", **as_json({"path": f"{tmp_path}/plugin\x00"}))
+    assert response.status_code == 400, response.text
