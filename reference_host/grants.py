@@ -112,8 +112,17 @@ class GrantStore:
         args: dict[str, Any],
         file_classes: Mapping[str, FileClass],
     ) -> dict[str, Any]:
-        """Route B injection, then resolution of every FileRef to its path (F8, F9)."""
+        """Route B injection, then resolution of every FileRef to its path (F8, F9).
+
+        A file-class parameter accepts only granted FileRefs: a path the model wrote itself
+        would let it reach any file the worker can read, so it is refused.
+        """
         args = self.inject(conversation_id, plugin_id, args, file_classes)
+        for name, file_class in file_classes.items():
+            if name in args and not _only_refs(args[name], file_class):
+                raise FileRefError(
+                    f"parameter {name!r} takes a FileRef granted in this conversation, not a path"
+                )
         return {
             name: self._resolve_tree(
                 conversation_id,
@@ -169,3 +178,9 @@ class GrantStore:
         if isinstance(value, list):
             return [self._resolve_tree(conversation_id, plugin_id, v, write) for v in value]
         return value
+
+
+def _only_refs(value: Any, file_class: FileClass) -> bool:
+    if file_class is FileClass.FILE_LIST:
+        return isinstance(value, list) and all(is_file_ref(v) for v in value)
+    return is_file_ref(value)

@@ -8,6 +8,7 @@ leaves no row and no files. Installing an installed id is an upgrade.
 
 from __future__ import annotations
 
+import re
 import shutil
 import uuid
 from collections.abc import Callable
@@ -20,6 +21,8 @@ from reference_host.manifests import model_tool_names
 from reference_host.registry import ToolRegistry
 from reference_host.sources_json import JsonFileError, read_json_object
 from reference_host.store import PluginRow, Store
+
+PLUGIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 class PluginError(Exception):
@@ -123,10 +126,13 @@ class PluginService:
         self._check_ownership(plugin_id, erp_codes)
         if enabled:
             self._check_names(plugin_id, manifest)
-        target = self._dir / plugin_id / f"{manifest.get('version', '0')}-{uuid.uuid4().hex[:8]}"
+        _refuse_escaping_links(source)
+        # The folder name is ours alone: ids and versions come from the plugin and must not
+        # choose where files are written.
+        target = self._dir / plugin_id / uuid.uuid4().hex[:12]
         staging = self._dir / f".staging-{uuid.uuid4().hex}"
-        shutil.copytree(source, staging)  # symlinks are copied as what they point to
         try:
+            shutil.copytree(source, staging)  # symlinks inside are copied as their targets
             target.parent.mkdir(parents=True, exist_ok=True)
             staging.replace(target)
             with self._store.transaction() as db:
@@ -141,6 +147,10 @@ class PluginService:
                 )
                 self._store.own_tools(db, plugin_id, erp_codes)
                 self._store.set_tools_active(db, plugin_id, enabled)
+        except (OSError, shutil.Error) as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(target, ignore_errors=True)
+            raise PluginError(f"{source} cannot be copied: {exc}") from None
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             shutil.rmtree(target, ignore_errors=True)
@@ -241,6 +251,19 @@ def _read_manifest(source: Path) -> dict[str, Any]:
         )
     except JsonFileError as exc:
         raise PluginError(str(exc)) from None
-    if not isinstance(manifest.get("id"), str):
-        raise PluginError(f"{source / 'manifest.json'} /id: the plugin has no id")
+    plugin_id = manifest.get("id")
+    if not isinstance(plugin_id, str) or not PLUGIN_ID.fullmatch(plugin_id) or ".." in plugin_id:
+        raise PluginError(f"{source}: plugin id {plugin_id!r} is not a plain name")
     return manifest
+
+
+def _refuse_escaping_links(source: Path) -> None:
+    """A symlink out of the plugin folder (or a loop) would copy files the plugin does not own."""
+    for path in source.rglob("*"):
+        if path.is_symlink():
+            try:
+                inside = path.resolve(strict=True).is_relative_to(source)
+            except (OSError, RuntimeError):
+                inside = False
+            if not inside:
+                raise PluginError(f"{path} links outside the plugin folder")

@@ -23,6 +23,11 @@ REPO = TESTS.parent
 # Sample workers start with `#!/usr/bin/env python3`: make that the interpreter running the
 # tests (with the SDK installed), even when pytest was started without activating the venv.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+# The fixture workers share tests/fixtures/plugins/misbehaving_worker.py; a host installs a copy
+# of a plugin folder only, so they find it through PYTHONPATH, as an installed package would be.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(FIXTURE_PLUGINS), os.environ.get("PYTHONPATH", "")) if p
+)
 SEVERITY = ["failed", "stale-baseline-entry", "expected-failure", "warned", "passed", "skipped"]
 
 

@@ -348,13 +348,13 @@ async def test_extra_fields_of_a_ref_are_ignored(setup: Setup) -> None:
 async def test_ref_lookalikes_with_non_ref_ids_never_become_paths(
     setup: Setup, value: dict[str, Any]
 ) -> None:
-    """Not FileRefs (FengYu's test: a string id starting with ref_), so not resolved: the
-    worker gets the object, and its schema check rejects it (SPEC F8)."""
+    """Not FileRefs (FengYu's test: a string id starting with ref_), so never resolved: a
+    file-class parameter takes only granted refs, and the host refuses the call (SPEC F8)."""
     setup.grant(setup.doc)
     setup.grant(setup.doc)  # two matching grants: route A, the model's value stays
     error = the_failure(await run_chat(setup.host, outline({"filePath": value})))
-    assert error.startswith("Invalid params: ") and error.endswith("(code -32602)")
-    assert setup.sent.calls == [(MD, "outline", {"filePath": value})]
+    assert error == "parameter 'filePath' takes a FileRef granted in this conversation, not a path"
+    assert setup.sent.calls == []
 
 
 # --------------------------------------------------------------------------- nesting
@@ -418,7 +418,9 @@ async def test_write_directory_through_a_read_grant_is_refused(setup: Setup) -> 
 async def test_a_read_grant_nested_under_the_write_parameter_is_refused(setup: Setup) -> None:
     out = setup.grant(setup.files / "out", plugin=XL, access="read")
     events = await run_chat(setup.host, turn("excel_execute", {"outputDir": [{"dir": out}]}))
-    assert the_failure(events) == f"FileRef {out['id']} is read-only; this parameter writes"
+    assert the_failure(events) == (
+        "parameter 'outputDir' takes a FileRef granted in this conversation, not a path"
+    )
     assert setup.sent.calls == []
 
 
@@ -432,11 +434,6 @@ async def test_write_grant_of_another_conversation_is_not_injected(setup: Setup)
 # --------------------------------------------------------------------------- raw paths
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG grants.py GrantStore.prepare: a plain path string in a file-class parameter "
-    "is passed to the worker unchecked (route A, or route B without exactly one grant)",
-)
 @pytest.mark.parametrize("grants", [0, 2])
 async def test_a_raw_path_in_a_file_parameter_never_reaches_the_worker(
     setup: Setup, grants: int

@@ -60,11 +60,6 @@ async def test_a_plain_install_stays_in_the_plugins_folder(host: Host, tmp_path:
     assert inside(info.root, host.config.data_dir / "plugins")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG plugins.py:126 PluginService.install joins the manifest's version into the "
-    "install folder unchecked; FY-MAN-003's version pattern allows '1.0.0-x/../../..'",
-)
 async def test_a_version_cannot_move_the_install_folder(host: Host, tmp_path: Path) -> None:
     source = copy_sample(MARKDOWN, tmp_path)
     manifest = json.loads((source / "manifest.json").read_text())
@@ -81,12 +76,6 @@ async def test_a_version_cannot_move_the_install_folder(host: Host, tmp_path: Pa
     assert inside(info.root, host.config.data_dir / "plugins")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG erp.py read_erp_manifest takes the plugin id from applicationCode unchecked "
-    "(ERP-TOOL-003 only needs minLength 1) and plugins.py:126 joins it into the install "
-    "folder: '../..' or an absolute path installs outside the host's data folder",
-)
 @pytest.mark.parametrize("code", ["../../../escaped", "/ABSOLUTE"])
 async def test_an_application_code_cannot_move_the_install_folder(
     host: Host, tmp_path: Path, code: str
@@ -116,11 +105,6 @@ async def test_a_symlink_to_a_file_inside_the_plugin_installs(host: Host, tmp_pa
     await host.install(source)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG plugins.py:128 copytree follows symlinks outside the try block: a symlink "
-    "loop raises shutil.Error (not PluginError: HTTP 500) and leaves the staging copy",
-)
 async def test_a_symlink_loop_is_refused_cleanly(host: Host, tmp_path: Path) -> None:
     source = copy_sample(MARKDOWN, tmp_path)
     os.symlink(".", source / "loop")
