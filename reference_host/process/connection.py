@@ -86,8 +86,10 @@ class WorkerConnection:
             await self._send(
                 {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
             )
-            message = await asyncio.wait_for(asyncio.shield(future), timeout)
+            async with asyncio.timeout(timeout):
+                message = await future
         except TimeoutError:
+            self.pending.pop(request_id, None)  # cancelled: nobody left to read its failure
             error = WorkerTimeout(
                 f"{method} did not answer within {timeout:g} s; the worker was killed", self.stderr
             )
@@ -172,7 +174,8 @@ class WorkerConnection:
                 self.skipped_stdout.append(text[:1000])
                 log.warning("%s: skipped non-JSON stdout line: %.200s", self.spec.plugin_id, text)
             return
-        future = self.pending.get(message.get("id"))  # type: ignore[arg-type]
+        request_id = message.get("id")
+        future = self.pending.get(request_id) if isinstance(request_id, str) else None
         if future is not None and not future.done():
             future.set_result(message)
         else:

@@ -77,6 +77,9 @@ class PluginProcessManager:
         await asyncio.gather(*(self.stop(pid, grace) for pid in list(self._connections)))
 
     async def _running(self, plugin_id: str) -> WorkerConnection:
+        connection = self._connections.get(plugin_id)
+        if connection is not None and connection.alive:
+            return connection  # the common case needs no lock
         lock = self._locks.setdefault(plugin_id, asyncio.Lock())
         async with lock:
             connection = self._connections.get(plugin_id)

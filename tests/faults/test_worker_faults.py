@@ -296,12 +296,6 @@ def serve(method, params):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host bug: WorkerConnection._dispatch looks the id up in a dict; an array or "
-    "object id raises TypeError, which ends the stdout reader task, so every call to the "
-    "worker then waits for its timeout",
-)
 async def test_responses_with_unhashable_ids_are_skipped(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
@@ -509,12 +503,6 @@ async def test_timeout_returns_even_when_an_escaped_grandchild_holds_the_pipes(
     assert wait_gone(children) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host bug: on a timeout WorkerConnection.call() leaves its own future in "
-    "pending, kill() sets the WorkerTimeout on it and nobody retrieves it: asyncio logs "
-    "'Future exception was never retrieved' for every timeout",
-)
 async def test_a_timeout_leaves_no_unretrieved_future_exception(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
