@@ -23,10 +23,8 @@ import argparse
 import contextlib
 import importlib.util
 import json
-import socket
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -36,6 +34,8 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+
+from reference_host.loopback import serve_on_loopback
 
 HERE = Path(__file__).resolve().parent
 PLUGINS = ("hello-plugin", "hcm-employee", "hcm-ai-intelligence")
@@ -108,43 +108,17 @@ def create_app() -> Starlette:
     )
 
 
-@contextlib.contextmanager
 def serve_backends(
     app: Starlette | None = None, *, port: int = 0, start_timeout: float = 10.0
-) -> Iterator[str]:
+) -> contextlib.AbstractContextManager[str]:
     """Serve `app` (a fresh `create_app()` by default) with uvicorn on 127.0.0.1 in a
     background thread; yields the base URL and stops the server on exit."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((LOOPBACK, port))
-        config = uvicorn.Config(
-            app if app is not None else create_app(),
-            log_level="warning",
-            lifespan="off",
-            timeout_graceful_shutdown=2,
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, name="erp-backends", daemon=True
-        )
-        thread.start()
-        ready = threading.Event()
-        waited = 0.0
-        while not server.started and thread.is_alive() and waited < start_timeout:
-            ready.wait(0.01)
-            waited += 0.01
-        try:
-            if not server.started:
-                raise RuntimeError("the ERP sample backends did not start")
-            yield f"http://{LOOPBACK}:{sock.getsockname()[1]}"
-        finally:
-            server.should_exit = True
-            thread.join(timeout=10)
-            if thread.is_alive():
-                raise RuntimeError("the ERP sample backends did not stop")
-    finally:
-        sock.close()
+    return serve_on_loopback(
+        app if app is not None else create_app(),
+        port=port,
+        name="ERP sample backends",
+        start_timeout=start_timeout,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -10,14 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import (
@@ -41,6 +39,7 @@ from reference_host.builtins import (
     builtin_tools,
     html_to_text,
 )
+from reference_host.loopback import serve_on_loopback
 from reference_host.tools import CallContext, Effect, is_failure
 
 CONTEXT = CallContext(conversation_id="c1", run_id="r1")
@@ -197,26 +196,8 @@ class Web:
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     """The fake web on 127.0.0.1 and a free port, in a background thread; yields its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(APP, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(500):
-        if server.started or not thread.is_alive():
-            break
-        threading.Event().wait(0.01)
-    assert server.started, "the test server did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
-        assert not thread.is_alive(), "the test server did not stop"
+    with serve_on_loopback(APP, name="fake web") as base:
+        yield base
 
 
 @pytest.fixture
