@@ -1,13 +1,16 @@
 """The ERP namespace rule (SPEC E2), decided on the normalised path.
 
 A tool's handler path is accepted only as a plain absolute path whose segments, once
-percent-decoded (twice, to catch double encoding), are neither '.' nor '..' and hide no
-separator, and which lies under /api/v1/plugins/ or /api/v1/entities/. The host applies it
+percent-decoded (twice, to catch double encoding) and NFKC-folded (fullwidth dots and
+solidus, dot leaders), hide no separator and are neither '.' nor '..', also before a ';'
+(servlet containers drop `;params` and then resolve `..;` as `..`), and which lies under
+/api/v1/plugins/ or /api/v1/entities/. The host applies it
 at install and again before every dispatch; the kit reports it as ERP-TOOL-005.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from urllib.parse import unquote
 
 ALLOWED_PREFIXES = ("/api/v1/plugins/", "/api/v1/entities/")
@@ -26,11 +29,11 @@ def namespace_problem(path: str) -> str | None:
     segments = path.split("/")[1:]
     if "" in segments[:-1]:
         return "contains an empty segment (//)"
-    decoded = [unquote(unquote(segment)) for segment in segments]
+    decoded = [unicodedata.normalize("NFKC", unquote(unquote(s))) for s in segments]
     if any("/" in d or "\\" in d for d in decoded):
         return "encodes a path separator in a segment"
-    if any(d in (".", "..") for d in decoded):
-        return "contains '.' or '..' (also percent-encoded)"
+    if any(d.split(";", 1)[0] in (".", "..") for d in decoded):
+        return "contains '.' or '..' (also percent-encoded, lookalike or with ;params)"
     normal = "/" + "/".join(decoded)
     if not any(normal.startswith(p) and len(normal) > len(p) for p in ALLOWED_PREFIXES):
         return f"is not under {' or '.join(ALLOWED_PREFIXES)}"

@@ -6,9 +6,9 @@ whole input as the JSON body. The tenant and the acting user travel as `X-Tenant
 `X-Actor`.
 
 A value can never change the path: each path parameter is percent-encoded as one segment
-(`/`, `?`, `#`, `%` and spaces are encoded; a value that is only dots is encoded too, since
-`.` and `..` are dot-segments a URL parser would resolve), and the URL httpx is about to send
-is checked to still carry exactly the substituted template before anything goes out.
+(`?`, `#`, `%` and spaces are encoded), a value holding `/` or `\\` or being `.` or `..` is
+refused (servers decode `%2F` and `%2E` before routing), and the URL httpx is about to send is
+checked to still carry exactly the substituted template before anything goes out.
 
 `dispatch` never raises: every problem (bad arguments, a non-2xx answer, a timeout, a refused
 connection, a body that is not JSON) comes back as the failure envelope of `tools.failure`.
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -122,18 +123,24 @@ def _scalar_text(value: Any, what: str) -> str:
 
 
 def encode_segment(value: Any, name: str = "value") -> str:
-    """One path segment holding `value`: nothing in it can add a segment or end the path."""
+    """One path segment holding `value`: nothing in it can add a segment or end the path.
+
+    Percent-encoding alone is not enough: many servers (uvicorn, servlet containers) decode
+    `%2F` before routing, and a servlet ERP resolves a decoded `..` (or `..;x`). So a value that
+    holds a separator or is a dot segment, also after NFKC folding of lookalikes such as
+    fullwidth dots and slashes, is refused rather than sent.
+    """
     if value is None:
         raise DispatchError(f"missing path parameter {name!r}")
     text = _scalar_text(value, f"path parameter {name!r}")
     if text == "":
         raise DispatchError(f"path parameter {name!r} must not be empty")
-    segment = quote(text, safe="")
-    if segment in (".", ".."):
-        # "." and ".." are dot-segments a URL parser removes; %2E is the same character
-        # without that meaning (RFC 3986 section 6.2.2.3 normalises only the literal forms).
-        segment = segment.replace(".", "%2E")
-    return segment
+    folded = unicodedata.normalize("NFKC", text)
+    if "/" in folded or "\\" in folded:
+        raise DispatchError(f"path parameter {name!r} must not contain '/' or '\\'")
+    if folded.split(";", 1)[0] in (".", ".."):
+        raise DispatchError(f"path parameter {name!r} must not be a dot segment ('.' or '..')")
+    return quote(text, safe="")
 
 
 def substitute_path(handler: RestHandler, arguments: Mapping[str, Any]) -> str:

@@ -102,10 +102,13 @@ def create_app() -> Starlette:
     employee = load_backend("hcm-employee")
     intelligence = load_backend("hcm-ai-intelligence")
     directory = employee.EmployeeDirectory()
-    return Starlette(
+    app = Starlette(
         routes=[*hello.routes(), *employee.routes(directory), *intelligence.routes(directory)],
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
     )
+    # Starlette would answer `/x/` with a bodyless 307; every answer here is JSON (SPEC E3).
+    app.router.redirect_slashes = False
+    return app
 
 
 def serve_backends(

@@ -236,4 +236,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 def create_app(directory: Directory) -> Starlette:
     """hcm-ai-intelligence's backend on its own, over the given hcm-employee directory."""
-    return Starlette(routes=routes(directory), exception_handlers={HTTPException: http_error})
+    app = Starlette(routes=routes(directory), exception_handlers={HTTPException: http_error})
+    # Starlette would answer `/x/` with a bodyless 307; every answer here is JSON (SPEC E3).
+    app.router.redirect_slashes = False
+    return app

@@ -222,7 +222,10 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 def create_app(directory: EmployeeDirectory | None = None) -> Starlette:
     """hcm-employee's backend on its own (a fresh seeded directory unless one is given)."""
-    return Starlette(
+    app = Starlette(
         routes=routes(directory if directory is not None else EmployeeDirectory()),
         exception_handlers={HTTPException: http_error},
     )
+    # Starlette would answer `/x/` with a bodyless 307; every answer here is JSON (SPEC E3).
+    app.router.redirect_slashes = False
+    return app

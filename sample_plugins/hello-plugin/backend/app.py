@@ -51,4 +51,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 def create_app() -> Starlette:
     """hello-plugin's backend on its own."""
-    return Starlette(routes=routes(), exception_handlers={HTTPException: http_error})
+    app = Starlette(routes=routes(), exception_handlers={HTTPException: http_error})
+    # Starlette would answer `/x/` with a bodyless 307; every answer here is JSON (SPEC E3).
+    app.router.redirect_slashes = False
+    return app
