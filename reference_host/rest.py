@@ -30,6 +30,10 @@ import httpx
 from reference_host.tools import failure
 
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
+# RFC 9110 section 9.2.2: repeating these has the effect of sending them once.
+IDEMPOTENT = frozenset({"GET", "PUT", "DELETE"})
+# How a server closing a pooled keep-alive connection shows before any answer is read.
+DROPPED = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 PLACEHOLDER = re.compile(r"\{([^{}/]*)\}")
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 EXCERPT_CHARS = 300
@@ -254,6 +258,18 @@ def build_request(
     return request
 
 
+async def _send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    """Send once, and once more for an idempotent request the server dropped before
+    answering: a keep-alive connection the ERP closed while it sat in the pool looks like
+    that, and the retry goes out on a fresh connection."""
+    try:
+        return await client.send(request, stream=True, follow_redirects=False)
+    except DROPPED:
+        if request.method not in IDEMPOTENT:
+            raise
+    return await client.send(request, stream=True, follow_redirects=False)
+
+
 async def dispatch(
     client: httpx.AsyncClient,
     base_url: str,
@@ -266,7 +282,8 @@ async def dispatch(
     max_response_bytes: int = MAX_RESPONSE_BYTES,
 ) -> str:
     """Call the ERP endpoint for one tool call; the JSON answer as text, or the failure
-    envelope. Redirects are not followed (they would carry the tenant headers elsewhere).
+    envelope. Redirects are not followed (they would carry the tenant headers elsewhere);
+    GET, PUT and DELETE are retried once if the connection drops before an answer.
 
     A 2xx answer with an empty body (204 No Content from a DELETE, say) is a success with
     nothing to report: `{"success": true, "status": <code>}`."""
@@ -277,7 +294,7 @@ async def dispatch(
         where = f"{request.method} {request.url.raw_path.partition(b'?')[0].decode('ascii')}"
         try:
             async with asyncio.timeout(timeout):
-                response = await client.send(request, stream=True, follow_redirects=False)
+                response = await _send(client, request)
                 try:
                     body = await _read_capped(response, max_response_bytes)
                 finally:

@@ -198,12 +198,6 @@ async def test_an_erp_that_refuses_connections_gives_the_failure_quickly(
     assert seconds < 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host bug: rest.dispatch does not retry an idempotent request when the pooled "
-    "keep-alive connection it reused is closed by the server before any answer, so a "
-    "healthy call fails after a backend error",
-)
 async def test_a_call_on_a_connection_the_erp_drops_is_retried(host: Host) -> None:
     """The backend answers, then fails in a background task and closes the connection
     while the next request (sent on the same keep-alive connection) is being served."""

@@ -452,6 +452,44 @@ async def test_transport_errors_are_failures(
     assert "/api/v1/plugins/hcm-employee/employees/E1" in error
 
 
+@pytest.mark.parametrize(
+    "exception", [httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError]
+)
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+async def test_an_idempotent_call_the_erp_dropped_is_sent_once_more(
+    client: httpx.AsyncClient, erp: respx.MockRouter, method: str, exception: type[Exception]
+) -> None:
+    url = f"{BASE}/api/v1/plugins/hcm-employee/employees/E1"
+    route = erp.route(method=method, url=url)
+    route.side_effect = [exception("Server disconnected"), httpx.Response(200, json={"ok": 1})]
+    handler = RestHandler(EMPLOYEE, method, path_params=("employeeId",))
+    assert await call(client, handler, {"employeeId": "E1"}) == {"ok": 1}
+    assert route.call_count == 2
+    assert route.calls[0].request.url == route.calls[1].request.url
+
+
+async def test_a_dropped_post_or_patch_is_not_sent_again(
+    client: httpx.AsyncClient, erp: respx.MockRouter
+) -> None:
+    for method in ("POST", "PATCH"):
+        route = erp.route(method=method, url=f"{BASE}{SEARCH}")
+        route.side_effect = [httpx.RemoteProtocolError("gone"), httpx.Response(200, json={})]
+        handler = RestHandler(SEARCH, method, body_from_input=True)
+        error = failure_of(await call(client, handler, {"name": "x"}))
+        assert error.startswith(f"{method} {SEARCH} failed: RemoteProtocolError")
+        assert route.call_count == 1
+
+
+async def test_an_idempotent_call_is_retried_only_once(
+    client: httpx.AsyncClient, erp: respx.MockRouter
+) -> None:
+    route = erp.get(f"{BASE}/api/v1/plugins/hcm-employee/employees/E1")
+    route.side_effect = httpx.RemoteProtocolError("gone")
+    error = failure_of(await call(client, get_employee(), {"employeeId": "E1"}))
+    assert "failed: RemoteProtocolError" in error
+    assert route.call_count == 2
+
+
 async def test_a_slow_answer_hits_the_overall_timeout(client: httpx.AsyncClient) -> None:
     started_answering = asyncio.Event()
 
