@@ -8,6 +8,7 @@ resolved again and must be unchanged, so a symlink swapped in later cannot escap
 from __future__ import annotations
 
 import json
+import stat
 import threading
 import uuid
 from collections.abc import Mapping
@@ -54,18 +55,20 @@ class GrantStore:
         if access not in ACCESS:
             raise FileRefError(f"access must be one of {', '.join(ACCESS)}, not {access!r}")
         try:
+            # ValueError: a path the OS cannot take (a NUL byte) is a bad request too
             real = Path(path).resolve(strict=True)
-        except (OSError, RuntimeError):
-            raise FileRefError(f"{path} does not exist") from None
+            status = real.stat()
+        except (OSError, RuntimeError, ValueError):
+            raise FileRefError(f"{str(path)!r} does not exist") from None
         if not any(real == root or root in real.parents for root in self.allowed_roots):
             raise FileRefError(f"{path} is outside the folders this host may share")
-        kind = "directory" if real.is_dir() else "file"
+        kind = "directory" if stat.S_ISDIR(status.st_mode) else "file"
         ref = {
             "id": f"ref_{uuid.uuid4()}",
             "name": real.name,
             "kind": kind,
             "access": access,
-            "size": real.stat().st_size if kind == "file" else 0,
+            "size": status.st_size if kind == "file" else 0,
         }
         with self._lock:
             self._grants[ref["id"]] = Grant(conversation_id, plugin_id, ref, real)

@@ -75,28 +75,47 @@ class Host:
             validator,
         )
         self.plugins.remove_orphans()
+        # One lifecycle change at a time, from its commit until its worker has switched and
+        # the folders no worker needs any more are gone.
+        self._lifecycle = asyncio.Lock()
         for row in self.store.plugins():
             self._register_worker(row)
 
     async def install(self, source: Path | str) -> PluginInfo:
-        """Install or upgrade; an upgraded plugin's running worker is stopped."""
-        info = await asyncio.to_thread(self.plugins.install, source)
-        await self._refresh_worker(info.id)
+        """Install or upgrade; an upgraded plugin's running worker is replaced.
+
+        The copy runs before the lifecycle lock is taken, so a disable meanwhile need not wait
+        for it (and the commit keeps that disable). The old version's folder is removed only
+        after its worker has stopped, so calls meanwhile reach the old worker or the new one.
+        """
+        staged = await asyncio.to_thread(self.plugins.stage, source)
+        try:
+            async with self._lifecycle:
+                info, previous = self.plugins.commit(staged)
+                await self._refresh_worker(info.id)
+                await asyncio.to_thread(self.plugins.remove_unused, info.id, previous)
+        finally:
+            self.plugins.discard(staged)
         return info
 
     async def enable(self, plugin_id: str) -> PluginInfo:
-        info = self.plugins.enable(plugin_id)
-        await self._refresh_worker(plugin_id)
+        async with self._lifecycle:
+            info = self.plugins.enable(plugin_id)
+            await self._refresh_worker(plugin_id)
         return info
 
     async def disable(self, plugin_id: str) -> PluginInfo:
-        info = self.plugins.disable(plugin_id)
-        await self._refresh_worker(plugin_id)
+        async with self._lifecycle:
+            info = self.plugins.disable(plugin_id)
+            await self._refresh_worker(plugin_id)
         return info
 
     async def uninstall(self, plugin_id: str) -> None:
-        self.plugins.uninstall(plugin_id)
-        await self._refresh_worker(plugin_id)
+        """Uninstall; the plugin's folder is removed after its worker has stopped."""
+        async with self._lifecycle:
+            root = self.plugins.unregister(plugin_id)
+            await self._refresh_worker(plugin_id)
+            await asyncio.to_thread(self.plugins.remove_unused, plugin_id, root)
 
     async def chat(
         self,
@@ -179,14 +198,18 @@ class Host:
         ]
 
     async def _refresh_worker(self, plugin_id: str) -> None:
-        """After a lifecycle change: stop a worker that is stale, register the current spec."""
+        """After a lifecycle change: register the current spec, then stop a stale worker.
+
+        In that order, with no await between them, a call never finds the old worker gone and
+        the old spec still registered (it would start a worker from the replaced folder).
+        """
         row = self.store.plugin(plugin_id)
+        if row is not None:
+            self._register_worker(row)
         running = self.manager.connection(plugin_id)
         stale = row is None or not row.enabled or (running and running.spec.root != row.root)
         if running is not None and stale:
             await self.manager.stop(plugin_id)
-        if row is not None:
-            self._register_worker(row)
 
     def _register_worker(self, row: PluginRow) -> None:
         if row.profile == "erp":

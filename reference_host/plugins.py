@@ -1,15 +1,19 @@
 """Plugin lifecycle (install, upgrade, enable, disable, uninstall), persisted in SQLite.
 
-Install is all-or-nothing: the folder is validated (with the conformance kit's own checks),
-its tool names are checked against everything the host offers, its files are copied into
-the host's data folder, and only then is it recorded, in one transaction. A rejected plugin
-leaves no row and no files. Installing an installed id is an upgrade.
+Install is all-or-nothing and has two steps. `stage` validates the folder (with the
+conformance kit's own checks) and copies it to a staging folder: the slow part, which changes
+no state. `commit` then checks tool names and codes against everything the host offers,
+moves the copy into place and records it in one transaction. A rejected plugin leaves no row
+and no files. Installing an installed id is an upgrade; the replaced version's folder is
+left for `remove_unused`, because a worker may still be running from it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
+import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +52,19 @@ class ValidationReport:
 
 
 Validator = Callable[[Path], ValidationReport]
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A validated plugin copied to a staging folder, waiting for `commit`."""
+
+    source: Path
+    folder: Path
+    manifest: dict[str, Any]
+
+    @property
+    def plugin_id(self) -> str:
+        return str(self.manifest["id"])
 
 
 @dataclass(frozen=True)
@@ -90,6 +107,13 @@ class PluginInfo:
 
 
 class PluginService:
+    """The lifecycle on the store and the plugins folder.
+
+    Each step that reads state and then writes it (commit, enable, disable, unregister, and
+    choosing folders to delete) holds one lock, so a concurrent step cannot be undone by a
+    stale read; the copy in `stage` runs outside it.
+    """
+
     def __init__(
         self,
         store: Store,
@@ -101,6 +125,7 @@ class PluginService:
         self._registry = registry
         self._dir = plugins_dir
         self._validator = validator
+        self._lock = threading.RLock()
         self._dir.mkdir(parents=True, exist_ok=True)
 
     def list(self) -> list[PluginInfo]:
@@ -110,8 +135,23 @@ class PluginService:
         return PluginInfo.of(self._require(plugin_id))
 
     def install(self, source: Path | str) -> PluginInfo:
-        """Install (or upgrade to) the plugin in source; nothing changes if it is refused."""
-        source = Path(source).resolve()
+        """Install (or upgrade to) the plugin in source, for a caller with no worker running
+        from the old version; nothing changes if it is refused."""
+        staged = self.stage(source)
+        try:
+            info, previous = self.commit(staged)
+        finally:
+            self.discard(staged)
+        self.remove_unused(info.id, previous)
+        return info
+
+    def stage(self, source: Path | str) -> Staged:
+        """Validate source and copy it to a staging folder; no state changes.
+
+        The clash checks run here too, so a refused plugin is not copied first; `commit`
+        repeats them against the state it writes to.
+        """
+        source = _resolve(source)
         if not source.is_dir():
             raise PluginError(f"{source} is not a folder")
         if self._validator is not None:
@@ -119,76 +159,122 @@ class PluginService:
             if report.errors:
                 raise PluginError(f"{source.name} does not pass validation", report.errors)
         manifest = _read_manifest(source)
-        plugin_id = manifest["id"]
-        previous = self._store.plugin(plugin_id)
-        enabled = previous.enabled if previous else True
-        erp_codes = [str(t.get("toolCode")) for t in manifest.get("erpTools", [])]
-        self._check_ownership(plugin_id, erp_codes)
-        if enabled:
-            self._check_names(plugin_id, manifest)
+        self._admit(manifest, self._store.plugin(manifest["id"]))
         _refuse_escaping_links(source)
-        # The folder name is ours alone: ids and versions come from the plugin and must not
-        # choose where files are written.
-        target = self._dir / plugin_id / uuid.uuid4().hex[:12]
         staging = self._dir / f".staging-{uuid.uuid4().hex}"
         try:
             shutil.copytree(source, staging)  # symlinks inside are copied as their targets
-            target.parent.mkdir(parents=True, exist_ok=True)
-            staging.replace(target)
-            with self._store.transaction() as db:
-                self._store.put_plugin(
-                    db,
-                    plugin_id=plugin_id,
-                    profile=_profile(manifest),
-                    version=str(manifest.get("version", "")),
-                    root=target,
-                    manifest=manifest,
-                    enabled=enabled,
-                )
-                self._store.own_tools(db, plugin_id, erp_codes)
-                self._store.set_tools_active(db, plugin_id, enabled)
         except (OSError, shutil.Error) as exc:
             shutil.rmtree(staging, ignore_errors=True)
-            shutil.rmtree(target, ignore_errors=True)
             raise PluginError(f"{source} cannot be copied: {exc}") from None
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
-            shutil.rmtree(target, ignore_errors=True)
             raise
-        if previous is not None and previous.root != target:
-            shutil.rmtree(previous.root, ignore_errors=True)
-        return self.get(plugin_id)
+        return Staged(source, staging, manifest)
+
+    def commit(self, staged: Staged) -> tuple[PluginInfo, Path | None]:
+        """Move the staged copy into place and record it; returns the plugin and the folder
+        of the version it replaced (left in place: see `remove_unused`).
+
+        The enabled flag an upgrade keeps is read under the lock that writes it back, so a
+        disable committed while the copy ran stays in force.
+        """
+        plugin_id, manifest = staged.plugin_id, staged.manifest
+        # The folder name is ours alone: ids and versions come from the plugin and must not
+        # choose where files are written.
+        target = self._dir / plugin_id / uuid.uuid4().hex[:12]
+        with self._lock:
+            previous = self._store.plugin(plugin_id)
+            enabled = self._admit(manifest, previous)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                staged.folder.replace(target)
+                with self._store.transaction() as db:
+                    self._store.put_plugin(
+                        db,
+                        plugin_id=plugin_id,
+                        profile=_profile(manifest),
+                        version=str(manifest.get("version", "")),
+                        root=target,
+                        manifest=manifest,
+                        enabled=enabled,
+                    )
+                    self._store.own_tools(db, plugin_id, _erp_codes(manifest))
+                    self._store.set_tools_active(db, plugin_id, enabled)
+            except OSError as exc:
+                shutil.rmtree(target, ignore_errors=True)
+                raise PluginError(f"{staged.source} cannot be installed: {exc}") from None
+            except BaseException:
+                shutil.rmtree(target, ignore_errors=True)
+                raise
+        replaced = previous.root if previous is not None and previous.root != target else None
+        return self.get(plugin_id), replaced
+
+    def discard(self, staged: Staged) -> None:
+        """Delete a staged copy that was not committed (a committed one has moved away)."""
+        shutil.rmtree(staged.folder, ignore_errors=True)
 
     def enable(self, plugin_id: str) -> PluginInfo:
-        row = self._require(plugin_id)
-        self._check_names(plugin_id, row.manifest)
-        with self._store.transaction() as db:
-            self._store.set_enabled(db, plugin_id, True)
-            self._store.set_tools_active(db, plugin_id, True)
+        with self._lock:
+            row = self._require(plugin_id)
+            self._check_names(plugin_id, row.manifest)
+            with self._store.transaction() as db:
+                self._store.set_enabled(db, plugin_id, True)
+                self._store.set_tools_active(db, plugin_id, True)
         return self.get(plugin_id)
 
     def disable(self, plugin_id: str) -> PluginInfo:
-        self._require(plugin_id)
-        with self._store.transaction() as db:
-            self._store.set_enabled(db, plugin_id, False)
-            self._store.set_tools_active(db, plugin_id, False)
+        with self._lock:
+            self._require(plugin_id)
+            with self._store.transaction() as db:
+                self._store.set_enabled(db, plugin_id, False)
+                self._store.set_tools_active(db, plugin_id, False)
         return self.get(plugin_id)
 
     def uninstall(self, plugin_id: str) -> None:
-        row = self._require(plugin_id)
-        with self._store.transaction() as db:
-            self._store.set_tools_active(db, plugin_id, False)
-            self._store.delete_plugin(db, plugin_id)
-        shutil.rmtree(row.root, ignore_errors=True)
+        """Uninstall, for a caller with no worker running from the plugin's folder."""
+        self.remove_unused(plugin_id, self.unregister(plugin_id))
+
+    def unregister(self, plugin_id: str) -> Path:
+        """Delete the plugin's row (its tool codes go inactive); returns its folder, left in
+        place until its worker has stopped (see `remove_unused`)."""
+        with self._lock:
+            row = self._require(plugin_id)
+            with self._store.transaction() as db:
+                self._store.set_tools_active(db, plugin_id, False)
+                self._store.delete_plugin(db, plugin_id)
+        return row.root
+
+    def remove_unused(self, plugin_id: str, previous: Path | None = None) -> None:
+        """Delete the plugin's folders its row does not point at (all of them once it is
+        uninstalled), and previous, a folder its row pointed at before; call it once no worker
+        runs from them. The emptied <id> folder goes too."""
+        folder = self._dir / plugin_id
+        with self._lock:
+            row = self._store.plugin(plugin_id)
+            current = row.root if row is not None else None
+            unused = [path for path in _subfolders(folder) if path != current]
+            if previous is not None and previous != current and previous not in unused:
+                unused.append(previous)
+        for path in unused:
+            shutil.rmtree(path, ignore_errors=True)
+        with self._lock:  # a commit may be moving a new version into folder
+            _remove_if_empty(folder)
 
     def remove_orphans(self) -> None:
-        """Delete copied folders no row points at (left by a crash during an install)."""
-        known = {row.root for row in self._store.plugins()}
-        for folder in self._dir.glob("*/*"):
-            if folder.is_dir() and folder not in known:
-                shutil.rmtree(folder, ignore_errors=True)
-        for staging in self._dir.glob(".staging-*"):
-            shutil.rmtree(staging, ignore_errors=True)
+        """At start: delete the folders no row points at, left by a crash (staging copies,
+        installs cut short before their commit, old versions not yet removed), and the <id>
+        folders they leave empty."""
+        with self._lock:
+            known = {row.root for row in self._store.plugins()}
+            for entry in self._dir.iterdir():
+                if entry.name.startswith(".staging-"):
+                    shutil.rmtree(entry, ignore_errors=True)
+                elif not entry.name.startswith(".") and entry.is_dir():
+                    for path in _subfolders(entry):
+                        if path not in known:
+                            shutil.rmtree(path, ignore_errors=True)
+                    _remove_if_empty(entry)
 
     def create_manual_tool(self, code: str) -> None:
         """Register an ERP toolCode created by hand, outside any plugin (SPEC E4)."""
@@ -199,6 +285,16 @@ class PluginService:
             )
         with self._store.transaction() as db:
             self._store.own_tools(db, None, [code])
+
+    def _admit(self, manifest: dict[str, Any], previous: PluginRow | None) -> bool:
+        """Refuse a plugin that clashes with what is installed; returns the enabled flag it
+        gets (an upgrade keeps previous's)."""
+        plugin_id = manifest["id"]
+        enabled = previous.enabled if previous else True
+        self._check_ownership(plugin_id, _erp_codes(manifest))
+        if enabled:
+            self._check_names(plugin_id, manifest)
+        return enabled
 
     def _check_ownership(self, plugin_id: str, codes: list[str]) -> None:
         owned = self._store.tool_codes()
@@ -229,6 +325,29 @@ class PluginService:
         if row is None:
             raise PluginError(f"no plugin {plugin_id!r} is installed", kind="not_found")
         return row
+
+
+def _resolve(source: Path | str) -> Path:
+    """source made absolute; a path the OS cannot take (a NUL byte, a loop) is the caller's
+    mistake, refused like any other bad plugin path."""
+    try:
+        return Path(source).resolve()
+    except (OSError, RuntimeError, ValueError):
+        raise PluginError(f"{str(source)!r} is not a usable path") from None
+
+
+def _erp_codes(manifest: dict[str, Any]) -> list[str]:
+    return [str(t.get("toolCode")) for t in manifest.get("erpTools", [])]
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    return [path for path in folder.iterdir() if path.is_dir()] if folder.is_dir() else []
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """rmdir, which refuses a folder that is not empty (or gone): nothing else is deleted."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def _profile(manifest: dict[str, Any]) -> str:

@@ -204,12 +204,6 @@ def at_eof():
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host bug: an upgrade deletes the old folder, then Host._refresh_worker stops "
-    "the old worker before it registers the new spec; a call meanwhile starts a worker "
-    "from the old spec and fails with 'cannot start <deleted folder>/backend/worker'",
-)
 async def test_calls_during_a_worker_upgrade_reach_the_old_or_the_new_worker(
     tmp_path: Path, guard: ProcessGuard
 ) -> None:
@@ -238,12 +232,6 @@ async def test_calls_during_a_worker_upgrade_reach_the_old_or_the_new_worker(
     assert failures == [], f"{len(failures)} of {len(results)} calls failed: {failures[0]}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host bug: PluginService.install reads the previous row (its enabled flag) "
-    "before copying and writes it back in a later transaction; a disable committed in "
-    "between is silently undone",
-)
 async def test_a_disable_during_an_upgrade_is_not_undone(
     tmp_path: Path, erp_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,8 +15,6 @@ import sqlite3
 import sys
 from pathlib import Path
 
-import pytest
-
 from reference_host.host import Host, HostConfig
 from tests.faults.conftest import ProcessGuard
 from tests.faults.support import write_worker_plugin
@@ -99,9 +97,7 @@ async def check_recovered(data_dir: Path, old: State, new: State, source: Path) 
         assert set(plugins.glob("*/*")) == {row.root for row in rows}, "orphan folders"
         assert [p.name for p in plugins.iterdir() if not p.is_dir()] == []
         assert list(plugins.glob(".*")) == [], "a staging folder was left"
-        for folder in plugins.iterdir():
-            # an empty <id> folder may be left: see test_a_first_install_killed_leaves...
-            assert folder.name in {row.id for row in rows} or not any(folder.iterdir())
+        assert {p.name for p in plugins.iterdir()} == {row.id for row in rows}, "empty folders"
     finally:
         await host.close()
     with sqlite3.connect(data_dir / "host.sqlite3") as db:
@@ -163,11 +159,6 @@ async def test_an_install_killed_at_any_point_leaves_the_old_or_the_new_state(
     assert {"copied", "in-transaction", "removing-old"} <= killed_at, outcomes
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host bug: PluginService.remove_orphans only looks at data/plugins/*/*; the "
-    "<id> folder of a first install killed before its commit stays behind, empty",
-)
 async def test_a_first_install_killed_leaves_no_empty_plugin_folder(
     tmp_path: Path, guard: ProcessGuard
 ) -> None:

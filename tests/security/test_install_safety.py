@@ -1,8 +1,8 @@
 """What installing a hostile plugin folder can do to the host (found while fuzzing).
 
-Every test here pins a bug as a strict xfail: the assertion is what the host should do;
-the reason names the cause. Each comes with a control test that passes today, so the
-xfail fails for the stated reason and not for a broken setup.
+A bug found here and not yet fixed is pinned as a strict xfail: the assertion is what the
+host should do; the reason names the cause. Each comes with a control test that passes
+today, so the xfail fails for the stated reason and not for a broken setup.
 """
 
 from __future__ import annotations
@@ -205,11 +205,6 @@ async def test_a_missing_path_is_a_400(api: httpx.AsyncClient, tmp_path: Path) -
     ).status_code == 400
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG grants.py:58 GrantStore.attach catches OSError/RuntimeError only; a NUL "
-    "byte makes Path.resolve raise ValueError: HTTP 500",
-)
 async def test_a_grant_path_with_a_nul_byte_is_a_400(
     api: httpx.AsyncClient, tmp_path: Path
 ) -> None:
@@ -222,11 +217,6 @@ async def test_a_grant_path_with_a_nul_byte_is_a_400(
     assert response.status_code == 400, response.text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG plugins.py:111 PluginService.install calls Path(source).resolve() outside any "
-    "handler; a NUL byte raises ValueError: HTTP 500",
-)
 async def test_an_install_path_with_a_nul_byte_is_a_400(
     api: httpx.AsyncClient, tmp_path: Path
 ) -> None:
