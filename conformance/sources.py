@@ -2,11 +2,17 @@
 
 Findings name a file, an RFC 6901 JSON pointer and a line, so a plugin author can jump
 straight to the value; this module is where pointers meet lines.
+
+A plugin folder is untrusted input, so reading is bounded: only regular files are opened (a
+FIFO would block the open, a device such as /dev/zero never ends), at most MAX_FILE_BYTES are
+read, and a text nested deeper than MAX_DEPTH is refused before anything recurses into it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -14,6 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import json_source_map
+
+from conformance.json_depth import too_deep
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+# Far above any real manifest or tool file, far below where jsonschema's recursion (several
+# frames per level) meets Python's recursion limit; System.Text.Json's default is also 64.
+MAX_DEPTH = 64
+# Opening must not wait for a FIFO writer, should the path be swapped after the stat.
+OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 
 def pointer(*tokens: str | int) -> str:
@@ -30,10 +45,11 @@ def pointer_tokens(ptr: str) -> list[str]:
 class JsonLoadError(Exception):
     """A file that is missing, not UTF-8 or not JSON; carries where it went wrong."""
 
-    def __init__(self, message: str, line: int | None = None) -> None:
+    def __init__(self, message: str, line: int | None = None, pointer: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.line = line
+        self.pointer = pointer
 
 
 @dataclass(frozen=True)
@@ -80,6 +96,14 @@ class JsonDocument:
 
 def parse_json(text: str, display: str) -> JsonDocument:
     """Parse text, recording every repeated key instead of silently keeping the last value."""
+    if (deep := too_deep(text, MAX_DEPTH)) is not None:
+        line = text.count("\n", 0, deep.offset) + 1
+        raise JsonLoadError(
+            f"{display} nests deeper than {MAX_DEPTH} levels (line {line}); "
+            "the kit does not check files nested that deeply",
+            line,
+            pointer(*deep.tokens),
+        )
     repeated: dict[int, list[str]] = {}
 
     def pairs_hook(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
@@ -97,6 +121,10 @@ def parse_json(text: str, display: str) -> JsonDocument:
         raise JsonLoadError(
             f"{display} is not valid JSON: {exc.msg} ({where})", exc.lineno
         ) from None
+    except ValueError as exc:  # a number past Python's int digit limit (sys.int_info)
+        raise JsonLoadError(f"{display} is not usable JSON: {str(exc).split(';')[0]}") from None
+    except RecursionError:
+        raise JsonLoadError(f"{display} nests too deeply to be read") from None
     duplicates = [
         DuplicateKey(pointer_at + pointer(key), key)
         for pointer_at, node in _walk(data, "")
@@ -107,17 +135,39 @@ def parse_json(text: str, display: str) -> JsonDocument:
 
 
 def load_json_file(path: Path, display: str) -> JsonDocument:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise JsonLoadError(f"{display} not found") from None
-    except OSError as exc:
-        raise JsonLoadError(f"{display} cannot be read: {exc.strerror}") from None
+    """Read and parse a JSON file; every way it can be unusable is a JsonLoadError."""
+    raw = _read_regular_file(path, display)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise JsonLoadError(f"{display} is not UTF-8 (byte {exc.start})") from None
     return parse_json(text, display)
+
+
+def _read_regular_file(path: Path, display: str) -> bytes:
+    """The bytes of path, when it is a regular file of at most MAX_FILE_BYTES.
+
+    The type is checked before opening and again on the open descriptor, and the read stops
+    one byte past the cap, since st_size can understate (procfs) or the file can grow.
+    """
+    too_big = f"{display} is larger than {MAX_FILE_BYTES // 2**20} MiB, the most the kit reads"
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise JsonLoadError(f"{display} is not a regular file")
+        with open(os.open(path, OPEN_FLAGS), "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise JsonLoadError(f"{display} is not a regular file")
+            if info.st_size > MAX_FILE_BYTES:
+                raise JsonLoadError(too_big)
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise JsonLoadError(f"{display} not found") from None
+    except OSError as exc:
+        raise JsonLoadError(f"{display} cannot be read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise JsonLoadError(too_big)
+    return raw
 
 
 def _walk(node: Any, at: str) -> Iterator[tuple[str, Any]]:

@@ -19,6 +19,8 @@ from reference_host.namespace import namespace_problem
 TOOL_SCHEMA = "erp-tool.schema.json"
 PORTABLE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 PLACEHOLDER = re.compile(r"\{([^{}/]+)\}")
+# What the platform substitutes: {name}, and also {} so that an empty name can be reported.
+ANY_PLACEHOLDER = re.compile(r"\{([^{}/]*)\}")
 
 
 @check("ERP-TOOL-001")
@@ -113,6 +115,28 @@ def params_declared(ctx: CheckContext) -> Iterator[Finding]:
                     "/handlerConfig/queryParams",
                     f"queryParams {name!r} is not an inputSchema property",
                 )
+
+
+@check("ERP-TOOL-006")
+def placeholders_well_formed(ctx: CheckContext) -> Iterator[Finding]:
+    """A path the platform cannot split into text and {name} placeholders is unusable: the
+    reference host refuses such a handlerConfig, so no call of the tool could ever be made."""
+    for tool in ctx.plugin.tools:
+        path = tool.handler.get("path")
+        if isinstance(path, str) and (problem := _placeholder_problem(path)):
+            yield tool.finding("ERP-TOOL-006", "/handlerConfig/path", f"path {path!r} {problem}")
+
+
+def _placeholder_problem(path: str) -> str | None:
+    names = ANY_PLACEHOLDER.findall(path)
+    if "" in names:
+        return "has an empty {} placeholder"
+    if len(set(names)) != len(names):
+        return "uses a placeholder twice"
+    rest = ANY_PLACEHOLDER.sub("", path)
+    if "{" in rest or "}" in rest:
+        return "has a brace outside a {name} placeholder (unbalanced, doubled or around a '/')"
+    return None
 
 
 @check("ERP-TOOL-007")

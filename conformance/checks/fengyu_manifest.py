@@ -18,7 +18,7 @@ METHOD_SCHEMA = schema_uri("fengyu-manifest-v2.schema.json#/$defs/methodSchema")
 def manifest_loads(ctx: CheckContext) -> Iterator[Finding]:
     error = ctx.plugin.load_error
     if error is not None:
-        yield Finding("FY-MAN-001", error.message, MANIFEST, "", error.line)
+        yield Finding("FY-MAN-001", error.message, MANIFEST, error.pointer, error.line)
 
 
 @check("FY-MAN-002")

@@ -64,9 +64,13 @@ class ErpPlugin:
 
     @property
     def label(self) -> str:
-        codes = {t.data.get("applicationCode") for t in self.tools}
-        (code,) = codes if len(codes) == 1 else (None,)
-        return code if isinstance(code, str) and code.strip() else self.root.name
+        """How test ids name the plugin: the applicationCode all its tools share, else its
+        folder. Compared by equality, not in a set: a code may be a list or an object."""
+        codes = [t.data.get("applicationCode") for t in self.tools]
+        code = codes[0] if codes else None
+        if isinstance(code, str) and code.strip() and all(c == code for c in codes):
+            return code
+        return self.root.name
 
     def tool_names(self) -> set[str]:
         return {model_name(t.code) for t in self.tools if isinstance(t.code, str)}
@@ -84,7 +88,9 @@ def load_erp_plugin(root: Path) -> ErpPlugin:
         try:
             document = load_json_file(path, display)
         except JsonLoadError as exc:
-            plugin.file_errors.append(Finding(LOAD_REQUIREMENT, exc.message, display, "", exc.line))
+            plugin.file_errors.append(
+                Finding(LOAD_REQUIREMENT, exc.message, display, exc.pointer, exc.line)
+            )
             continue
         if not isinstance(document.data, dict):
             plugin.file_errors.append(

@@ -7,9 +7,10 @@ fixes the launch), and a tool without effect becomes "external", which is how ho
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from conformance.sources import JsonLoadError, parse_json
 
 V2_TOP_LEVEL = (
     "schemaVersion",
@@ -67,10 +68,34 @@ def migrate_v1(v1: dict[str, Any]) -> Migration:
                 f"dropped backend.{', backend.'.join(dropped)}: v2 hosts launch "
                 "backend/worker.jar and speak JSON-RPC 2.0 unconditionally"
             )
+    methods, tools = _migrate_tools(v1, notes)
+    if methods:
+        v2["rpc"] = {"methods": methods}
+    if "aiTools" in v1:
+        v2["aiTools"] = tools
+    if "i18n" in v1:
+        v2["i18n"] = v1["i18n"]
+    ordered = {key: v2[key] for key in V2_TOP_LEVEL if key in v2}
+    return Migration(ordered, notes)
+
+
+def _migrate_tools(v1: dict[str, Any], notes: list[str]) -> tuple[dict[str, Any], list[Any]]:
+    """The v2 rpc.methods and aiTools of a v1 manifest's aiTools entries.
+
+    The kit's reports migrate any v1 manifest, also one that fails its checks, so an entry
+    of the wrong shape is a MigrationError naming it, never a TypeError.
+    """
+    entries = v1.get("aiTools") or []
+    if not isinstance(entries, list):
+        raise MigrationError("/aiTools is not an array")
     methods: dict[str, Any] = {}
     tools: list[dict[str, Any]] = []
-    for index, tool in enumerate(v1.get("aiTools") or []):
+    for index, tool in enumerate(entries):
+        if not isinstance(tool, dict):
+            raise MigrationError(f"/aiTools/{index} is not an object")
         method_name = tool.get("method") or tool.get("name")
+        if not isinstance(method_name, str):
+            raise MigrationError(f"/aiTools/{index}: neither method nor name is a string")
         method = {"description": tool.get("description", "")}
         for key in ("inputSchema", "outputSchema"):
             if key in tool:
@@ -91,20 +116,14 @@ def migrate_v1(v1: dict[str, Any]) -> Migration:
         if "timeoutSeconds" in tool:
             entry["timeoutSeconds"] = tool["timeoutSeconds"]
         tools.append(entry)
-    if methods:
-        v2["rpc"] = {"methods": methods}
-    if "aiTools" in v1:
-        v2["aiTools"] = tools
-    if "i18n" in v1:
-        v2["i18n"] = v1["i18n"]
-    ordered = {key: v2[key] for key in V2_TOP_LEVEL if key in v2}
-    return Migration(ordered, notes)
+    return methods, tools
 
 
 def _parse_schema(value: Any, at: str) -> Any:
+    """A v1 escaped schema string parsed as the kit reads files (nesting bounded)."""
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise MigrationError(f"{at} is not valid JSON: {exc.msg}") from None
+        return parse_json(value, at).data
+    except JsonLoadError as exc:
+        raise MigrationError(exc.message) from None

@@ -3,8 +3,9 @@
 About 2,000 generated plugin folders in total: random JSON, mutated real v1 and v2
 manifests and ERP tool files (values replaced, removed, added, stringified, wrapped),
 damaged JSON text, random bytes (invalid UTF-8, BOMs, UTF-16), nesting and big strings.
-Each folder is loaded with `KitRun.load` and every target of the static (manifest) suite is
-judged; every finding must name its requirement, a file and a message.
+Each folder is loaded with `KitRun.load`, summarised as the reports do, and every target of
+the static (manifest) suite is judged; every finding must name its requirement, a file and a
+message.
 
 tests/conformance/test_robustness.py mutates FengYu manifests lightly; this goes wider
 (ERP files, bytes, text damage, structure) and bounds each example's time.
@@ -24,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conformance.baseline import Baseline
 from conformance.catalog import load_catalog
 from conformance.kit import KitRun, Status
+from conformance.sources import MAX_FILE_BYTES
 from tests.conftest import REPO, TESTS
 
 SECONDS_PER_EXAMPLE = 10.0
@@ -97,6 +99,7 @@ def judge_folder(files: dict[str, bytes]) -> list[tuple[str, Status]]:
         try:
             (plugin,) = run.plugins
             assert isinstance(run.label(plugin), str)
+            json.dumps(run.summaries)  # what the reports write about the plugin
             for target in run.targets(plugin):
                 if target.requirement.suite != "manifest":
                     continue
@@ -120,28 +123,12 @@ def judge_folder(files: dict[str, bytes]) -> list[tuple[str, Status]]:
         return outcomes
 
 
-def known_kit_bug(files: dict[str, bytes]) -> bool:
-    """Inputs that hit a bug already pinned by an xfail test below (ERP label crash), so
-    the fuzzers look for new ones. Remove with the fix: the xfail test will XPASS."""
-    for name, content in files.items():
-        if name.startswith("metadata/tool/"):
-            try:
-                data = json.loads(content)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(data, dict) and isinstance(data.get("applicationCode"), list | dict):
-                return True
-    return False
-
-
 def manifest(value: bytes) -> dict[str, bytes]:
     return {"manifest.json": value}
 
 
 def erp(files: dict[str, bytes]) -> dict[str, bytes]:
-    folder = {f"metadata/tool/{name}": content for name, content in files.items()}
-    assume(not known_kit_bug(folder))
-    return folder
+    return {f"metadata/tool/{name}": content for name, content in files.items()}
 
 
 # --------------------------------------------------------------------------- strategies
@@ -340,7 +327,7 @@ def test_huge_strings(size: int, where: str) -> None:
     judge_folder(manifest(dumps(doc)))
 
 
-# --------------------------------------------------------------------------- known breaks
+# --------------------------------------------------------------------------- found breaks
 
 DEEP = 1_000
 
@@ -349,11 +336,6 @@ def bare_erp(files: dict[str, bytes]) -> dict[str, bytes]:
     return {f"metadata/tool/{name}": content for name, content in files.items()}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG conformance/sources.py parse_json and the schema checks: deep nesting raises "
-    "RecursionError out of KitRun.load/judge instead of an FY-MAN-001/ERP-TOOL-001 finding",
-)
 @pytest.mark.parametrize(
     "files",
     [
@@ -375,14 +357,24 @@ def bare_erp(files: dict[str, bytes]) -> dict[str, bytes]:
     ids=["v2-array", "v2-object", "v2-100k", "erp-array", "erp-schema-300"],
 )
 def test_deep_nesting_is_a_finding(files: dict[str, bytes]) -> None:
-    judge_folder(files)
+    load = "ERP-TOOL-001" if "manifest.json" not in files else "FY-MAN-001"
+    assert (load, Status.FAILED) in judge_folder(files)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG conformance/sources.py load_json_file: a FIFO manifest.json blocks open() "
-    "forever (no regular-file check)",
+@pytest.mark.parametrize(
+    "files",
+    [
+        manifest(b'{"schemaVersion": 2, "version": ' + b"9" * 5_000 + b"}"),
+        bare_erp({"a.json": b'{"toolCode": "a.b.c", "x": -' + b"1" * 5_000 + b"}"}),
+    ],
+    ids=["manifest", "erp"],
 )
+def test_a_number_python_cannot_read_is_a_finding(files: dict[str, bytes]) -> None:
+    """json.loads raises a plain ValueError (not JSONDecodeError) past 4,300 digits."""
+    load = "ERP-TOOL-001" if "manifest.json" not in files else "FY-MAN-001"
+    assert (load, Status.FAILED) in judge_folder(files)
+
+
 def test_a_fifo_manifest_does_not_hang_the_kit(tmp_path: Path) -> None:
     fifo = tmp_path / "manifest.json"
     os.mkfifo(fifo)
@@ -401,13 +393,9 @@ def test_a_fifo_manifest_does_not_hang_the_kit(tmp_path: Path) -> None:
         os.close(fd)
         worker.join(5.0)
     assert not hung, "KitRun.load blocked on a FIFO manifest.json"
+    assert "not a regular file" in outcome[0].plugins[0].load_error.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG conformance/sources.py load_json_file: reads without a size cap, so a "
-    "manifest.json linked to /dev/zero exhausts memory (MemoryError)",
-)
 def test_an_endless_manifest_is_refused_with_a_finding(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").symlink_to("/dev/zero")
     script = (
@@ -430,21 +418,18 @@ def test_an_endless_manifest_is_refused_with_a_finding(tmp_path: Path) -> None:
     assert "manifest.json" in done.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG conformance/erp/plugin.py ErpPlugin.label: a set of applicationCode values "
-    "raises TypeError (unhashable) out of KitRun.load when one is a list or object",
-)
+def test_an_oversized_manifest_is_refused_with_a_finding() -> None:
+    """A regular file past the kit's read cap: refused by its size, before parsing."""
+    padding = b" " * (MAX_FILE_BYTES + 1)
+    outcomes = judge_folder(manifest(b'{"schemaVersion": 2}' + padding))
+    assert ("FY-MAN-001", Status.FAILED) in outcomes
+
+
 @pytest.mark.parametrize("code", [["hello-plugin"], {"a": 1}])
 def test_an_unhashable_application_code_is_a_finding(code: Any) -> None:
     judge_folder(bare_erp({"a.json": dumps({**ERP_BASES[0], "applicationCode": code})}))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG conformance/fengyu/migrate.py migrate_v1 (KitRun.summaries, used by the "
-    "kit's reports): a malformed v1 aiTools entry raises instead of a MigrationError",
-)
 @pytest.mark.parametrize(
     "tools",
     [["not an object"], [{"name": "a", "method": ["m"], "effect": "read"}]],
