@@ -60,22 +60,33 @@ class ErpToolDecl:
 
 
 def erp_decls(manifest: dict[str, Any]) -> list[ErpToolDecl]:
-    return [
-        ErpToolDecl(
-            code=tool["toolCode"],
-            definition=ToolDefinition(
-                tool["toolCode"].replace(".", "_"),
-                tool.get("description", ""),
-                tool.get("inputSchema") or {},
-            ),
-            handler=RestHandler.from_config(tool["handlerConfig"]),
-            permission=tool.get("requiredPermission", ""),
-            risk=tool.get("riskLevel", "LOW"),
-            strict=tool.get("strictPermissionCheck") is True,
-            application=tool.get("applicationCode", ""),
-        )
-        for tool in manifest.get("erpTools") or []
-    ]
+    """Every tool file of a stored ERP plugin; a ValueError names a tool the host cannot use
+    (install refuses such a plugin, so a stored one always loads)."""
+    return [_decl(tool) for tool in manifest.get("erpTools") or []]
+
+
+def _decl(tool: Any) -> ErpToolDecl:
+    code = tool.get("toolCode") if isinstance(tool, dict) else None
+    if not isinstance(code, str) or not code:
+        raise ValueError(f"a tool file has no toolCode string: {str(tool)[:80]}")
+    try:
+        handler = RestHandler.from_config(tool.get("handlerConfig"))
+    except ValueError as exc:
+        raise ValueError(f"{code}: unusable handlerConfig: {exc}") from None
+    schema = tool.get("inputSchema")
+    return ErpToolDecl(
+        code=code,
+        definition=ToolDefinition(
+            code.replace(".", "_"),
+            str(tool.get("description", "")),
+            schema if isinstance(schema, dict) else {},
+        ),
+        handler=handler,
+        permission=str(tool.get("requiredPermission", "")),
+        risk=str(tool.get("riskLevel", "LOW")),
+        strict=tool.get("strictPermissionCheck") is True,
+        application=str(tool.get("applicationCode", "")),
+    )
 
 
 class RestToolCallback:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reference_host.erp import is_erp_folder, read_erp_manifest
-from reference_host.manifests import model_tool_names
+from reference_host.erp import erp_decls, is_erp_folder, read_erp_manifest
+from reference_host.manifests import model_tool_names, tool_decls
 from reference_host.registry import ToolRegistry
 from reference_host.sources_json import JsonFileError, read_json_object
 from reference_host.store import PluginRow, Store
@@ -373,7 +373,18 @@ def _read_manifest(source: Path) -> dict[str, Any]:
     plugin_id = manifest.get("id")
     if not isinstance(plugin_id, str) or not PLUGIN_ID.fullmatch(plugin_id) or ".." in plugin_id:
         raise PluginError(f"{source}: plugin id {plugin_id!r} is not a plain name")
+    _check_declarations(source, manifest)
     return manifest
+
+
+def _check_declarations(source: Path, manifest: dict[str, Any]) -> None:
+    """Every snapshot, discovery and catalog builds the tools from the stored manifest, so a
+    manifest they cannot be built from is refused here, even without the kit's validation,
+    instead of failing every later snapshot."""
+    try:
+        erp_decls(manifest) if "erpTools" in manifest else tool_decls(manifest)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise PluginError(f"{source}: its tools cannot be loaded: {exc}") from None
 
 
 def _refuse_escaping_links(source: Path) -> None:
