@@ -28,6 +28,9 @@ CREATE TABLE IF NOT EXISTS plugins (
     revision INTEGER NOT NULL,
     installed_at TEXT NOT NULL
 );
+-- Covers revisions(): a snapshot after a change lists (id, revision) of the enabled plugins
+-- without touching the rows, whose manifest text sits before those columns.
+CREATE INDEX IF NOT EXISTS plugins_by_revision ON plugins (enabled, id, revision);
 CREATE TABLE IF NOT EXISTS tool_codes (
     code TEXT PRIMARY KEY,
     owner TEXT,
