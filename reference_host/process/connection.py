@@ -3,21 +3,21 @@
 Requests carry UUID string ids; one reader task matches responses to pending calls by id.
 Lines that are not JSON are logged and skipped, unknown ids dropped. A frame over 16 MiB
 breaks the framing, so it fails every pending call and the worker is killed.
+
+A watcher task owns the worker's end, however it comes (stdin EOF, crash, kill): the moment
+the process exits its group is killed, so no child outlives it; the pipes get a moment to
+deliver the last output, whatever still holds them is then killed, the transport is closed
+and the pending calls fail. Nothing waits on a pipe that a stray process keeps open.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import os
-import signal
 import uuid
 from collections import deque
 from typing import Any
-
-import psutil
 
 from reference_host.process.errors import (
     WorkerCrashed,
@@ -28,46 +28,48 @@ from reference_host.process.errors import (
     WorkerTimeout,
 )
 from reference_host.process.launch import WorkerSpec
+from reference_host.process.spawn import Spawned, spawn
+from reference_host.process.tail import StderrTail
+from reference_host.process.tree import kill_group, kill_pipe_holders, kill_tree
 from reference_host.worker.framing import MAX_FRAME_BYTES, decode_line
 
-STDERR_TAIL_LINES = 200
+__all__ = ["WorkerConnection", "kill_tree"]
+
+SKIPPED_STDOUT_LINES = 200
+STDERR_CHUNK = 64 * 1024
+PIPE_GRACE = 0.5  # after the exit: how long the pipes may take to reach EOF
+EXIT_GRACE = 0.5  # after stdout EOF: how long the worker may take to exit
+KILL_WAIT = 5.0  # SIGKILL is reaped at once unless the kernel holds the process
 log = logging.getLogger("reference_host.worker")
 
 
 class WorkerConnection:
     """A started worker; `alive` turns False for good once it exits or is killed."""
 
-    def __init__(self, spec: WorkerSpec, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, spec: WorkerSpec, spawned: Spawned) -> None:
         self.spec = spec
-        self.process = process
+        self.process = spawned.process
         self.pending: dict[str, asyncio.Future[Any]] = {}
-        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
-        self.skipped_stdout: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self.stderr_tail = StderrTail(self._log_stderr)
+        self.skipped_stdout: deque[str] = deque(maxlen=SKIPPED_STDOUT_LINES)
+        self._spawned = spawned
         self._closing = False
         self._failure: WorkerError | None = None
-        self._killer: asyncio.Task[None] | None = None
-        self._tasks = [
-            asyncio.create_task(self._read_stdout(), name=f"{spec.plugin_id} stdout"),
-            asyncio.create_task(self._read_stderr(), name=f"{spec.plugin_id} stderr"),
-        ]
+        name = spec.plugin_id
+        self._readers = (
+            asyncio.create_task(self._read_stdout(), name=f"{name} stdout"),
+            asyncio.create_task(self._read_stderr(), name=f"{name} stderr"),
+        )
+        self._watcher = asyncio.create_task(self._watch(), name=f"{name} exit")
 
     @classmethod
     async def start(cls, spec: WorkerSpec) -> WorkerConnection:
         spec.data_dir.mkdir(parents=True, exist_ok=True)
         try:
-            process = await asyncio.create_subprocess_exec(
-                *spec.argv,
-                cwd=spec.root,
-                env=spec.environment(),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                limit=MAX_FRAME_BYTES + 1,
-            )
+            spawned = await spawn(spec, limit=MAX_FRAME_BYTES + 1)
         except OSError as exc:
             raise WorkerLaunchError(f"cannot start {spec.argv[0]}: {exc.strerror}") from None
-        return cls(spec, process)
+        return cls(spec, spawned)
 
     @property
     def alive(self) -> bool:
@@ -75,7 +77,7 @@ class WorkerConnection:
 
     @property
     def stderr(self) -> str:
-        return "\n".join(self.stderr_tail)
+        return self.stderr_tail.text
 
     async def call(self, method: str, params: Any, timeout: float) -> Any:
         """Send one request and wait for its response; JSON-RPC errors raise WorkerRpcError."""
@@ -110,30 +112,67 @@ class WorkerConnection:
     async def close(self, grace: float = 5.0) -> None:
         """Close stdin so the worker exits on EOF; kill it if it has not within grace."""
         self._closing = True
-        if self.process.stdin and not self.process.stdin.is_closing():
-            self.process.stdin.close()
-        try:
-            await asyncio.wait_for(self.process.wait(), grace)
-        except TimeoutError:
-            await self.kill(WorkerCrashed("worker ignored stdin EOF and was killed"))
-        await self._finish(WorkerCrashed("worker was shut down", self.stderr))
+        stdin = self.process.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.close()
+        if not await _within(self._spawned.exited, timeout=grace):
+            self._abort(WorkerCrashed("worker ignored stdin EOF and was killed", self.stderr))
+        await self._ended()
 
     async def kill(self, reason: WorkerError) -> None:
-        """Kill the worker and every descendant, and fail the pending calls with reason."""
-        self._failure = self._failure or reason
-        kill_tree(self.process.pid)
-        with contextlib.suppress(ProcessLookupError):
-            self.process.kill()
-        await self.process.wait()
-        await self._finish(reason)
+        """Kill the worker and every descendant and fail the pending calls with reason;
+        returns once it is reaped and its pipes are closed, or after KILL_WAIT at most."""
+        self._abort(reason)
+        await self._ended()
 
-    async def _finish(self, reason: WorkerError) -> None:
-        self._fail_pending(reason)
-        for task in self._tasks:
+    def _abort(self, reason: WorkerError) -> None:
+        """Fail the pending calls and SIGKILL the worker's tree; the watcher does the rest."""
+        self._failure = self._failure or reason
+        self._fail_pending(self._failure)
+        if self.process.returncode is None:  # once reaped, its pid is not ours to signal
+            kill_tree(self.process.pid)
+
+    async def _ended(self) -> None:
+        if not await _within(self._watcher, timeout=KILL_WAIT):
+            log.warning(
+                "%s: worker %d not reaped %g s after SIGKILL",
+                self.spec.plugin_id,
+                self.process.pid,
+                KILL_WAIT,
+            )
+
+    async def _watch(self) -> None:
+        """Runs for the worker's whole life and ends it for good once the process exits."""
+        await self._spawned.exited
+        kill_group(self.process.pid)
+        await self._drain_pipes()
+        self._spawned.transport.close()
+        if self._closing:
+            reason = WorkerCrashed("worker was shut down", self.stderr)
+        else:
+            reason = WorkerCrashed(
+                f"worker exited with code {self.process.returncode}", self.stderr
+            )
+        self._fail_pending(self._failure or reason)
+
+    async def _drain_pipes(self) -> None:
+        """Let the readers reach EOF, so a crash report has the last stderr lines; after
+        PIPE_GRACE, kill what still holds the worker's pipe ends, then stop reading anyway."""
+        if await _within(*self._readers, timeout=PIPE_GRACE):
+            return
+        spawned = self._spawned
+        killed = await asyncio.to_thread(
+            kill_pipe_holders, (spawned.stdin_inode, *spawned.output_inodes), {spawned.stdin_inode}
+        )
+        if killed:
+            log.warning(
+                "%s: killed %s, still holding the worker's pipes", self.spec.plugin_id, killed
+            )
+            if await _within(*self._readers, timeout=PIPE_GRACE):
+                return
+        for task in self._readers:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self.process.stdin and not self.process.stdin.is_closing():
-            self.process.stdin.close()
+        await asyncio.gather(*self._readers, return_exceptions=True)
 
     async def _send(self, message: dict[str, Any]) -> None:
         if not self.alive:
@@ -157,15 +196,18 @@ class WorkerConnection:
                     self._dispatch(exc.partial)
                 break
             except asyncio.LimitOverrunError:
-                error = WorkerProtocolError(
-                    "worker sent a frame over 16 MiB; it was killed", self.stderr
+                self._abort(
+                    WorkerProtocolError(
+                        "worker sent a frame over 16 MiB; it was killed", self.stderr
+                    )
                 )
-                self._killer = asyncio.create_task(self.kill(error))
                 return
             self._dispatch(line)
-        code = await self.process.wait()
-        crash = WorkerCrashed(f"worker exited with code {code}", self.stderr)
-        self._fail_pending(self._failure or crash)
+        # EOF: the worker is exiting, or it closed stdout and can never answer again
+        if self.alive:
+            await _within(self._spawned.exited, timeout=EXIT_GRACE)
+            if self.alive:
+                self._abort(WorkerCrashed("worker closed its stdout and was killed", self.stderr))
 
     def _dispatch(self, line: bytes) -> None:
         text, message = decode_line(line)
@@ -184,17 +226,14 @@ class WorkerConnection:
     async def _read_stderr(self) -> None:
         stderr = self.process.stderr
         assert stderr is not None
-        while True:
-            try:
-                line = await stderr.readline()
-            except (asyncio.LimitOverrunError, ValueError):
-                self.stderr_tail.append("[stderr line over 16 MiB dropped]")
-                continue
-            if not line:
-                return
-            text = line.decode("utf-8", "replace").rstrip()
-            self.stderr_tail.append(text)
-            log.info("%s: %s", self.spec.plugin_id, text)
+        try:
+            while chunk := await stderr.read(STDERR_CHUNK):
+                self.stderr_tail.feed(chunk)
+        finally:
+            self.stderr_tail.close()
+
+    def _log_stderr(self, line: str) -> None:
+        log.info("%s: %s", self.spec.plugin_id, line)
 
     def _fail_pending(self, error: WorkerError) -> None:
         for future in self.pending.values():
@@ -202,14 +241,7 @@ class WorkerConnection:
                 future.set_exception(error)
 
 
-def kill_tree(pid: int) -> None:
-    """SIGKILL the worker's process group and any descendant that left it."""
-    try:
-        descendants = psutil.Process(pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        descendants = []
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    for child in descendants:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            child.kill()
+async def _within(*waited: asyncio.Future[Any], timeout: float) -> bool:
+    """Wait up to timeout for all of waited without cancelling them; whether all are done."""
+    _, pending = await asyncio.wait(waited, timeout=timeout)
+    return not pending

@@ -11,8 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from reference_host.host import Host
 from tests.faults.conftest import GOOD_TOOL, ProcessGuard
 from tests.faults.support import (
@@ -408,11 +406,6 @@ def serve(method, params):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host bug: only WorkerConnection.kill() kills the process group; a worker that "
-    "exits by itself (stdin EOF, crash) leaves its children running as orphans",
-)
 async def test_children_left_by_a_worker_do_not_outlive_the_host(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
@@ -440,11 +433,6 @@ def serve(method, params):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host bug: a crash is noticed only at stdout EOF, which a child holding the "
-    "inherited stdout delays until the call's timeout",
-)
 async def test_crash_is_seen_at_once_even_when_a_child_holds_stdout(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
@@ -477,12 +465,6 @@ def serve(method, params):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host bug: WorkerConnection.kill() awaits process.wait(), which on Python 3.11 "
-    "also waits for the pipes to close; a re-parented grandchild holding them is not "
-    "killed by kill_tree, so the timed-out call (and host.close()) never returns",
-)
 async def test_timeout_returns_even_when_an_escaped_grandchild_holds_the_pipes(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
@@ -522,12 +504,6 @@ async def test_a_timeout_leaves_no_unretrieved_future_exception(
     assert reported == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host weakness: the stderr tail is capped at 200 lines, not bytes; each line "
-    "may be up to 16 MiB, so a worker logging long lines makes the host keep (and copy "
-    "into every WorkerError) up to about 3 GiB",
-)
 async def test_the_stderr_tail_the_host_keeps_is_bounded_in_bytes(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:

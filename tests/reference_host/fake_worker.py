@@ -3,8 +3,9 @@
 Methods: echo (params back), env (the FENGYU_* and TMPDIR variables), sleep {seconds},
 crash {code}, fail (a JSON-RPC error), noise (non-JSON stdout and an unknown-id reply first),
 big {bytes} (a result of that many characters), spawn (starts a grandchild, returns its pid,
-then never answers again), log {text} (to stderr). With IGNORE_EOF=1 it keeps running after
-stdin closes. Requests are handled on threads, so replies may come back out of order.
+then never answers again), log {text} (to stderr), close_stdout (closes it, keeps running).
+With IGNORE_EOF=1 it keeps running after stdin closes. Requests are handled on threads, so
+replies may come back out of order.
 """
 
 import json
@@ -59,6 +60,9 @@ def handle(request):
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         with open(params["pidfile"], "w") as f:
             f.write(str(child.pid))
+        time.sleep(600)
+    elif method == "close_stdout":
+        os.close(sys.stdout.fileno())
         time.sleep(600)
     elif method == "log":
         sys.stderr.write(params["text"] + "\n")

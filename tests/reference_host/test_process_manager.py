@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -28,6 +29,14 @@ def gone(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
+
+
+def gone_soon(pid: int, timeout: float = 2.0) -> bool:
+    """A SIGKILLed process closes its pipes a moment before it turns into a zombie."""
+    deadline = time.monotonic() + timeout
+    while not gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return gone(pid)
 
 
 @pytest.fixture
@@ -100,7 +109,7 @@ async def test_timeout_kills_worker_and_descendants_then_restarts(
     with pytest.raises(WorkerTimeout):
         await pending
     worker_pid = pid_of(manager)
-    assert gone(worker_pid) and gone(int(pidfile.read_text()))
+    assert gone(worker_pid) and gone_soon(int(pidfile.read_text()))
     assert await manager.invoke("fan.summer.fake", "echo", {"again": True}) == {"again": True}
     assert pid_of(manager) != worker_pid
 
@@ -115,6 +124,18 @@ async def test_crash_fails_the_call_and_the_next_call_restarts(
     assert "about to crash" in raised.value.stderr
     assert await manager.invoke("fan.summer.fake", "echo", {"n": 1}) == {"n": 1}
     assert pid_of(manager) != first and gone(first)
+
+
+async def test_worker_closing_stdout_fails_the_call_and_is_killed(
+    manager: PluginProcessManager,
+) -> None:
+    await manager.invoke("fan.summer.fake", "echo", {})
+    first = pid_of(manager)
+    started = time.monotonic()
+    with pytest.raises(WorkerCrashed, match="closed its stdout"):
+        await manager.invoke("fan.summer.fake", "close_stdout", {}, tool_timeout=30)
+    assert time.monotonic() - started < 5 and gone_soon(first)
+    assert await manager.invoke("fan.summer.fake", "echo", {"n": 1}) == {"n": 1}
 
 
 async def test_non_json_lines_and_unknown_ids_are_skipped(

@@ -1,0 +1,70 @@
+"""Starting a worker so that its exit is seen when it happens, not when its pipes close.
+
+On Python 3.11 asyncio's Process.wait() resolves only once the process has exited and every
+pipe has closed, so a child that inherited the worker's stdout hides a crash (and blocks a
+kill) for as long as it lives. The protocol here resolves `exited` on the child watcher's
+exit notice alone; the pipes are drained and closed separately, with a bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+
+from reference_host.process.launch import WorkerSpec
+
+
+class ExitWatchingProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's stream protocol plus a future resolved the moment the process exits."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+@dataclass(frozen=True)
+class Spawned:
+    """A started worker: the asyncio Process, its transport (to close the pipes without
+    waiting for other holders), its exit future and the inodes of its stdio pipes."""
+
+    process: asyncio.subprocess.Process
+    transport: asyncio.SubprocessTransport
+    exited: asyncio.Future[None]
+    stdin_inode: int
+    output_inodes: tuple[int, int]
+
+
+async def spawn(spec: WorkerSpec, limit: int) -> Spawned:
+    """Start the worker in its own session (so its pid is its process group) with piped
+    stdio; raises OSError when it cannot be started."""
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: ExitWatchingProtocol(limit, loop),
+        *spec.argv,
+        cwd=spec.root,
+        env=spec.environment(),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    inodes = [_inode(transport, fd) for fd in (0, 1, 2)]
+    return Spawned(
+        asyncio.subprocess.Process(transport, protocol, loop),
+        transport,
+        protocol.exited,
+        inodes[0],
+        (inodes[1], inodes[2]),
+    )
+
+
+def _inode(transport: asyncio.SubprocessTransport, fd: int) -> int:
+    pipe = transport.get_pipe_transport(fd)
+    assert pipe is not None
+    return os.fstat(pipe.get_extra_info("pipe").fileno()).st_ino
