@@ -137,14 +137,19 @@ def _mcp_version() -> str | None:
         return None
 
 
-async def _batch(call: Call, params: dict[str, Any], n: int, concurrent: bool) -> float:
-    start = time.perf_counter()
+async def _batch(
+    call: Call, params: dict[str, Any], n: int, concurrent: bool
+) -> tuple[float, float]:
+    """Wall seconds of the batch, and the CPU seconds this (the host's) process spent on it:
+    the echo processes are children, so only the client side counts, without the
+    scheduling latency of waking them up that makes the wall time of small calls noisy."""
+    start, cpu = time.perf_counter(), time.process_time()
     if concurrent:
         await asyncio.gather(*(call(params) for _ in range(n)))
     else:
         for _ in range(n):
             await call(params)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 async def _measure(settings: Settings) -> tuple[list[Row], list[str]]:
@@ -193,13 +198,15 @@ async def _measure_in(settings: Settings, temp: Path) -> tuple[list[Row], list[s
                     for _ in range(settings.warmup):
                         await _batch(client.call, params, max(2, n // 4), concurrent)
                 samples: dict[str, list[float]] = {c.name: [] for c in clients}
+                cpu: dict[str, list[float]] = {c.name: [] for c in clients}
                 for rep in range(settings.reps):
                     # Each repetition starts with the next client: no one is always first.
                     for client in clients[rep % len(clients) :] + clients[: rep % len(clients)]:
-                        samples[client.name].append(
-                            await _batch(client.call, params, n, concurrent) / n
-                        )
+                        wall, spent = await _batch(client.call, params, n, concurrent)
+                        samples[client.name].append(wall / n)
+                        cpu[client.name].append(spent / n)
                 rows.extend(_rows(size, concurrent, n, {k: median(v) for k, v in samples.items()}))
+                rows.append(_cpu_row(size, concurrent, n, {k: median(v) for k, v in cpu.items()}))
     notes = [
         f"mcp {_mcp_version()} (MCP Python SDK), server: echo_mcp.py, unstructured text reply"
         if _mcp_version()
@@ -223,6 +230,18 @@ def _cases(settings: Settings) -> list[tuple[int, bool, int]]:
 def _case_name(size: int, concurrent: bool, n: int) -> str:
     label = "1 MiB" if size >= MIB else "100 B"
     return f"{label} {'concurrent' if concurrent else 'sequential'} N={n}"
+
+
+def _cpu_row(size: int, concurrent: bool, n: int, per_call: dict[str, float]) -> Row:
+    floor, manager = per_call[FLOOR], per_call[MANAGER]
+    return Row(
+        SECTION,
+        f"{_case_name(size, concurrent, n)}: host CPU per call, manager / floor",
+        manager,
+        FLOOR,
+        floor,
+        note=f"what the manager itself costs: {(manager - floor) * 1e6:+.0f} µs of CPU per call",
+    )
 
 
 def _rows(size: int, concurrent: bool, n: int, per_call: dict[str, float]) -> list[Row]:

@@ -1,6 +1,7 @@
 """One running worker process and the JSON-RPC conversation with it (SPEC F5, F6).
 
-Requests carry UUID string ids; one reader task matches responses to pending calls by id.
+Requests carry string ids (a per-connection counter: replies can only come back on this
+connection's own pipes); one reader task matches responses to pending calls by id.
 Lines that are not JSON are logged and skipped, unknown ids dropped. A frame over 16 MiB
 breaks the framing, so it fails every pending call and the worker is killed.
 
@@ -13,9 +14,9 @@ and the pending calls fail. Nothing waits on a pipe that a stray process keeps o
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
-import uuid
 from collections import deque
 from typing import Any
 
@@ -50,6 +51,7 @@ class WorkerConnection:
         self.spec = spec
         self.process = spawned.process
         self.pending: dict[str, asyncio.Future[Any]] = {}
+        self._ids = itertools.count(1)
         self.stderr_tail = StderrTail(self._log_stderr)
         self.skipped_stdout: deque[str] = deque(maxlen=SKIPPED_STDOUT_LINES)
         self._spawned = spawned
@@ -81,7 +83,7 @@ class WorkerConnection:
 
     async def call(self, method: str, params: Any, timeout: float) -> Any:
         """Send one request and wait for its response; JSON-RPC errors raise WorkerRpcError."""
-        request_id = str(uuid.uuid4())
+        request_id = str(next(self._ids))
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = future
         try:
