@@ -99,9 +99,10 @@ class Worker:
         try:
             for frame in read_frames(stdin):
                 if frame.oversize:
-                    _write(out, _error(None, RpcError(INVALID_REQUEST, "frame exceeds 16 MiB")))
-                elif frame.data.strip():
-                    reply = self.handle(frame.data)
+                    oversize = RpcError(INVALID_REQUEST, "frame exceeds 16 MiB")
+                    _write(out, _encode(_error(None, oversize)))
+                elif frame.data and not frame.data.isspace():
+                    reply = self.respond(frame.data)
                     if reply is not None:
                         _write(out, reply)
         finally:
@@ -109,28 +110,48 @@ class Worker:
         return 0
 
     def handle(self, frame: bytes) -> dict[str, Any] | None:
-        """The response to one frame, or None for a notification."""
+        """The response to one frame as an object, or None for a notification."""
+        reply = self.respond(frame)
+        return None if reply is None else json.loads(reply)
+
+    def respond(self, frame: bytes) -> bytes | None:
+        """The response to one frame as the bytes to send, or None for a notification.
+
+        The result is serialised once, straight into the frame: a big result is neither
+        encoded twice nor copied into a reply object first.
+        """
         try:
             request = json.loads(frame)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return _error(None, RpcError(PARSE_ERROR, f"Parse error: {exc}"))
+            return _encode(_error(None, RpcError(PARSE_ERROR, f"Parse error: {exc}")))
         except RecursionError:
-            return _error(None, RpcError(PARSE_ERROR, "Parse error: nested too deeply"))
+            return _encode(_error(None, RpcError(PARSE_ERROR, "Parse error: nested too deeply")))
         if not isinstance(request, dict):
-            return _error(None, RpcError(INVALID_REQUEST, "Invalid Request: expected an object"))
+            problem = "Invalid Request: expected an object"
+            return _encode(_error(None, RpcError(INVALID_REQUEST, problem)))
         request_id = request.get("id", _MISSING)
         id_ok = request_id is _MISSING or _valid_id(request_id)
         problem = _request_problem(request) if id_ok else "id must be a string, number or null"
         if problem:
             reply_id = request_id if id_ok and request_id is not _MISSING else None
-            return _error(reply_id, RpcError(INVALID_REQUEST, f"Invalid Request: {problem}"))
+            invalid = RpcError(INVALID_REQUEST, f"Invalid Request: {problem}")
+            return _encode(_error(reply_id, invalid))
         try:
             result = self._dispatch(request, None if request_id is _MISSING else request_id)
+            encoded = _encode(result)
         except RpcError as exc:
-            return None if request_id is _MISSING else _error(request_id, exc)
+            return None if request_id is _MISSING else _encode(_error(request_id, exc))
+        except (TypeError, ValueError, RecursionError) as exc:
+            self.log.error(
+                "method %s returned a result that is not JSON: %s", request["method"], exc
+            )
+            if request_id is _MISSING:
+                return None
+            unusable = RpcError(HANDLER_ERROR, f"the result is not JSON: {exc}")
+            return _encode(_error(request_id, unusable))
         if request_id is _MISSING:
             return None
-        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+        return b'{"jsonrpc":"2.0","id":' + _encode(request_id) + b',"result":' + encoded + b"}"
 
     def _dispatch(self, request: dict[str, Any], request_id: Any) -> Any:
         name = request["method"]
@@ -162,14 +183,12 @@ class Worker:
             self.log,
         )
         try:
-            result = method.handler(params, context)
-            json.dumps(result)
+            return method.handler(params, context)
         except RpcError:
             raise
         except Exception as exc:
             self.log.exception("handler %s failed", name)
             raise RpcError(HANDLER_ERROR, f"{type(exc).__name__}: {exc}") from None
-        return result
 
 
 def _request_problem(request: dict[str, Any]) -> str | None:
@@ -190,14 +209,20 @@ def _error(request_id: Any, error: RpcError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
 
 
-def _write(stream: BinaryIO, message: dict[str, Any]) -> None:
-    """One frame; text that UTF-8 cannot carry (a lone surrogate) is sent \\u-escaped."""
-    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+def _encode(value: Any) -> bytes:
+    """Compact UTF-8 JSON; text that UTF-8 cannot carry (a lone surrogate) is \\u-escaped,
+    and NaN or infinities (not JSON) raise ValueError."""
     try:
-        data = text.encode("utf-8")
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8")
     except UnicodeEncodeError:
-        data = json.dumps(message, separators=(",", ":")).encode("ascii")
-    stream.write(data + b"\n")
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+def _write(stream: BinaryIO, frame: bytes) -> None:
+    """One frame and its newline (two writes: a big frame is not copied to append it)."""
+    stream.write(frame)
+    stream.write(b"\n")
     stream.flush()
 
 

@@ -40,6 +40,10 @@ def worker() -> Worker:
     def unserialisable(params, ctx):
         return {"x": object()}
 
+    @worker.method("not_a_number")
+    def not_a_number(params, ctx):
+        return {"x": float("nan")}
+
     return worker
 
 
@@ -87,6 +91,7 @@ def test_ids_are_echoed(worker: Worker, rid: object) -> None:
         (req("fail"), 4001, "1"),
         (req("boom"), -32000, "1"),
         (req("unserialisable"), -32000, "1"),
+        (req("not_a_number"), -32000, "1"),
     ],
 )
 def test_errors(worker: Worker, message: object, code: int, rid: object) -> None:
