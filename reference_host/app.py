@@ -74,6 +74,9 @@ SSE_HEADERS = {
 }
 TERMINAL = frozenset({"done", "error"})
 CLEANUP_SECONDS = 5.0
+# How far a run may get ahead of its stream: enough to batch a burst into one write, few
+# enough that the first events go out at once and a slow client holds the run back.
+PUMP_AHEAD = 16
 
 
 class ApiError(Exception):
@@ -272,42 +275,70 @@ async def sse_frames(run: AsyncIterator[Event], *, keep_alive: float) -> AsyncIt
     `done` or `error` ends the stream; an exception in the run becomes a final error
     event, and so does a run that ends without either. Cancelling the consumer (client
     disconnect) cancels the run.
+
+    The run is pumped by its own task into a short queue, and every event already waiting
+    is sent in one chunk: a burst of tool events costs one write, not one per event, and
+    no timer is set while events are ready.
     """
     yield CONNECTED
-    iterator = aiter(run)
-    pending: asyncio.Task[Event] | None = None
+    queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=PUMP_AHEAD)
+    pump = asyncio.create_task(_pump(run, queue), name="sse run")
     try:
         while True:
-            pending = asyncio.ensure_future(anext(iterator))
-            while True:
-                finished, _ = await asyncio.wait({pending}, timeout=keep_alive)
-                if finished:
-                    break
-                yield KEEP_ALIVE
-            try:
-                event = pending.result()
-            except StopAsyncIteration:
-                event = events.error("the run ended without a result")
-            except asyncio.CancelledError:  # not ours: this generator was not cancelled
-                event = events.error("the run was cancelled")
-            except Exception as exc:
-                event = events.error(f"internal error: {type(exc).__name__}: {exc}")
-            pending = None
-            yield event.encode()
-            if event.type in TERMINAL:
+            if queue.empty():
+                try:
+                    async with asyncio.timeout(keep_alive):
+                        first = await queue.get()
+                except TimeoutError:
+                    yield KEEP_ALIVE
+                    continue
+            else:
+                first = queue.get_nowait()
+            chunk, ended = _frames(first, queue)
+            yield chunk
+            if ended:
                 return
     finally:
         # Shielded: on a disconnect anyio keeps cancelling this task at every await.
         with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-            if pending is not None:
-                pending.cancel()
-                await asyncio.wait({pending})
-                if not pending.cancelled():
-                    pending.exception()  # retrieved: the client is gone, nobody to tell
-            closer = getattr(iterator, "aclose", None)
-            if closer is not None:
-                with contextlib.suppress(Exception):
-                    await closer()
+            pump.cancel()
+            await asyncio.wait({pump})
+
+
+def _frames(first: Event, queue: asyncio.Queue[Event]) -> tuple[bytes, bool]:
+    """The frames of first and every event waiting after it, up to a terminal one, and
+    whether one was met."""
+    frames = []
+    event: Event | None = first
+    while event is not None:
+        frames.append(event.encode())
+        if event.type in TERMINAL:
+            return b"".join(frames), True
+        event = None if queue.empty() else queue.get_nowait()
+    return b"".join(frames), False
+
+
+async def _pump(run: AsyncIterator[Event], queue: asyncio.Queue[Event]) -> None:
+    """Move the run's events into queue and end it with a terminal event, whatever happens;
+    closes the run when it ends or when the stream is cancelled."""
+    try:
+        async for event in run:
+            await queue.put(event)
+            if event.type in TERMINAL:
+                return
+        await queue.put(events.error("the run ended without a result"))
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the stream is gone
+        await queue.put(events.error("the run was cancelled"))  # not ours: the run's own
+    except Exception as exc:
+        await queue.put(events.error(f"internal error: {type(exc).__name__}: {exc}"))
+    finally:
+        closer = getattr(run, "aclose", None)
+        if closer is not None:
+            with contextlib.suppress(Exception):
+                await closer()
 
 
 async def _run(

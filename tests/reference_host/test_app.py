@@ -29,7 +29,7 @@ from httpx_sse import aconnect_sse
 
 from reference_host import events
 from reference_host.agent.models import ChatModel, Message, ModelTurn, ScriptedModel, ToolCall
-from reference_host.app import create_app, sse_frames
+from reference_host.app import PUMP_AHEAD, create_app, sse_frames
 from reference_host.approval import ApprovalPolicy
 from reference_host.events import Event
 from reference_host.host import Host, HostConfig
@@ -715,6 +715,38 @@ async def test_closing_the_frames_closes_the_run() -> None:
     assert await anext(frames) == b": keep-alive\n\n"
     await frames.aclose()
     assert closed.is_set()
+
+
+async def test_a_burst_of_events_goes_out_in_few_chunks_and_in_order() -> None:
+    async def run() -> AsyncIterator[Event]:
+        for i in range(100):
+            yield events.token(str(i))
+        yield events.done("", 0, 0.0)
+
+    chunks = [chunk async for chunk in sse_frames(run(), keep_alive=15.0)]
+    items = parse(b"".join(chunks))
+    tokens = [data(i)["text"] for i in items if isinstance(i, SSEEvent) and i.type == "token"]
+    assert tokens == [str(i) for i in range(100)]
+    assert kinds(items)[-1] == "done"
+    assert len(chunks) < 20  # ready events share a chunk (one write), not one each
+
+
+async def test_a_stream_not_being_read_holds_its_run_back() -> None:
+    produced = 0
+
+    async def run() -> AsyncIterator[Event]:
+        nonlocal produced
+        for i in range(1000):
+            produced += 1
+            yield events.token(str(i))
+        yield events.done("", 0, 0.0)
+
+    frames = sse_frames(run(), keep_alive=15.0)
+    assert await anext(frames) == b": connected\n\n"
+    first = await anext(frames)
+    await asyncio.sleep(0.05)  # the client stops reading for a while
+    assert produced <= first.count(b"event: token") + PUMP_AHEAD + 1
+    await frames.aclose()
 
 
 def test_keep_alive_must_be_positive(tmp_path: Path) -> None:
