@@ -198,33 +198,30 @@ class Host:
         ]
 
     async def _refresh_worker(self, plugin_id: str) -> None:
-        """After a lifecycle change: register the current spec, then stop a stale worker.
-
-        In that order, with no await between them, a call never finds the old worker gone and
-        the old spec still registered (it would start a worker from the replaced folder).
-        """
+        """After a lifecycle change: the plugin's worker spec becomes the one its row now
+        says (none when it is gone, disabled or has no worker), and a worker started from
+        another spec is stopped, also one whose start was under way."""
         row = self.store.plugin(plugin_id)
-        if row is not None:
-            self._register_worker(row)
-        running = self.manager.connection(plugin_id)
-        stale = row is None or not row.enabled or (running and running.spec.root != row.root)
-        if running is not None and stale:
-            await self.manager.stop(plugin_id)
+        spec = self._worker_spec(row) if row is not None and row.enabled else None
+        await self.manager.replace(plugin_id, spec)
 
     def _register_worker(self, row: PluginRow) -> None:
+        spec = self._worker_spec(row)
+        if spec is not None:
+            self.manager.register(spec)
+
+    def _worker_spec(self, row: PluginRow) -> WorkerSpec | None:
         if row.profile == "erp":
-            return
+            return None
         try:
             argv = worker_command(row.root)
         except WorkerLaunchError:
-            return
-        self.manager.register(
-            WorkerSpec(
-                plugin_id=row.id,
-                root=row.root,
-                argv=argv,
-                data_dir=self.config.data_dir / "plugin-data" / row.id,
-                log_level=self.config.log_level,
-                call_timeout=call_timeout(row.manifest),
-            )
+            return None
+        return WorkerSpec(
+            plugin_id=row.id,
+            root=row.root,
+            argv=argv,
+            data_dir=self.config.data_dir / "plugin-data" / row.id,
+            log_level=self.config.log_level,
+            call_timeout=call_timeout(row.manifest),
         )

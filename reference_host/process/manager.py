@@ -13,6 +13,7 @@ from typing import Any
 
 from reference_host.filerefs import resolve_refs
 from reference_host.process.connection import WorkerConnection
+from reference_host.process.errors import WorkerLaunchError
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.timeouts import effective_timeout
 
@@ -35,6 +36,27 @@ class PluginProcessManager:
         stopped, so an upgrade takes effect with the next start."""
         self._specs[spec.plugin_id] = spec
 
+    async def replace(self, plugin_id: str, spec: WorkerSpec | None, grace: float = 5.0) -> None:
+        """Make spec the plugin's worker spec (None: the plugin has no worker now) and stop a
+        worker started from another one.
+
+        Taken under the plugin's start lock: a start already under way from the old spec
+        finishes first and is then stopped, so no worker of a replaced folder outlives this.
+        Calls already sent to the old worker get their answers while it drains its stdin.
+        """
+        async with self._locks.setdefault(plugin_id, asyncio.Lock()):
+            if spec is None:
+                self._specs.pop(plugin_id, None)
+            else:
+                self._specs[plugin_id] = spec
+            stale = self._connections.get(plugin_id)
+            if stale is not None and stale.spec != spec:
+                del self._connections[plugin_id]
+            else:
+                stale = None
+        if stale is not None:
+            await stale.close(grace)
+
     def connection(self, plugin_id: str) -> WorkerConnection | None:
         return self._connections.get(plugin_id)
 
@@ -54,7 +76,9 @@ class PluginProcessManager:
         up), WorkerTimeout or WorkerCrashed otherwise (the next call restarts the worker), and
         FileRefError when params hold a FileRef not granted to this plugin.
         """
-        spec = self._specs[plugin_id]
+        spec = self._specs.get(plugin_id)
+        if spec is None:
+            raise WorkerLaunchError(f"plugin {plugin_id} has no worker")
         if refs is not None:
             params = resolve_refs(params, refs, plugin_id)
         timeout = effective_timeout(tool_timeout, caller_timeout, spec.call_timeout)
@@ -86,6 +110,9 @@ class PluginProcessManager:
             if connection is None or not connection.alive:
                 if connection is not None:
                     await connection.close(grace=0)
-                connection = await WorkerConnection.start(self._specs[plugin_id])
+                spec = self._specs.get(plugin_id)
+                if spec is None:
+                    raise WorkerLaunchError(f"plugin {plugin_id} has no worker")
+                connection = await WorkerConnection.start(spec)
                 self._connections[plugin_id] = connection
             return connection

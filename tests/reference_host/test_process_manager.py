@@ -203,3 +203,55 @@ async def test_launch_failure_is_clear(tmp_path: Path) -> None:
     )
     with pytest.raises(WorkerLaunchError, match="cannot start /no/such/worker"):
         await manager.invoke("fan.summer.none", "echo", {})
+
+
+# -- replacing a spec (upgrade, disable, uninstall) ----------------------------------------
+
+
+def workers() -> list[int]:
+    """Live fake workers started by this test process."""
+    return [
+        child.pid
+        for child in psutil.Process().children(recursive=True)
+        if not gone(child.pid) and str(FAKE_WORKER) in " ".join(child.cmdline())
+    ]
+
+
+async def test_replace_stops_a_worker_whose_start_was_under_way(tmp_path: Path) -> None:
+    """An upgrade that lands while a call is starting the old worker: the call is answered
+    by that worker, which is then stopped; the next call starts from the new spec."""
+    manager = PluginProcessManager()
+    old, new = spec(tmp_path / "v1"), spec(tmp_path / "v2")
+    manager.register(old)
+    try:
+        call = asyncio.create_task(manager.invoke(old.plugin_id, "echo", {"n": 1}))
+        await asyncio.sleep(0)  # the call holds the start lock and is spawning the old worker
+        await manager.replace(old.plugin_id, new)
+        assert await call == {"n": 1}
+        assert manager.connection(old.plugin_id) is None
+        assert workers() == []  # the old worker was started, then stopped: none is left
+        assert await manager.invoke(old.plugin_id, "echo", {"n": 2}) == {"n": 2}
+        connection = manager.connection(old.plugin_id)
+        assert connection is not None and connection.spec == new
+    finally:
+        await manager.close()
+
+
+async def test_replace_with_the_same_spec_keeps_the_worker(manager: PluginProcessManager) -> None:
+    await manager.invoke("fan.summer.fake", "echo", {})
+    running = manager.connection("fan.summer.fake")
+    assert running is not None
+    await manager.replace("fan.summer.fake", running.spec)
+    assert manager.connection("fan.summer.fake") is running and running.alive
+
+
+async def test_replace_with_none_stops_the_worker_and_refuses_calls(
+    manager: PluginProcessManager,
+) -> None:
+    await manager.invoke("fan.summer.fake", "echo", {})
+    running = manager.connection("fan.summer.fake")
+    assert running is not None
+    await manager.replace("fan.summer.fake", None)
+    assert running.process.returncode is not None
+    with pytest.raises(WorkerLaunchError, match="has no worker"):
+        await manager.invoke("fan.summer.fake", "echo", {})
