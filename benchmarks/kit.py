@@ -21,6 +21,7 @@ from benchmarks.common import REPO, Row, Settings, median
 
 SECTION = "3 kit on the Excel sample"
 PLUGIN = REPO / "sample_plugins" / "fan.summer.excel"
+Runs = list[tuple[float, float]]  # (wall seconds, CPU seconds) of each run
 TARGET_SERIAL = 60.0  # seconds, at most
 TARGET_SPEEDUP = 1.5  # serial / parallel, at least
 RUN_TIMEOUT = 300.0
@@ -73,33 +74,47 @@ def run_once(parallel: bool, extra: tuple[str, ...] = ()) -> tuple[float, float,
     return elapsed, _children_cpu() - cpu, summary
 
 
+def _alternate(runs: int, extra: tuple[str, ...], summaries: set[str]) -> dict[bool, Runs]:
+    """runs serial and runs -n 2 kit runs, taking turns: wall and CPU seconds of each."""
+    taken: dict[bool, Runs] = {False: [], True: []}
+    for _ in range(runs):
+        for is_parallel in (False, True):
+            elapsed, seconds, summary = run_once(is_parallel, extra)
+            taken[is_parallel].append((elapsed, seconds))
+            summaries.add(summary.split(" in ")[0])
+    return taken
+
+
+def _speedup(label: str, taken: dict[bool, Runs]) -> Row:
+    slow, fast = (median([wall for wall, _ in taken[mode]]) for mode in (False, True))
+    return Row(
+        SECTION,
+        label,
+        slow,
+        "-n 2",
+        fast,
+        unit="s",
+        target=f">= {TARGET_SPEEDUP}x",
+        met=slow / fast >= TARGET_SPEEDUP,
+        note="serial runs: "
+        + ", ".join(f"{wall:.1f}" for wall, _ in taken[False])
+        + "; -n 2 runs: "
+        + ", ".join(f"{wall:.1f}" for wall, _ in taken[True]),
+    )
+
+
 def run(settings: Settings) -> tuple[list[Row], list[str]]:
     runs = 1 if settings.quick else 3
     # --quick keeps the smoke test short: only the static suite (no worker, no hypothesis).
     subset = QUICK_SUBSET if settings.quick else ()
     scope = f" [{' '.join(subset)} only]" if subset else ""
-    serial: list[float] = []
-    parallel: list[float] = []
-    cpu: dict[bool, list[float]] = {False: [], True: []}
-    summaries = set()
-    for _ in range(runs):
-        for is_parallel, samples in ((False, serial), (True, parallel)):
-            elapsed, seconds, summary = run_once(is_parallel, subset)
-            samples.append(elapsed)
-            cpu[is_parallel].append(seconds)
-            summaries.add(summary.split(" in ")[0])
+    summaries: set[str] = set()
+    default = _alternate(runs, subset, summaries)
     startup = [
         run_once(False, (*subset, "--collect-only")) for _ in range(1 if settings.quick else 2)
     ]
-    thorough: dict[bool, list[float]] = {False: [], True: []}
-    if not settings.quick:
-        for _ in range(2):
-            for is_parallel in (False, True):
-                elapsed, _seconds, summary = run_once(is_parallel, THOROUGH)
-                thorough[is_parallel].append(elapsed)
-                summaries.add(summary.split(" in ")[0])
-    serial_s, parallel_s = median(serial), median(parallel)
-    serial_cpu, parallel_cpu = median(cpu[False]), median(cpu[True])
+    serial_s = median([wall for wall, _ in default[False]])
+    serial_cpu, parallel_cpu = (median([cpu for _, cpu in default[mode]]) for mode in (False, True))
     rows = [
         Row(
             SECTION,
@@ -110,19 +125,9 @@ def run(settings: Settings) -> tuple[list[Row], list[str]]:
             unit="s",
             target=f"<= {TARGET_SERIAL:g} s",
             met=serial_s <= TARGET_SERIAL,
-            note="runs: " + ", ".join(f"{s:.1f}" for s in serial),
+            note="runs: " + ", ".join(f"{wall:.1f}" for wall, _ in default[False]),
         ),
-        Row(
-            SECTION,
-            f"serial / -n 2 (speed-up){scope}",
-            serial_s,
-            "-n 2",
-            parallel_s,
-            unit="s",
-            target=f">= {TARGET_SPEEDUP}x",
-            met=serial_s / parallel_s >= TARGET_SPEEDUP,
-            note="-n 2 runs: " + ", ".join(f"{s:.1f}" for s in parallel),
-        ),
+        _speedup(f"serial / -n 2 (speed-up){scope}", default),
         Row(
             SECTION,
             "CPU time (user + sys, all processes): -n 2 / serial",
@@ -146,22 +151,9 @@ def run(settings: Settings) -> tuple[list[Row], list[str]]:
         ),
     ]
     if not settings.quick:
-        slow, fast = median(thorough[False]), median(thorough[True])
+        thorough = _alternate(2, THOROUGH, summaries)
         rows.append(
-            Row(
-                SECTION,
-                f"thorough ({' '.join(THOROUGH)}): serial / -n 2 (speed-up)",
-                slow,
-                "-n 2",
-                fast,
-                unit="s",
-                target=f">= {TARGET_SPEEDUP}x",
-                met=slow / fast >= TARGET_SPEEDUP,
-                note="serial runs: "
-                + ", ".join(f"{s:.1f}" for s in thorough[False])
-                + "; -n 2 runs: "
-                + ", ".join(f"{s:.1f}" for s in thorough[True]),
-            )
+            _speedup(f"thorough ({' '.join(THOROUGH)}): serial / -n 2 (speed-up)", thorough)
         )
     notes = [
         f"kit: {' '.join(command(False, subset)[1:])} [-n 2], from {REPO.name}/, "
