@@ -18,23 +18,25 @@ interpreter (and the GIL) with the server, so the HTTP figure includes reading t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
-import uvicorn
 
 from benchmarks.common import REPO, Row, Settings, median
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.app import create_app
 from reference_host.host import Host, HostConfig
+from reference_host.loopback import serve_on_loopback
 from reference_host.tools import CallContext, Effect, ToolDefinition
 
 SECTION = "4 chat stream (SSE)"
@@ -114,62 +116,37 @@ class ProcessServer:
 
 
 class ThreadServer:
-    """create_app on uvicorn on 127.0.0.1:<free port>, in a thread; stop() ends it."""
+    """create_app on uvicorn on 127.0.0.1:<free port>, in a thread of this process (as the
+    tests serve it, reference_host.loopback); stop() ends it."""
 
     def __init__(self, data: Path, calls: int) -> None:
         self._data = data
         self._calls = calls
-        self._uvicorn: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._failure: BaseException | None = None
+        self._serving: contextlib.AbstractContextManager[str] | None = None
         self.base_url = ""
 
     def start(self) -> None:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.bind(("127.0.0.1", 0))
-        self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        self._thread = threading.Thread(target=self._run, args=(sock,), name="bench-uvicorn")
-        self._thread.start()
-        if not self._ready.wait(START_TIMEOUT) or self._failure is not None:
-            self.stop()
-            raise RuntimeError(f"the benchmark server did not start: {self._failure!r}")
+        self._serving = serve_on_loopback(
+            make_app=self._app,
+            lifespan="on",
+            name="benchmark server",
+            start_timeout=START_TIMEOUT,
+            stop_timeout=STOP_TIMEOUT,
+        )
+        self.base_url = self._serving.__enter__()
 
     def stop(self) -> None:
-        if self._uvicorn is not None:
-            self._uvicorn.should_exit = True
-        if self._thread is not None:
-            self._thread.join(STOP_TIMEOUT)
-            if self._thread.is_alive():
-                raise RuntimeError("the benchmark server did not stop")
+        if self._serving is not None:
+            serving, self._serving = self._serving, None
+            serving.__exit__(None, None, None)
 
-    def _run(self, sock: socket.socket) -> None:
-        try:
-            asyncio.run(self._serve(sock))
-        except BaseException as exc:
-            self._failure = exc
-            self._ready.set()
-
-    async def _serve(self, sock: socket.socket) -> None:
+    @contextlib.asynccontextmanager
+    async def _app(self) -> AsyncIterator[Any]:
         host = new_host(self._data)
         try:
-            app = create_app(host, lambda: model(self._calls))
-            config = uvicorn.Config(
-                app,
-                log_level="warning",
-                access_log=False,
-                lifespan="on",
-                timeout_graceful_shutdown=2,
-            )
-            self._uvicorn = uvicorn.Server(config)
-            serving = asyncio.create_task(self._uvicorn.serve(sockets=[sock]))
-            while not self._uvicorn.started and not serving.done():
-                await asyncio.sleep(0.01)
-            self._ready.set()
-            await serving
+            yield create_app(host, lambda: model(self._calls))
         finally:
             await host.close()
-            sock.close()
 
 
 async def in_process(host: Host, calls: int) -> Timing:

@@ -8,6 +8,7 @@ test fills. Streams are checked byte for byte with reference_host.sse's spec-exa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import signal
@@ -24,7 +25,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from httpx_sse import aconnect_sse
 
 from reference_host import events
@@ -34,6 +34,7 @@ from reference_host.approval import ApprovalPolicy
 from reference_host.events import Event
 from reference_host.host import Host, HostConfig
 from reference_host.kit_validation import kit_validator
+from reference_host.loopback import serve_on_loopback
 from reference_host.sse import SSEComment, SSEEvent, SSEItem, SSEParser, parse
 from reference_host.tools import CallContext, Effect, ToolDefinition
 from tests.conftest import FIXTURE_PLUGINS, REPO
@@ -41,7 +42,6 @@ from tests.conftest import FIXTURE_PLUGINS, REPO
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
 EXCEL = REPO / "sample_plugins" / "fan.summer.excel"
 SALES = EXCEL / "conformance" / "examples" / "excel_analyze" / "sales.xlsx"
-START_TIMEOUT = 10.0
 STOP_TIMEOUT = 15.0
 CONNECTED = SSEComment("connected")
 KEEP_ALIVE = SSEComment("keep-alive")
@@ -62,7 +62,8 @@ class Echo:
 
 @dataclass
 class Server:
-    """A uvicorn server on 127.0.0.1:<free port> running create_app in its own thread."""
+    """create_app on uvicorn on 127.0.0.1:<free port>, its Host made and closed in the
+    server's own event loop (reference_host.loopback)."""
 
     data: Path
     files: Path
@@ -70,11 +71,8 @@ class Server:
     keep_alive: float
     models: deque[ChatModel | Callable[[], ChatModel]] = field(default_factory=deque)
     base_url: str = ""
-    _uvicorn: uvicorn.Server | None = None
-    _thread: threading.Thread | None = None
-    _ready: threading.Event = field(default_factory=threading.Event)
-    _failure: BaseException | None = None
     shut_down: bool = False  # set by the app's on_shutdown hook
+    _serving: contextlib.AbstractContextManager[str] | None = None
 
     def model(self) -> ChatModel:
         """The factory the app calls per chat: the next queued model (or a callable making
@@ -85,54 +83,33 @@ class Server:
         return queued if hasattr(queued, "complete") else queued()
 
     def start(self) -> None:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        self._thread = threading.Thread(target=self._run, args=(sock,), name="uvicorn-test")
-        self._thread.start()
-        if not self._ready.wait(START_TIMEOUT) or self._failure is not None:
-            self.stop()
-            raise RuntimeError(f"the test server did not start: {self._failure!r}")
+        self._serving = serve_on_loopback(
+            make_app=self._app, lifespan="on", name="test server", stop_timeout=STOP_TIMEOUT
+        )
+        self.base_url = self._serving.__enter__()
 
     def stop(self) -> None:
-        if self._uvicorn is not None:
-            self._uvicorn.should_exit = True
-        if self._thread is not None:
-            self._thread.join(STOP_TIMEOUT)
-            assert not self._thread.is_alive(), "the test server did not stop"
+        """Stop it; a failure of the server thread (the Host's close, say) is raised."""
+        if self._serving is not None:
+            serving, self._serving = self._serving, None
+            serving.__exit__(None, None, None)
 
     async def _shutdown_hook(self) -> None:
         self.shut_down = True
 
-    def _run(self, sock: socket.socket) -> None:
-        try:
-            asyncio.run(self._serve(sock))
-        except BaseException as exc:  # reported by start() or the fixture
-            self._failure = exc
-            self._ready.set()
-
-    async def _serve(self, sock: socket.socket) -> None:
+    @contextlib.asynccontextmanager
+    async def _app(self) -> AsyncIterator[Any]:
         host = Host(
             HostConfig(data_dir=self.data, allowed_roots=(self.files,), approval=self.approval),
             validator=kit_validator,
             builtins=[Echo()],
         )
         try:
-            app = create_app(
+            yield create_app(
                 host, self.model, keep_alive=self.keep_alive, on_shutdown=[self._shutdown_hook]
             )
-            config = uvicorn.Config(
-                app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
-            )
-            self._uvicorn = uvicorn.Server(config)
-            serving = asyncio.create_task(self._uvicorn.serve(sockets=[sock]))
-            while not self._uvicorn.started and not serving.done():
-                await asyncio.sleep(0.01)
-            self._ready.set()
-            await serving
         finally:
             await host.close()
-            sock.close()
 
 
 @pytest.fixture
@@ -160,7 +137,6 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     for server in started:
         server.stop()
     for server in started:
-        assert server._failure is None, server._failure
         assert server.shut_down, "the app's on_shutdown hook did not run"
 
 
