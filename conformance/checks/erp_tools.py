@@ -13,14 +13,18 @@ from conformance.erp.plugin import MUTATING, ErpPlugin, model_name
 from conformance.findings import Finding
 from conformance.registry import CheckContext, check
 from conformance.schema_validation import annotated_requirements, schema_uri, validate
+from conformance.sources import pointer
 from reference_host.builtin_tools import BUILTIN_TOOL_NAMES
 from reference_host.namespace import namespace_problem
+from reference_host.rest import DispatchError, encode_segment
 
 TOOL_SCHEMA = "erp-tool.schema.json"
 PORTABLE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 PLACEHOLDER = re.compile(r"\{([^{}/]+)\}")
 # What the platform substitutes: {name}, and also {} so that an empty name can be reported.
 ANY_PLACEHOLDER = re.compile(r"\{([^{}/]*)\}")
+# Values a path parameter's schema is probed with: each is one the host refuses to send.
+UNSENDABLE_PROBES = ("a/b", "/", "1/2", "..", ".", "a\\b", "..;", "\uff0e\uff0e")
 
 
 @check("ERP-TOOL-001")
@@ -231,6 +235,44 @@ def high_risk_is_strict(ctx: CheckContext) -> Iterator[Finding]:
                 "/strictPermissionCheck",
                 "a HIGH-risk tool should re-check its permission at call time",
             )
+
+
+@check("ERP-TOOL-013")
+def path_params_exclude_separators(ctx: CheckContext) -> Iterator[Finding]:
+    """A value the schema admits but the host will not put in a path fails at run time,
+    after the model chose it; the schema should rule it out up front."""
+    for tool in ctx.plugin.tools:
+        schema = tool.data.get("inputSchema")
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(properties, dict):
+            continue
+        for name in _names(tool.handler.get("pathParams")):
+            if accepted := _unsendable_values(properties.get(name)):
+                yield tool.finding(
+                    "ERP-TOOL-013",
+                    pointer("inputSchema", "properties", name),
+                    f"path parameter {name!r} admits {', '.join(map(repr, accepted))}, which "
+                    "the host refuses to send in a path",
+                )
+
+
+def _unsendable_values(schema: object) -> list[str]:
+    if not isinstance(schema, dict | bool):
+        return []
+    try:
+        validator = Draft202012Validator(schema)
+        accepted = [value for value in UNSENDABLE_PROBES if validator.is_valid(value)]
+    except Exception:  # an unusable schema is ERP-TOOL-012's finding, not this one's
+        return []
+    return [value for value in accepted if _refused(value)]
+
+
+def _refused(value: str) -> bool:
+    try:
+        encode_segment(value)
+    except DispatchError:
+        return True
+    return False
 
 
 def _names(value: object) -> list[str]:
