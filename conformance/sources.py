@@ -3,16 +3,14 @@
 Findings name a file, an RFC 6901 JSON pointer and a line, so a plugin author can jump
 straight to the value; this module is where pointers meet lines.
 
-A plugin folder is untrusted input, so reading is bounded: only regular files are opened (a
-FIFO would block the open, a device such as /dev/zero never ends), at most MAX_FILE_BYTES are
-read, and a text nested deeper than MAX_DEPTH is refused before anything recurses into it.
+A plugin folder is untrusted input, so reading is bounded (reference_host.sources_json: only
+regular files, at most MAX_FILE_BYTES) and a text nested deeper than MAX_DEPTH is refused
+before anything recurses into it.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,13 +20,11 @@ from typing import Any
 import json_source_map
 
 from conformance.json_depth import too_deep
+from reference_host.sources_json import JsonFileError, read_bounded
 
-MAX_FILE_BYTES = 4 * 1024 * 1024
 # Far above any real manifest or tool file, far below where jsonschema's recursion (several
 # frames per level) meets Python's recursion limit; System.Text.Json's default is also 64.
 MAX_DEPTH = 64
-# Opening must not wait for a FIFO writer, should the path be swapped after the stat.
-OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 
 def pointer(*tokens: str | int) -> str:
@@ -136,38 +132,15 @@ def parse_json(text: str, display: str) -> JsonDocument:
 
 def load_json_file(path: Path, display: str) -> JsonDocument:
     """Read and parse a JSON file; every way it can be unusable is a JsonLoadError."""
-    raw = _read_regular_file(path, display)
+    try:
+        raw = read_bounded(path, display)
+    except JsonFileError as exc:
+        raise JsonLoadError(str(exc)) from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise JsonLoadError(f"{display} is not UTF-8 (byte {exc.start})") from None
     return parse_json(text, display)
-
-
-def _read_regular_file(path: Path, display: str) -> bytes:
-    """The bytes of path, when it is a regular file of at most MAX_FILE_BYTES.
-
-    The type is checked before opening and again on the open descriptor, and the read stops
-    one byte past the cap, since st_size can understate (procfs) or the file can grow.
-    """
-    too_big = f"{display} is larger than {MAX_FILE_BYTES // 2**20} MiB, the most the kit reads"
-    try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            raise JsonLoadError(f"{display} is not a regular file")
-        with open(os.open(path, OPEN_FLAGS), "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise JsonLoadError(f"{display} is not a regular file")
-            if info.st_size > MAX_FILE_BYTES:
-                raise JsonLoadError(too_big)
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise JsonLoadError(f"{display} not found") from None
-    except OSError as exc:
-        raise JsonLoadError(f"{display} cannot be read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise JsonLoadError(too_big)
-    return raw
 
 
 def _walk(node: Any, at: str) -> Iterator[tuple[str, Any]]:

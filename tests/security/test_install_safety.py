@@ -7,8 +7,10 @@ today, so the xfail fails for the stated reason and not for a broken setup.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -236,3 +238,60 @@ async def test_an_install_path_with_a_nul_byte_is_a_400(
 ) -> None:
     response = await api.post("/api/plugins", **as_json({"path": f"{tmp_path}/plugin\x00"}))
     assert response.status_code == 400, response.text
+
+
+# --------------------------------------------------------------------------- without the kit
+
+
+@pytest.fixture
+async def bare_host(tmp_path: Path) -> AsyncIterator[Host]:
+    """A host installing without the kit's validation: its own reading must hold up."""
+    host = Host(HostConfig(data_dir=tmp_path / "bare"), validator=None)
+    try:
+        yield host
+    finally:
+        await host.close()
+
+
+def unblock_after(fifo: Path, seconds: float) -> threading.Timer:
+    """Should a regression open the FIFO for reading, a writer arrives and the test fails
+    instead of hanging."""
+
+    def write() -> None:
+        with contextlib.suppress(OSError), open(fifo, "wb"):
+            pass
+
+    timer = threading.Timer(seconds, write)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+async def test_a_fifo_manifest_is_refused_not_waited_on(bare_host: Host, tmp_path: Path) -> None:
+    source = copy_sample(MARKDOWN, tmp_path)
+    (source / "manifest.json").unlink()
+    os.mkfifo(source / "manifest.json")
+    timer = unblock_after(source / "manifest.json", 10)
+    try:
+        with pytest.raises(PluginError, match=r"manifest\.json is not a regular file"):
+            await bare_host.install(source)
+    finally:
+        timer.cancel()
+    assert bare_host.plugins.list() == []
+
+
+async def test_a_deeply_nested_manifest_is_a_clear_error(bare_host: Host, tmp_path: Path) -> None:
+    source = copy_sample(MARKDOWN, tmp_path)
+    (source / "manifest.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    with pytest.raises(PluginError, match=r"manifest\.json: maximum recursion depth"):
+        await bare_host.install(source)
+
+
+async def test_a_manifest_with_a_bom_installs_as_the_kit_reads_it(
+    bare_host: Host, tmp_path: Path
+) -> None:
+    source = copy_sample(MARKDOWN, tmp_path)
+    manifest = source / "manifest.json"
+    manifest.write_bytes(b"\xef\xbb\xbf" + manifest.read_bytes())
+    info = await bare_host.install(source)
+    assert info.id == "fan.summer.markdown"
