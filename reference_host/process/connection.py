@@ -86,11 +86,11 @@ class WorkerConnection:
         request_id = str(next(self._ids))
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = future
+        request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         try:
-            await self._send(
-                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-            )
+            # The write is timed too: a worker that stops reading lets the pipe fill.
             async with asyncio.timeout(timeout):
+                await self._send(request)
                 message = await future
         except TimeoutError:
             self.pending.pop(request_id, None)  # cancelled: nobody left to read its failure

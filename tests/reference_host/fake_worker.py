@@ -3,7 +3,8 @@
 Methods: echo (params back), env (the FENGYU_* and TMPDIR variables), sleep {seconds},
 crash {code}, fail (a JSON-RPC error), noise (non-JSON stdout and an unknown-id reply first),
 big {bytes} (a result of that many characters), spawn (starts a grandchild, returns its pid,
-then never answers again), log {text} (to stderr), close_stdout (closes it, keeps running).
+then never answers again), log {text} (to stderr), close_stdout (closes it, keeps running),
+deaf (stops reading stdin for good).
 With IGNORE_EOF=1 it keeps running after stdin closes. Requests are handled on threads, so
 replies may come back out of order.
 """
@@ -71,6 +72,9 @@ def handle(request):
 
 
 for line in sys.stdin:
-    threading.Thread(target=handle, args=(json.loads(line),), daemon=True).start()
+    request = json.loads(line)
+    if request["method"] == "deaf":
+        time.sleep(600)  # stops reading stdin: the host's writes fill the pipe and block
+    threading.Thread(target=handle, args=(request,), daemon=True).start()
 if os.environ.get("IGNORE_EOF") == "1":
     time.sleep(600)

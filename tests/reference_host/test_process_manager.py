@@ -114,6 +114,22 @@ async def test_timeout_kills_worker_and_descendants_then_restarts(
     assert pid_of(manager) != worker_pid
 
 
+async def test_the_timeout_covers_a_write_the_worker_does_not_read(
+    manager: PluginProcessManager,
+) -> None:
+    """A worker that stops reading stdin lets the pipe fill; the call's timeout must cover
+    writing the request too, or it would wait until something else kills the worker."""
+    await manager.invoke("fan.summer.fake", "echo", {})  # the worker runs
+    deaf = asyncio.create_task(manager.invoke("fan.summer.fake", "deaf", {}, tool_timeout=30))
+    await asyncio.sleep(0)  # the deaf request is written first
+    big = {"text": "x" * (4 * 1024 * 1024)}  # far more than a pipe buffer holds
+    with pytest.raises(WorkerTimeout, match="echo did not answer within 1 s"):
+        await manager.invoke("fan.summer.fake", "echo", big, tool_timeout=1)
+    with pytest.raises(WorkerTimeout):  # the timeout killed the worker: its calls fail too
+        await deaf
+    assert await manager.invoke("fan.summer.fake", "echo", {"n": 1}) == {"n": 1}
+
+
 async def test_crash_fails_the_call_and_the_next_call_restarts(
     manager: PluginProcessManager,
 ) -> None:
