@@ -171,11 +171,15 @@ def _exchange(
     worker: RawWorker, name: str, frames: list[bytes], sentinel: str, seconds: float
 ) -> Exchange:
     exchange = Exchange(name, frames)
-    ok = all(worker.send(f) for f in frames) and worker.send(
-        frame(request(sentinel, SENTINEL_METHOD, {}))
-    )
     deadline = time.monotonic() + seconds
-    while ok:
+    sent = worker.send([*frames, frame(request(sentinel, SENTINEL_METHOD, {}))], deadline)
+    if sent is None:
+        exchange.note = (
+            f"the worker stopped reading stdin: the request was not written within {seconds:g} s"
+        )
+        exchange.stderr = worker.stderr
+        return exchange
+    while sent:
         line = worker.next_line(deadline)
         if line is None:
             break

@@ -19,6 +19,8 @@ from reference_host.process.connection import kill_tree
 from reference_host.process.launch import WorkerSpec
 from reference_host.worker.framing import MAX_FRAME_BYTES, decode_line
 
+KILL_WAIT = 5.0  # a blocked write ends this soon after the worker is killed
+
 
 @dataclass(frozen=True)
 class Line:
@@ -49,6 +51,7 @@ class RawWorker:
         )
         self.lines: queue.Queue[Line | None] = queue.Queue()
         self.stderr_tail: deque[str] = deque(maxlen=200)
+        self._killed = False
         threading.Thread(target=self._drain_stdout, daemon=True).start()
         threading.Thread(target=self._drain_stderr, daemon=True).start()
 
@@ -59,15 +62,31 @@ class RawWorker:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def send(self, data: bytes) -> bool:
-        """Write data to stdin; False if the worker no longer reads it."""
+    def send(self, frames: list[bytes], deadline: float) -> bool | None:
+        """Write frames to stdin by the deadline (monotonic): True when written, False if
+        the worker no longer reads stdin (closed, exited), None if the write was still
+        blocked at the deadline, a worker that stopped reading with the pipe full; it is
+        then killed, which ends the write."""
         assert self.process.stdin is not None
-        try:
-            self.process.stdin.write(data)
-            self.process.stdin.flush()
-        except (BrokenPipeError, ConnectionResetError, ValueError):
-            return False
-        return True
+        stdin = self.process.stdin
+        written = threading.Event()
+        failed = threading.Event()
+
+        def write() -> None:
+            try:
+                for data in frames:
+                    stdin.write(data)
+                    stdin.flush()
+            except (OSError, ValueError):
+                failed.set()
+            written.set()
+
+        threading.Thread(target=write, name="stdin writer", daemon=True).start()
+        if written.wait(max(0.0, deadline - time.monotonic())):
+            return not failed.is_set()
+        self.kill()
+        written.wait(KILL_WAIT)
+        return None
 
     def next_line(self, deadline: float) -> Line | None:
         """The next stdout line, or None at EOF or when the deadline (monotonic) passes."""
@@ -87,6 +106,10 @@ class RawWorker:
             return None
 
     def kill(self) -> None:
+        """Kill the worker and its process tree, once; later calls do nothing."""
+        if self._killed:
+            return
+        self._killed = True
         kill_tree(self.process.pid)
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
