@@ -108,8 +108,19 @@ class WorkerConnection:
             )
         return message.get("result")
 
-    async def notify(self, method: str, params: Any) -> None:
-        await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+    async def notify(self, method: str, params: Any, timeout: float) -> None:
+        """Send a notification; like a call, a worker that does not take it in time is
+        killed (WorkerTimeout)."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+        except TimeoutError:
+            error = WorkerTimeout(
+                f"{method} could not be sent within {timeout:g} s; the worker was killed",
+                self.stderr,
+            )
+            await self.kill(error)
+            raise error from None
 
     async def close(self, grace: float = 5.0) -> None:
         """Close stdin so the worker exits on EOF; kill it if it has not within grace."""

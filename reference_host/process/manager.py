@@ -88,8 +88,12 @@ class PluginProcessManager:
         return await connection.call(method, params, timeout)
 
     async def notify(self, plugin_id: str, method: str, params: Any) -> None:
+        """Send a notification (no answer comes back), within the plugin's call timeout."""
+        spec = self._specs.get(plugin_id)
+        if spec is None:
+            raise WorkerLaunchError(f"plugin {plugin_id} has no worker")
         connection = await self._running(plugin_id)
-        await connection.notify(method, params)
+        await connection.notify(method, params, effective_timeout(backend=spec.call_timeout))
 
     async def stop(self, plugin_id: str, grace: float = 5.0) -> None:
         connection = self._connections.pop(plugin_id, None)

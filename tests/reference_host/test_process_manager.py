@@ -271,3 +271,18 @@ async def test_replace_with_none_stops_the_worker_and_refuses_calls(
     assert running.process.returncode is not None
     with pytest.raises(WorkerLaunchError, match="has no worker"):
         await manager.invoke("fan.summer.fake", "echo", {})
+
+
+async def test_a_notification_the_worker_does_not_take_in_time_kills_it(tmp_path: Path) -> None:
+    manager = PluginProcessManager()
+    manager.register(spec(tmp_path, call_timeout=1))
+    try:
+        await manager.invoke("fan.summer.fake", "echo", {})
+        deaf = asyncio.create_task(manager.invoke("fan.summer.fake", "deaf", {}, tool_timeout=30))
+        await asyncio.sleep(0)  # the deaf request is written first
+        with pytest.raises(WorkerTimeout, match="could not be sent within 1 s"):
+            await manager.notify("fan.summer.fake", "log", {"text": "x" * (4 * 1024 * 1024)})
+        with pytest.raises(WorkerTimeout):
+            await deaf
+    finally:
+        await manager.close()
