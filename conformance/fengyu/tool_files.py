@@ -1,14 +1,17 @@
 """Real files for file-class parameters, handed to the worker as granted FileRefs.
 
 A plugin may ship example inputs in `conformance/examples/<tool name>/` (an .xlsx for an
-Excel tool, say); otherwise the kit writes a small text file. Examples are copied into the
+Excel tool, say; regular files only, anything else there is left out); otherwise the kit
+writes a small text file. Examples are copied into the
 run's scratch folder first, so a worker that writes where it should only read cannot touch
 the plugin repo. Writable directories are fresh empty folders, one per call.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import tempfile
 import uuid
 from pathlib import Path
@@ -21,6 +24,21 @@ from reference_host.filerefs import FileClass
 EXAMPLES = Path("conformance") / "examples"
 
 
+def _not_files(folder: str, names: list[str]) -> set[str]:
+    """Entries that are neither files nor folders (FIFOs, sockets, devices, broken links):
+    copying a FIFO would wait for a writer, so examples are regular files only."""
+    skipped = set()
+    for name in names:
+        try:
+            mode = os.stat(os.path.join(folder, name)).st_mode
+        except OSError:
+            skipped.add(name)
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            skipped.add(name)
+    return skipped
+
+
 class ToolFiles:
     """The files one tool's checks may use, and the grants that resolve their FileRefs."""
 
@@ -30,7 +48,7 @@ class ToolFiles:
         source = plugin_root / EXAMPLES / tool
         self.source = source if source.is_dir() else None
         if source.is_dir():
-            shutil.copytree(source, self.inputs, dirs_exist_ok=True)
+            shutil.copytree(source, self.inputs, ignore=_not_files, dirs_exist_ok=True)
         else:
             self.inputs.mkdir(parents=True, exist_ok=True)
             (self.inputs / "input.txt").write_text("conformance kit input\n", encoding="utf-8")
