@@ -89,14 +89,9 @@ class RestHandler:
             return f"method {self.method!r} is not one of {', '.join(sorted(METHODS))}"
         if not self.path.startswith("/"):
             return f"path {self.path!r} does not start with '/'"
+        if problem := placeholder_problem(self.path):
+            return f"path {self.path!r} {problem}"
         placeholders = PLACEHOLDER.findall(self.path)
-        if "" in placeholders:
-            return f"path {self.path!r} has an empty {{}} placeholder"
-        if len(set(placeholders)) != len(placeholders):
-            return f"path {self.path!r} repeats a placeholder"
-        leftover = PLACEHOLDER.sub("", self.path)
-        if "{" in leftover or "}" in leftover:
-            return f"path {self.path!r} has an unbalanced brace"
         unlisted = [name for name in placeholders if name not in self.path_params]
         if unlisted:
             return f"path placeholder {{{unlisted[0]}}} is not listed in pathParams"
@@ -104,6 +99,20 @@ class RestHandler:
         if unused:
             return f"pathParams entry {unused[0]!r} has no {{{unused[0]}}} placeholder in the path"
         return None
+
+
+def placeholder_problem(path: str) -> str | None:
+    """What keeps path from splitting into text and `{name}` placeholders (None when it
+    splits); the kit reports the same as ERP-TOOL-006."""
+    names = PLACEHOLDER.findall(path)
+    if "" in names:
+        return "has an empty {} placeholder"
+    if len(set(names)) != len(names):
+        return "repeats a placeholder"
+    leftover = PLACEHOLDER.sub("", path)
+    if "{" in leftover or "}" in leftover:
+        return "has an unbalanced brace (a stray or doubled one, or one around a '/')"
+    return None
 
 
 def _names(config: Mapping[str, Any], key: str) -> tuple[str, ...]:

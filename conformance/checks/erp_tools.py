@@ -16,13 +16,11 @@ from conformance.schema_validation import annotated_requirements, schema_uri, va
 from conformance.sources import pointer
 from reference_host.builtin_tools import BUILTIN_TOOL_NAMES
 from reference_host.namespace import namespace_problem
-from reference_host.rest import DispatchError, encode_segment
+from reference_host.rest import DispatchError, encode_segment, placeholder_problem
 
 TOOL_SCHEMA = "erp-tool.schema.json"
 PORTABLE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 PLACEHOLDER = re.compile(r"\{([^{}/]+)\}")
-# What the platform substitutes: {name}, and also {} so that an empty name can be reported.
-ANY_PLACEHOLDER = re.compile(r"\{([^{}/]*)\}")
 # Values a path parameter's schema is probed with: each is one the host refuses to send.
 UNSENDABLE_PROBES = ("a/b", "/", "1/2", "..", ".", "a\\b", "..;", "\uff0e\uff0e")
 
@@ -127,20 +125,8 @@ def placeholders_well_formed(ctx: CheckContext) -> Iterator[Finding]:
     reference host refuses such a handlerConfig, so no call of the tool could ever be made."""
     for tool in ctx.plugin.tools:
         path = tool.handler.get("path")
-        if isinstance(path, str) and (problem := _placeholder_problem(path)):
+        if isinstance(path, str) and (problem := placeholder_problem(path)):
             yield tool.finding("ERP-TOOL-006", "/handlerConfig/path", f"path {path!r} {problem}")
-
-
-def _placeholder_problem(path: str) -> str | None:
-    names = ANY_PLACEHOLDER.findall(path)
-    if "" in names:
-        return "has an empty {} placeholder"
-    if len(set(names)) != len(names):
-        return "uses a placeholder twice"
-    rest = ANY_PLACEHOLDER.sub("", path)
-    if "{" in rest or "}" in rest:
-        return "has a brace outside a {name} placeholder (unbalanced, doubled or around a '/')"
-    return None
 
 
 @check("ERP-TOOL-007")

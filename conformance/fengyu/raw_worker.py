@@ -15,8 +15,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from reference_host.process.connection import kill_tree
 from reference_host.process.launch import WorkerSpec
+from reference_host.process.tree import kill_tree
 from reference_host.worker.framing import MAX_FRAME_BYTES, decode_line
 
 KILL_WAIT = 5.0  # a blocked write ends this soon after the worker is killed

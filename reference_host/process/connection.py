@@ -34,7 +34,7 @@ from reference_host.process.tail import StderrTail
 from reference_host.process.tree import kill_group, kill_pipe_holders, kill_tree
 from reference_host.worker.framing import MAX_FRAME_BYTES, decode_line
 
-__all__ = ["WorkerConnection", "kill_tree"]
+__all__ = ["WorkerConnection"]
 
 SKIPPED_STDOUT_LINES = 200
 STDERR_CHUNK = 64 * 1024
