@@ -78,8 +78,9 @@ class Host:
         # One lifecycle change at a time, from its commit until its worker has switched and
         # the folders no worker needs any more are gone.
         self._lifecycle = asyncio.Lock()
-        for row in self.store.plugins():
-            self._register_worker(row)
+        for row in self.store.plugins(enabled_only=True):
+            if (spec := self._worker_spec(row)) is not None:
+                self.manager.register(spec)
 
     async def install(self, source: Path | str) -> PluginInfo:
         """Install or upgrade; an upgraded plugin's running worker is replaced.
@@ -205,12 +206,8 @@ class Host:
         spec = self._worker_spec(row) if row is not None and row.enabled else None
         await self.manager.replace(plugin_id, spec)
 
-    def _register_worker(self, row: PluginRow) -> None:
-        spec = self._worker_spec(row)
-        if spec is not None:
-            self.manager.register(spec)
-
     def _worker_spec(self, row: PluginRow) -> WorkerSpec | None:
+        """How the plugin's worker starts; None for an ERP plugin or one without a worker."""
         if row.profile == "erp":
             return None
         try:
