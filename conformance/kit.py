@@ -84,6 +84,7 @@ class KitRun:
     settings: PropertySettings = field(default_factory=PropertySettings)
     endpoints: EndpointSettings = field(default_factory=lambda: EndpointSettings())
     previous: str | None = None
+    worker_env: tuple[str, ...] = ()
     labels: dict[int, str] = field(default_factory=dict)
     _upgrades: dict[int, Upgrade] = field(default_factory=dict)
     _workers: dict[int, Any] = field(default_factory=dict)
@@ -99,6 +100,7 @@ class KitRun:
         settings: PropertySettings | None = None,
         endpoints: EndpointSettings | None = None,
         previous: str | None = None,
+        worker_env: tuple[str, ...] = (),
     ) -> KitRun:
         roots = []
         for raw in dirs:
@@ -116,6 +118,7 @@ class KitRun:
             settings or PropertySettings(),
             endpoints or EndpointSettings(),
             previous,
+            worker_env,
         )
         run.labels = _unique_labels(run.plugins)
         return run
@@ -147,7 +150,7 @@ class KitRun:
                     self.settings,
                 )
                 if plugin.profile == ERP
-                else WorkerServices(plugin, self.worker_override, self.settings)
+                else WorkerServices(plugin, self.worker_override, self.settings, self.worker_env)
             )
         return self._workers[id(plugin)]
 

@@ -22,6 +22,8 @@ from conformance.kit import EndpointSettings, KitRun, KitUsageError, Status, Tar
 from conformance.properties import PropertySettings
 from conformance.report import report_paths, write_reports
 from conformance.upgrade import PreviousError
+from reference_host.process.environment import WorkerEnvError, check_names
+from reference_host.process.lineage import become_subreaper
 
 SUITES = {
     "manifest": "a static check of the plugin's files",
@@ -115,7 +117,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--erp-tenant", default="conformance", help="X-Tenant-Id the kit sends")
     group.addoption("--erp-actor", default="conformance-kit", help="X-Actor the kit sends")
+    group.addoption(
+        "--worker-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="pass this variable of the kit's environment to the worker, as a host's "
+        "--worker-env would (repeatable; NAME* for a prefix); otherwise a worker sees only "
+        "PATH, the locale, TZ, JAVA_HOME and what F5 sets",
+    )
     parser.addini("conformance_worker_cmd", "default for --worker-cmd")
+    parser.addini("conformance_worker_env", "default for --worker-env", type="linelist")
     parser.addini("conformance_examples", "default for --conformance-examples")
 
 
@@ -138,6 +150,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.option.plugin_dir:
         return
     config.addinivalue_line("markers", "conformance(requirement): a conformance kit check")
+    # Orphans of the workers come back to the kit, which ends them with their worker (S5).
+    become_subreaper()
     for suite, what in SUITES.items():
         config.addinivalue_line("markers", f"{suite}: {what}")
     baseline_option = config.option.conformance_baseline
@@ -154,11 +168,14 @@ def pytest_configure(config: pytest.Config) -> None:
                 config.option.plugin_base_url, config.option.erp_tenant, config.option.erp_actor
             ),
             config.option.previous_manifest,
+            worker_env=check_names(
+                config.option.worker_env or config.getini("conformance_worker_env")
+            ),
         )
         for plugin in kit.plugins:
             if plugin.load_error is None:
                 kit.upgrade(plugin)
-    except (BaselineError, KitUsageError, PreviousError) as exc:
+    except (BaselineError, KitUsageError, PreviousError, WorkerEnvError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(KitSession(config, kit), "conformance-kit")
 

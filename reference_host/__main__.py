@@ -24,6 +24,7 @@ from reference_host.builtins import SearxngProvider, builtin_tools
 from reference_host.host import Host, HostConfig
 from reference_host.kit_validation import kit_validator
 from reference_host.plugins import PluginError
+from reference_host.process.environment import WorkerEnvError, check_names
 
 SCRIPTED_REPLY = (
     "Hello from the reference host's scripted model. It makes no tool calls; start the host "
@@ -133,12 +134,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="send ': keep-alive' after this many seconds without an event (default %(default)s)",
     )
     serve.add_argument(
+        "--worker-env",
+        action="append",
+        default=[],
+        type=worker_env_name,
+        metavar="NAME",
+        help="pass this variable of the host's environment to plugin workers (repeatable; "
+        "NAME* for a prefix); otherwise a worker sees only PATH, the locale, TZ, JAVA_HOME "
+        "and what F5 sets, never OPENAI_API_KEY",
+    )
+    serve.add_argument(
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
         help="uvicorn's log level (default %(default)s)",
     )
     return parser
+
+
+def worker_env_name(name: str) -> str:
+    """argparse type of --worker-env: a variable name or NAME* (environment.py)."""
+    try:
+        return check_names([name])[0]
+    except WorkerEnvError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def is_plugin_folder(path: Path) -> bool:
@@ -173,6 +192,7 @@ async def serve(args: argparse.Namespace) -> int:
         allowed_roots=tuple(root.expanduser() for root in args.allow_root),
         erp_base_url=args.erp_base_url,
         actors_file=args.actors.expanduser() if args.actors else None,
+        worker_env=tuple(args.worker_env),
     )
     web = httpx.AsyncClient(follow_redirects=False)
     search = SearxngProvider(args.searxng_url, web) if args.searxng_url else None

@@ -27,6 +27,8 @@ from reference_host.plugin_tools import WorkerToolCallback
 from reference_host.plugins import PluginInfo, PluginService, Validator
 from reference_host.process import PluginProcessManager, WorkerLaunchError, WorkerSpec
 from reference_host.process.launch import worker_command
+from reference_host.process.lineage import become_subreaper
+from reference_host.process.record import LineageRecord
 from reference_host.registry import ToolRegistry
 from reference_host.store import PluginRow, Store
 from reference_host.tools import CallContext, ToolCallback
@@ -45,6 +47,7 @@ class HostConfig:
     log_level: str = "INFO"
     erp_base_url: str = "http://127.0.0.1:8801"
     actors_file: Path | None = None
+    worker_env: tuple[str, ...] = ()  # host variables passed through to workers (S2)
 
     @property
     def database(self) -> Path:
@@ -61,8 +64,13 @@ class Host:
     ) -> None:
         self.config = config
         config.data_dir.mkdir(parents=True, exist_ok=True)
+        # Orphans of workers come back to this process, and what an earlier host on this
+        # data folder left running (it was killed) is ended before anything starts (S5).
+        become_subreaper()
+        lineages = LineageRecord(config.data_dir / "workers")
+        lineages.end_stale()
         self.store = Store(config.database)
-        self.manager = PluginProcessManager()
+        self.manager = PluginProcessManager(lineages)
         self.grants = GrantStore(list(config.allowed_roots))
         self.approvals = ApprovalBroker()
         self.actors = ActorDirectory(config.actors_file)
@@ -221,4 +229,5 @@ class Host:
             data_dir=self.config.data_dir / "plugin-data" / row.id,
             log_level=self.config.log_level,
             call_timeout=call_timeout(row.manifest),
+            pass_env=self.config.worker_env,
         )

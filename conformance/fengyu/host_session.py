@@ -19,12 +19,20 @@ from reference_host.process import WorkerError
 class HostSession:
     """A Host in the run's scratch folder with the plugin installed; approvals always allow."""
 
-    def __init__(self, plugin_root: Path, workdir: Path, shared: Path) -> None:
-        """shared: the folder whose files the kit may attach as grants."""
+    def __init__(
+        self, plugin_root: Path, workdir: Path, shared: Path, worker_env: tuple[str, ...] = ()
+    ) -> None:
+        """shared: the folder whose files the kit may attach as grants; worker_env: the
+        variables passed through to the worker."""
         self.workdir = workdir
         self.loop = LoopThread(f"kit host loop {plugin_root.name}")
         policy = ApprovalPolicy(write=Decision.ALLOW, external=Decision.ALLOW)
-        config = HostConfig(data_dir=workdir / "host", approval=policy, allowed_roots=(shared,))
+        config = HostConfig(
+            data_dir=workdir / "host",
+            approval=policy,
+            allowed_roots=(shared,),
+            worker_env=worker_env,
+        )
         self.host = self.loop.run(_make_host(config))
         self.dispatched: list[tuple[str, Any]] = []
         self.host.manager.observers.append(

@@ -1,7 +1,9 @@
 """A worker process driven byte by byte, for protocol checks that must send malformed frames.
 
 The host's process manager only sends well-formed requests; protocol checks need to write
-anything and see every stdout line, so they talk to the process directly.
+anything and see every stdout line, so they talk to the process directly. It is started and
+ended the way the host's are: the same environment and lineage token, and once it has
+exited, however, its process group and every process carrying its token are killed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reference_host.process.launch import WorkerSpec
-from reference_host.process.tree import kill_tree
+from reference_host.process.lineage import end_lineage, new_token
+from reference_host.process.tree import kill_group, kill_tree
 from reference_host.worker.framing import MAX_FRAME_BYTES, decode_line
 
 KILL_WAIT = 5.0  # a blocked write ends this soon after the worker is killed
@@ -38,12 +41,13 @@ class RawWorker:
     """A started worker process with threads draining its stdout and stderr."""
 
     def __init__(self, spec: WorkerSpec) -> None:
-        spec.data_dir.mkdir(parents=True, exist_ok=True)
+        spec.prepare_folders()
         self.spec = spec
+        self.lineage = new_token()
         self.process = subprocess.Popen(
             spec.argv,
             cwd=spec.root,
-            env=spec.environment(),
+            env=spec.environment(self.lineage),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -52,7 +56,10 @@ class RawWorker:
         self.lines: queue.Queue[Line | None] = queue.Queue()
         self.stderr_tail: deque[str] = deque(maxlen=200)
         self._killed = False
+        self._ended = False
+        self._end_lock = threading.Lock()
         threading.Thread(target=self._drain_stdout, daemon=True).start()
+        threading.Thread(target=self._watch, daemon=True).start()
         threading.Thread(target=self._drain_stderr, daemon=True).start()
 
     @property
@@ -96,27 +103,47 @@ class RawWorker:
             return None
 
     def close_stdin(self, wait: float) -> int | None:
-        """Close stdin and wait for the exit code (None if it did not exit in time)."""
+        """Close stdin and wait for the exit code (None if it did not exit in time); once it
+        has exited, what it started is ended too."""
         with contextlib.suppress(OSError, ValueError):
             assert self.process.stdin is not None
             self.process.stdin.close()
         try:
-            return self.process.wait(wait)
+            code = self.process.wait(wait)
         except subprocess.TimeoutExpired:
             return None
+        self._end()
+        return code
 
     def kill(self) -> None:
         """Kill the worker and its process tree, once; later calls do nothing."""
         if self._killed:
             return
         self._killed = True
-        kill_tree(self.process.pid)
-        with contextlib.suppress(ProcessLookupError):
-            self.process.kill()
+        if self.process.poll() is None:  # once reaped, its pid is not ours to signal
+            kill_tree(self.process.pid)
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
         self.process.wait()
+        self._end()
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             with contextlib.suppress(OSError, ValueError):
                 stream.close()
+
+    def _watch(self) -> None:
+        """The moment the worker exits, whatever it left running is ended (as the host's
+        connection does), also when nobody closes or kills it afterwards."""
+        self.process.wait()
+        self._end()
+
+    def _end(self) -> None:
+        """Once the worker is reaped: kill its group and its lineage, once; a second caller
+        returns when the first is done."""
+        with self._end_lock:
+            if not self._ended:
+                self._ended = True
+                kill_group(self.process.pid)
+                end_lineage(self.lineage)
 
     def _drain_stdout(self) -> None:
         assert self.process.stdout is not None

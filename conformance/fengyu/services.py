@@ -25,16 +25,22 @@ class WorkerServices:
     """The probe transcript, the tool harness and scratch files of one plugin's worker."""
 
     def __init__(
-        self, plugin: FengYuPlugin, override: str | None, settings: PropertySettings
+        self,
+        plugin: FengYuPlugin,
+        override: str | None,
+        settings: PropertySettings,
+        worker_env: tuple[str, ...] = (),
     ) -> None:
+        """worker_env: the variables passed through to the worker (--worker-env)."""
         self.plugin = plugin
+        self.worker_env = worker_env
         self.settings = settings
         self.declared = declares_worker(plugin, override)
         self.workdir = Path(tempfile.mkdtemp(prefix="conformance-"))
         self.launch_error: str | None = None
         self.spec: WorkerSpec | None = None
         try:
-            self.spec = worker_spec(plugin, override, self.workdir / "data")
+            self.spec = worker_spec(plugin, override, self.workdir / "data", worker_env)
         except WorkerLaunchError as exc:
             self.launch_error = exc.message
         self._harness: ToolHarness | None = None
@@ -87,7 +93,9 @@ class WorkerServices:
 
     def host_session(self) -> HostSession:
         if self._host is None:
-            self._host = HostSession(self.plugin.root, self.workdir / "host-session", self.workdir)
+            self._host = HostSession(
+                self.plugin.root, self.workdir / "host-session", self.workdir, self.worker_env
+            )
         return self._host
 
     def files_for(self, tool: str) -> ToolFiles:

@@ -23,8 +23,11 @@ def declares_worker(plugin: FengYuPlugin, override: str | None) -> bool:
     )
 
 
-def worker_spec(plugin: FengYuPlugin, override: str | None, data_dir: Path) -> WorkerSpec:
-    """The spec hosts would start; raises WorkerLaunchError when there is nothing to start."""
+def worker_spec(
+    plugin: FengYuPlugin, override: str | None, data_dir: Path, pass_env: tuple[str, ...] = ()
+) -> WorkerSpec:
+    """The spec hosts would start, with the same environment (pass_env: the variables passed
+    through); raises WorkerLaunchError when there is nothing to start."""
     backend = plugin.data.get("backend")
     timeout = backend.get("callTimeoutSeconds") if isinstance(backend, dict) else None
     return WorkerSpec(
@@ -33,6 +36,7 @@ def worker_spec(plugin: FengYuPlugin, override: str | None, data_dir: Path) -> W
         argv=worker_command(plugin.root, override),
         data_dir=data_dir,
         call_timeout=timeout if isinstance(timeout, int) else None,
+        pass_env=pass_env,
     )
 
 

@@ -6,9 +6,12 @@ Lines that are not JSON are logged and skipped, unknown ids dropped. A frame ove
 breaks the framing, so it fails every pending call and the worker is killed.
 
 A watcher task owns the worker's end, however it comes (stdin EOF, crash, kill): the moment
-the process exits its group is killed, so no child outlives it; the pipes get a moment to
-deliver the last output, whatever still holds them is then killed, the transport is closed
-and the pending calls fail. Nothing waits on a pipe that a stray process keeps open.
+the process exits its group is killed and then its lineage (every process carrying its
+token, re-parented daemons included: lineage.py), so no child outlives it; the pipes get a
+moment to deliver the last output, whatever still holds them is then killed, the transport
+is closed and the pending calls fail. Nothing waits on a pipe that a stray process keeps
+open. With a LineageRecord, the token is recorded from before the start until its lineage
+has been ended, so a host killed meanwhile leaves a note for the next one.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from reference_host.process.errors import (
     WorkerTimeout,
 )
 from reference_host.process.launch import WorkerSpec
+from reference_host.process.lineage import end_lineage, new_token
+from reference_host.process.record import LineageRecord
 from reference_host.process.spawn import Spawned, spawn
 from reference_host.process.tail import StderrTail
 from reference_host.process.tree import kill_group, kill_pipe_holders, kill_tree
@@ -47,8 +52,16 @@ log = logging.getLogger("reference_host.worker")
 class WorkerConnection:
     """A started worker; `alive` turns False for good once it exits or is killed."""
 
-    def __init__(self, spec: WorkerSpec, spawned: Spawned) -> None:
+    def __init__(
+        self,
+        spec: WorkerSpec,
+        spawned: Spawned,
+        lineage: str,
+        record: LineageRecord | None = None,
+    ) -> None:
         self.spec = spec
+        self.lineage = lineage
+        self._record = record
         self.process = spawned.process
         self.pending: dict[str, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
@@ -65,13 +78,18 @@ class WorkerConnection:
         self._watcher = asyncio.create_task(self._watch(), name=f"{name} exit")
 
     @classmethod
-    async def start(cls, spec: WorkerSpec) -> WorkerConnection:
-        spec.data_dir.mkdir(parents=True, exist_ok=True)
+    async def start(cls, spec: WorkerSpec, record: LineageRecord | None = None) -> WorkerConnection:
+        spec.prepare_folders()
+        lineage = new_token()
+        if record is not None:
+            record.add(lineage, spec.plugin_id)
         try:
-            spawned = await spawn(spec, limit=MAX_FRAME_BYTES + 1)
+            spawned = await spawn(spec, limit=MAX_FRAME_BYTES + 1, lineage=lineage)
         except OSError as exc:
+            if record is not None:
+                record.remove(lineage)
             raise WorkerLaunchError(f"cannot start {spec.argv[0]}: {exc.strerror}") from None
-        return cls(spec, spawned)
+        return cls(spec, spawned, lineage, record)
 
     @property
     def alive(self) -> bool:
@@ -158,6 +176,7 @@ class WorkerConnection:
         """Runs for the worker's whole life and ends it for good once the process exits."""
         await self._spawned.exited
         kill_group(self.process.pid)
+        await self._end_lineage()
         await self._drain_pipes()
         self._spawned.transport.close()
         if self._closing:
@@ -167,6 +186,13 @@ class WorkerConnection:
                 f"worker exited with code {self.process.returncode}", self.stderr
             )
         self._fail_pending(self._failure or reason)
+
+    async def _end_lineage(self) -> None:
+        """Kill what the worker left running wherever it went, then forget the token."""
+        end = self._record.end if self._record is not None else end_lineage
+        killed = await asyncio.to_thread(end, self.lineage)
+        if killed:
+            log.info("%s: killed %s, left running by the worker", self.spec.plugin_id, killed)
 
     async def _drain_pipes(self) -> None:
         """Let the readers reach EOF, so a crash report has the last stderr lines; after

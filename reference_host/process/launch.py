@@ -9,7 +9,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reference_host.process.environment import passed_through
 from reference_host.process.errors import WorkerLaunchError
+from reference_host.process.lineage import LINEAGE_VARIABLE
 
 JAR = Path("backend") / "worker.jar"
 EXECUTABLE = Path("backend") / "worker"
@@ -26,10 +28,21 @@ class WorkerSpec:
     log_level: str = "INFO"
     call_timeout: float | None = None
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    pass_env: tuple[str, ...] = ()
 
-    def environment(self) -> dict[str, str]:
-        """The parent's environment plus what F5 says a worker gets; TMP points at its data."""
-        env = dict(os.environ)
+    @property
+    def home(self) -> Path:
+        return self.data_dir / "home"
+
+    def prepare_folders(self) -> None:
+        """Create the data folder (TMP) and HOME inside it, before every start."""
+        self.home.mkdir(parents=True, exist_ok=True)
+
+    def environment(self, lineage: str | None = None) -> dict[str, str]:
+        """What a worker sees (SPEC S2, environment.py): the allowed part of the host's
+        environment, extra_env, the F5 variables, TMP in its data folder, HOME in there, and
+        the lineage token that marks every process it starts (lineage.py)."""
+        env = passed_through(os.environ, self.pass_env)
         env.update(self.extra_env)
         data = str(self.data_dir)
         env.update(
@@ -40,8 +53,11 @@ class WorkerSpec:
                 "TMPDIR": data,
                 "TMP": data,
                 "TEMP": data,
+                "HOME": str(self.home),
             }
         )
+        if lineage is not None:
+            env[LINEAGE_VARIABLE] = lineage
         return env
 
     def shell_command(self) -> str:

@@ -2,6 +2,7 @@
 
 A timeout or a crash costs the pending calls and the process, never the host: the next call
 starts a fresh worker. FileRefs in the params are resolved to paths just before dispatch.
+Whatever a stopped worker started is ended with it (connection.py, lineage.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from reference_host.filerefs import resolve_refs
 from reference_host.process.connection import WorkerConnection
 from reference_host.process.errors import WorkerLaunchError
 from reference_host.process.launch import WorkerSpec
+from reference_host.process.record import LineageRecord
 from reference_host.process.timeouts import effective_timeout
 
 RefLookup = Callable[[str], Path | None]
@@ -23,9 +25,11 @@ RefLookup = Callable[[str], Path | None]
 class PluginProcessManager:
     """Starts, calls and stops the workers of registered plugins."""
 
-    def __init__(self) -> None:
+    def __init__(self, record: LineageRecord | None = None) -> None:
         """observers see (plugin id, method, params) of each call as dispatched, FileRefs
-        already resolved: diagnostics for tests and the kit's host checks."""
+        already resolved: diagnostics for tests and the kit's host checks. record keeps
+        the lineage token of each worker until its processes are ended (record.py)."""
+        self._record = record
         self._specs: dict[str, WorkerSpec] = {}
         self._connections: dict[str, WorkerConnection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -103,6 +107,8 @@ class PluginProcessManager:
     async def close(self, grace: float = 5.0) -> None:
         """Stop every worker: stdin closed, processes reaped, stragglers killed after grace."""
         await asyncio.gather(*(self.stop(pid, grace) for pid in list(self._connections)))
+        if self._record is not None:
+            await asyncio.to_thread(self._record.close)
 
     async def _running(self, plugin_id: str) -> WorkerConnection:
         connection = self._connections.get(plugin_id)
@@ -117,6 +123,6 @@ class PluginProcessManager:
                 spec = self._specs.get(plugin_id)
                 if spec is None:
                     raise WorkerLaunchError(f"plugin {plugin_id} has no worker")
-                connection = await WorkerConnection.start(spec)
+                connection = await WorkerConnection.start(spec, self._record)
                 self._connections[plugin_id] = connection
             return connection

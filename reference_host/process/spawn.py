@@ -40,15 +40,16 @@ class Spawned:
     output_inodes: tuple[int, int]
 
 
-async def spawn(spec: WorkerSpec, limit: int) -> Spawned:
+async def spawn(spec: WorkerSpec, limit: int, lineage: str) -> Spawned:
     """Start the worker in its own session (so its pid is its process group) with piped
-    stdio; raises OSError when it cannot be started."""
+    stdio, its environment marked with the lineage token; raises OSError when it cannot be
+    started."""
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.subprocess_exec(
         lambda: ExitWatchingProtocol(limit, loop),
         *spec.argv,
         cwd=spec.root,
-        env=spec.environment(),
+        env=spec.environment(lineage),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

@@ -1,0 +1,60 @@
+"""The environment a worker gets (SPEC S2): a short documented list, never the host's secrets.
+
+A worker runs plugin code the host did not write, so it inherits nothing by default: only
+what a program needs to run at all (PATH, the locale, the time zone, JAVA_HOME for
+`java -jar` workers, SYSTEMROOT on Windows), plus the names the host's owner passes through
+explicitly (HostConfig.worker_env / `--worker-env NAME`, the kit's `--worker-env`, or the
+REFERENCE_HOST_WORKER_ENV variable, a comma-separated list, for both). The F5 variables,
+TMPDIR/TMP/TEMP (the plugin's data folder) and HOME (a folder inside it) are set on top.
+A name ending in `*` passes every variable starting with the rest (`LC_*`). The host's
+model key (OPENAI_API_KEY) is never passed, even when listed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+DEFAULT_PASS_ENV = ("PATH", "LANG", "LANGUAGE", "LC_*", "TZ", "JAVA_HOME", "SYSTEMROOT")
+PASS_ENV_VARIABLE = "REFERENCE_HOST_WORKER_ENV"
+NEVER_PASSED = frozenset({"OPENAI_API_KEY"})
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
+
+
+class WorkerEnvError(ValueError):
+    """A pass-through name that is not a variable name (or a `PREFIX*` pattern)."""
+
+
+def check_names(names: Iterable[str]) -> tuple[str, ...]:
+    """The names as given, or WorkerEnvError naming the first bad one."""
+    checked = tuple(names)
+    for name in checked:
+        if not NAME.match(name):
+            shown = name if len(name) <= 80 else f"{name[:80]}..."
+            raise WorkerEnvError(
+                f"worker environment: {shown!r} is not a variable name (letters, digits, _; "
+                "a trailing * passes every variable with that prefix)"
+            )
+        if name in NEVER_PASSED:
+            raise WorkerEnvError(f"worker environment: {name} is the host's model key")
+    return checked
+
+
+def configured_names(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The names REFERENCE_HOST_WORKER_ENV lists (bad entries are ignored: the variable is
+    read by every worker start, where there is nobody to tell)."""
+    raw = environ.get(PASS_ENV_VARIABLE, "")
+    return tuple(n for n in (part.strip() for part in raw.split(",")) if NAME.match(n))
+
+
+def passed_through(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
+    """The variables of environ a worker may see: the defaults, extra, and the configured
+    names."""
+    names = (*DEFAULT_PASS_ENV, *extra, *configured_names(environ))
+    exact = {n for n in names if not n.endswith("*")}
+    prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
+    return {
+        key: value
+        for key, value in environ.items()
+        if key not in NEVER_PASSED and (key in exact or (prefixes and key.startswith(prefixes)))
+    }
