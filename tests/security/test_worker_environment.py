@@ -1,0 +1,133 @@
+"""A worker sees a minimal, documented environment (SPEC S2): never the host's model key or
+another secret of the host's environment, only what is passed through by name; the kit
+starts workers the same way, so what it tests is what a host gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reference_host.__main__ import build_parser
+from reference_host.host import Host, HostConfig
+from reference_host.process.environment import WorkerEnvError, check_names
+from tests.faults.support import call_tool, write_worker_plugin
+
+PLUGIN_ID = "test.security.envdump"
+TOOL = "env_dump"
+KIT_TIMEOUT = 300.0  # a hang guard
+
+# The worker writes its whole environment to DUMPS/<pid>.json at start, and returns it.
+DUMPER = """
+def startup():
+    with open(os.path.join({dumps!r}, f"{{os.getpid()}}.json"), "w") as f:
+        json.dump(dict(os.environ), f)
+
+
+def serve(method, params):
+    return {{"success": True, "summary": "env", "env": dict(os.environ)}}
+"""
+
+
+@pytest.fixture
+def secrets_set(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The model key, an unrelated secret and a variable to pass through, in os.environ."""
+    values = {
+        "OPENAI_API_KEY": f"sk-{secrets.token_hex(16)}",
+        "SECRET": secrets.token_hex(16),
+        "PASSED_THROUGH": secrets.token_hex(8),
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return values
+
+
+def dumper(tmp_path: Path) -> tuple[Path, Path]:
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    fault = DUMPER.format(dumps=str(dumps))
+    return write_worker_plugin(tmp_path / "src", PLUGIN_ID, TOOL, fault), dumps
+
+
+def assert_minimal(env: dict[str, str], values: dict[str, str], data_dir: Path | None) -> None:
+    assert "OPENAI_API_KEY" not in env and "SECRET" not in env
+    assert not set(env.values()) & {values["OPENAI_API_KEY"], values["SECRET"]}
+    assert env["PASSED_THROUGH"] == values["PASSED_THROUGH"]
+    assert env["PATH"] == os.environ["PATH"]
+    assert env["FENGYU_PLUGIN_ID"] == PLUGIN_ID
+    home = Path(env["HOME"])
+    assert home.parent == Path(env["TMPDIR"]) == Path(env["TMP"]) == Path(env["TEMP"])
+    if data_dir is not None:  # a host's folders (the kit removes its own after the run)
+        assert Path(env["TMPDIR"]) == data_dir and home.is_dir()
+
+
+async def test_a_host_worker_gets_no_secret_and_the_passed_through_name(
+    tmp_path: Path, secrets_set: dict[str, str]
+) -> None:
+    root, _ = dumper(tmp_path)
+    config = HostConfig(data_dir=tmp_path / "host", worker_env=("PASSED_THROUGH",))
+    host = Host(config)
+    try:
+        await host.install(root)
+        result = await call_tool(host, TOOL)
+    finally:
+        await host.close()
+    assert result["success"] is True
+    assert_minimal(result["env"], secrets_set, tmp_path / "host" / "plugin-data" / PLUGIN_ID)
+
+
+async def test_without_pass_through_a_host_worker_sees_only_the_documented_names(
+    tmp_path: Path, secrets_set: dict[str, str]
+) -> None:
+    root, _ = dumper(tmp_path)
+    host = Host(HostConfig(data_dir=tmp_path / "host"))
+    try:
+        await host.install(root)
+        env = (await call_tool(host, TOOL))["env"]
+    finally:
+        await host.close()
+    documented = {"PATH", "LANG", "LANGUAGE", "TZ", "JAVA_HOME", "SYSTEMROOT", "HOME"}
+    documented |= {"FENGYU_PLUGIN_ID", "FENGYU_PLUGIN_ROOT", "FENGYU_LOG_LEVEL"}
+    documented |= {"TMPDIR", "TMP", "TEMP", "REFERENCE_HOST_LINEAGE", "PYTHONPATH"}
+    extra = {name for name in env if name not in documented and not name.startswith("LC_")}
+    assert extra == set(), f"undocumented variables reached the worker: {sorted(extra)}"
+
+
+def test_a_kit_worker_gets_no_secret_and_the_passed_through_name(
+    tmp_path: Path, secrets_set: dict[str, str]
+) -> None:
+    """`pytest --plugin-dir ... --worker-env PASSED_THROUGH`: every worker the kit starts
+    (protocol probe, tool harness, the kit's host) gets the same environment."""
+    root, dumps = dumper(tmp_path)
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+    run = subprocess.run(
+        [*command, "--plugin-dir", str(root), "--worker-env", "PASSED_THROUGH"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTEST_ADDOPTS": "-p no:asyncio"},
+        capture_output=True,
+        timeout=KIT_TIMEOUT,
+        check=False,
+    )
+    envs = [json.loads(path.read_text()) for path in sorted(dumps.glob("*.json"))]
+    assert len(envs) >= 2, run.stdout.decode()[-2000:]
+    for env in envs:
+        assert_minimal(env, secrets_set, None)
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "*", "A B", "X=1", "1A", "a b" * 300])
+def test_a_bad_or_secret_pass_through_name_is_refused_clearly(name: str) -> None:
+    with pytest.raises(WorkerEnvError) as raised:
+        check_names([name])
+    assert len(str(raised.value)) < 300
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--worker-env", name])
+
+
+def test_the_host_cli_passes_names_to_its_config() -> None:
+    args = build_parser().parse_args(["serve", "--worker-env", "A", "--worker-env", "AWS_*"])
+    assert args.worker_env == ["A", "AWS_*"]
