@@ -7,6 +7,7 @@ callbacks -> workers (through the process manager) -> events for the SSE stream.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from reference_host.agent.models import ChatModel, Message
 from reference_host.approval import ApprovalBroker, ApprovalPolicy
 from reference_host.erp import RestToolCallback, erp_decls
 from reference_host.events import Event
+from reference_host.grant_copies import COPIES
 from reference_host.grants import GrantStore
 from reference_host.manifests import call_timeout, tool_decls
 from reference_host.plugin_tools import WorkerToolCallback
@@ -63,7 +65,10 @@ class Host:
         config.data_dir.mkdir(parents=True, exist_ok=True)
         self.store = Store(config.database)
         self.manager = PluginProcessManager()
-        self.grants = GrantStore(list(config.allowed_roots))
+        # copies of granted files left by a host that did not close (grants live in memory)
+        for leftover in (config.data_dir / "plugin-data").glob(f"*/{COPIES}"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        self.grants = GrantStore(list(config.allowed_roots), self.plugin_data)
         self.approvals = ApprovalBroker()
         self.actors = ActorDirectory(config.actors_file)
         self.http = httpx.AsyncClient(timeout=30.0)
@@ -148,7 +153,12 @@ class Host:
     async def close(self) -> None:
         await self.manager.close()
         await self.http.aclose()
+        self.grants.close()
         self.store.close()
+
+    def plugin_data(self, plugin_id: str) -> Path:
+        """The plugin's data folder: its worker's TMP, and where its grants' copies are made."""
+        return self.config.data_dir / "plugin-data" / plugin_id
 
     def permitted(self, callback: ToolCallback, tenant: str, actor: str) -> bool:
         permission = getattr(callback, "required_permission", None)
@@ -218,7 +228,7 @@ class Host:
             plugin_id=row.id,
             root=row.root,
             argv=argv,
-            data_dir=self.config.data_dir / "plugin-data" / row.id,
+            data_dir=self.plugin_data(row.id),
             log_level=self.config.log_level,
             call_timeout=call_timeout(row.manifest),
         )
