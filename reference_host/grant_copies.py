@@ -70,6 +70,7 @@ class GrantCopies:
         self._staging: dict[tuple[str, str], Staging] = {}  # (conversation, ref id)
         self._made: set[Path] = set()
         self._lock = threading.Lock()
+        self._refreshing: dict[Path, threading.Lock] = {}  # one refresh of a copy at a time
 
     def folder(self, plugin_id: str, ref_id: str, write: bool) -> Path:
         return self._data_dirs(plugin_id) / COPIES / ref_id / ("write" if write else "read")
@@ -77,12 +78,15 @@ class GrantCopies:
     def read_copy(self, plugin_id: str, ref_id: str, name: str, source_fd: int) -> str:
         """Refresh the copy of the open file or folder source_fd; returns the worker's path."""
         folder = self.folder(plugin_id, ref_id, write=False)
+        with self._lock:
+            refreshing = self._refreshing.setdefault(folder, threading.Lock())
         folder_fd = self._open_folder(folder)
         try:
-            if stat.S_ISDIR(os.fstat(source_fd).st_mode):
-                _replace_tree(source_fd, folder_fd, name)
-            else:
-                beneath.write_file(source_fd, folder_fd, name, _temporary())
+            with refreshing:
+                if stat.S_ISDIR(os.fstat(source_fd).st_mode):
+                    _replace_tree(source_fd, folder_fd, name)
+                else:
+                    beneath.write_file(source_fd, folder_fd, name, _temporary())
         finally:
             os.close(folder_fd)
         return str(folder / name)
@@ -111,8 +115,9 @@ class GrantCopies:
     def forget(self, conversation_id: str, plugin_refs: list[tuple[str, str]]) -> None:
         """Delete the copies of these (plugin id, ref id) grants of a forgotten conversation."""
         with self._lock:
-            for _, ref_id in plugin_refs:
+            for plugin_id, ref_id in plugin_refs:
                 self._staging.pop((conversation_id, ref_id), None)
+                self._refreshing.pop(self.folder(plugin_id, ref_id, write=False), None)
         for plugin_id, ref_id in plugin_refs:
             shutil.rmtree(self._data_dirs(plugin_id) / COPIES / ref_id, ignore_errors=True)
 
@@ -121,6 +126,7 @@ class GrantCopies:
         with self._lock:
             made, self._made = self._made, set()
             self._staging.clear()
+            self._refreshing.clear()
         for path in made:
             shutil.rmtree(path, ignore_errors=True)
 

@@ -15,6 +15,7 @@ import stat
 import tempfile
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,8 @@ class GrantStore:
         self._grants: dict[str, Grant] = {}
         self._lock = threading.Lock()
         self._root_fds: dict[Path, int] = {}
+        # a store dropped without close() (tests make many) still closes its descriptors
+        self._close_fds = weakref.finalize(self, _close_all, self._root_fds)
         if beneath.supported():
             for root in self.allowed_roots:
                 self._root_fd(root)
@@ -75,9 +78,7 @@ class GrantStore:
         """Delete the copies made for workers and close the allowed roots' descriptors."""
         self.copies.close()
         with self._lock:
-            fds, self._root_fds = self._root_fds, {}
-        for fd in fds.values():
-            os.close(fd)
+            self._close_fds()
         if self._scratch is not None:
             self._scratch.cleanup()
 
@@ -149,6 +150,10 @@ class GrantStore:
         """The path the worker gets for a granted FileRef: a fresh copy of a read grant, or
         the staging folder of a writable folder (see grant_copies)."""
         grant = self.granted(conversation_id, plugin_id, ref, write)
+        if write and grant.kind != "directory":
+            raise FileRefError(
+                f"FileRef {grant.ref['id']} is a file; this parameter takes a folder"
+            )
         ref_id, name = grant.ref["id"], Path(self.copy_path(plugin_id, grant.ref)).name
         fd = self._open(grant, directory=grant.kind == "directory")
         try:
@@ -284,6 +289,12 @@ class GrantStore:
         if isinstance(value, list):
             return [self._resolve_tree(conversation_id, plugin_id, v, write) for v in value]
         return value
+
+
+def _close_all(fds: dict[Path, int]) -> None:
+    for fd in fds.values():
+        os.close(fd)
+    fds.clear()
 
 
 def _only_refs(value: Any, file_class: FileClass) -> bool:

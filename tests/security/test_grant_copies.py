@@ -196,3 +196,9 @@ async def test_a_host_removes_copies_a_previous_run_left(shared: Path, tmp_path:
         assert (tmp_path / "host" / "plugin-data" / "some.plugin").is_dir()
     finally:
         await host.close()
+
+
+def test_a_file_grant_in_a_folder_parameter_is_refused(store: GrantStore, shared: Path) -> None:
+    ref = store.attach("c", "p", shared / "docs" / "a.md", "read-write")
+    with pytest.raises(FileRefError, match="is a file; this parameter takes a folder"):
+        store.prepare("c", "p", {"out": ref}, {"out": FileClass.WRITE_DIRECTORY})

@@ -148,6 +148,7 @@ async def test_a_granted_folder_swapped_for_a_link_is_never_written_through(race
     print(f"\n{len(written)} files written outside in {len(outputs)} calls; {len(done)} ok")
     assert swapper.swaps > 0 and done, "the race did not run"
     assert written == []
+    assert any(race.files.rglob("p*_East.xlsx")), "no output reached the granted folder"
 
 
 async def test_calls_run_while_nothing_is_swapped(race: Race) -> None:
