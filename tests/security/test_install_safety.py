@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+import reference_host.plugins
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.app import create_app
 from reference_host.host import Host, HostConfig
@@ -395,3 +396,21 @@ async def test_the_copy_keeps_modes_so_the_worker_stays_executable(
     assert os.access(Path(info.root) / "backend" / "worker", os.X_OK)
     events = await run_chat(bare_host, ModelTurn(text="hi"))
     assert events[-1].type == "done"
+
+
+async def test_a_manifest_changed_during_the_copy_is_refused(
+    bare_host: Host, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What gets committed is what was checked: the staged manifest must be the one read."""
+    copy = reference_host.plugins.copy_plain_tree
+
+    def copy_then_change(source: Path, target: Path) -> None:
+        copy(source, target)
+        manifest = json.loads((target / "manifest.json").read_text())
+        (target / "manifest.json").write_text(json.dumps({**manifest, "version": "6.6.6"}))
+
+    monkeypatch.setattr(reference_host.plugins, "copy_plain_tree", copy_then_change)
+    with pytest.raises(PluginError, match="its manifest changed while it was copied"):
+        await bare_host.install(copy_sample(MARKDOWN, tmp_path))
+    assert list((bare_host.config.data_dir / "plugins").iterdir()) == []
+    assert bare_host.plugins.list() == []
