@@ -1,22 +1,29 @@
-"""FileRef grants (SPEC F8, F9): what a conversation may hand to which plugin, and injection.
+"""FileRef grants (SPEC F8, F9, S3): what a conversation may hand to which plugin, and injection.
 
 Grants live in memory, as in FengYu. A grant's path is resolved (symlinks included) when it
-is attached and must lie under one of the host's allowed roots; at dispatch the path is
-resolved again and must be unchanged, so a symlink swapped in later cannot escape.
+is attached and must lie under one of the host's allowed roots. At dispatch the target is
+opened again beneath that root's descriptor (opened once, when the store is made) without
+following any link, and the worker gets a copy made from what was opened (grant_copies): a
+link swapped in anywhere on the path refuses the call instead of being followed.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import stat
+import tempfile
 import threading
 import uuid
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reference_host import beneath
 from reference_host.filerefs import FileClass, FileRefError, is_file_ref
+from reference_host.grant_copies import GrantCopies, commit
 
 ACCESS = ("read", "write", "read-write")
 
@@ -27,6 +34,8 @@ class Grant:
     plugin_id: str
     ref: dict[str, Any]
     path: Path
+    root: Path  # the allowed root it lies under, the deepest one
+    parts: tuple[str, ...]  # path relative to root, component by component
 
     @property
     def kind(self) -> str:
@@ -41,12 +50,37 @@ class Grant:
 
 
 class GrantStore:
-    """Attach, list and resolve FileRefs per conversation and plugin."""
+    """Attach, list and hand over FileRefs per conversation and plugin.
 
-    def __init__(self, allowed_roots: list[Path]) -> None:
+    data_dirs gives a plugin's data folder, where the copies its worker gets are made;
+    without it they go to a private temporary folder removed by close().
+    """
+
+    def __init__(
+        self, allowed_roots: list[Path], data_dirs: Callable[[str], Path] | None = None
+    ) -> None:
         self.allowed_roots = [root.resolve() for root in allowed_roots]
         self._grants: dict[str, Grant] = {}
         self._lock = threading.Lock()
+        self._root_fds: dict[Path, int] = {}
+        # a store dropped without close() (tests make many) still closes its descriptors
+        self._close_fds = weakref.finalize(self, _close_all, self._root_fds)
+        if beneath.supported():
+            for root in self.allowed_roots:
+                self._root_fd(root)
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        if data_dirs is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="grant-copies-")
+            data_dirs = Path(self._scratch.name).joinpath
+        self.copies = GrantCopies(data_dirs)
+
+    def close(self) -> None:
+        """Delete the copies made for workers and close the allowed roots' descriptors."""
+        self.copies.close()
+        with self._lock:
+            self._close_fds()
+        if self._scratch is not None:
+            self._scratch.cleanup()
 
     def attach(
         self, conversation_id: str, plugin_id: str, path: Path | str, access: str
@@ -60,8 +94,14 @@ class GrantStore:
             status = real.stat()
         except (OSError, RuntimeError, ValueError):
             raise FileRefError(f"{str(path)!r} does not exist") from None
-        if not any(real == root or root in real.parents for root in self.allowed_roots):
+        roots = [r for r in self.allowed_roots if real == r or r in real.parents]
+        if not roots:
             raise FileRefError(f"{path} is outside the folders this host may share")
+        root = max(roots, key=lambda r: len(r.parts))
+        if not beneath.supported():
+            raise FileRefError("this platform cannot open files without following links")
+        if self._root_fd(root) is None:
+            raise FileRefError(f"{path}: the allowed folder {root} cannot be opened")
         kind = "directory" if stat.S_ISDIR(status.st_mode) else "file"
         ref = {
             "id": f"ref_{uuid.uuid4()}",
@@ -71,7 +111,9 @@ class GrantStore:
             "size": status.st_size if kind == "file" else 0,
         }
         with self._lock:
-            self._grants[ref["id"]] = Grant(conversation_id, plugin_id, ref, real)
+            self._grants[ref["id"]] = Grant(
+                conversation_id, plugin_id, ref, real, root, real.relative_to(root).parts
+            )
         return dict(ref)
 
     def grants(self, conversation_id: str, plugin_id: str | None = None) -> list[Grant]:
@@ -85,12 +127,14 @@ class GrantStore:
 
     def forget(self, conversation_id: str) -> None:
         with self._lock:
+            gone = [g for g in self._grants.values() if g.conversation_id == conversation_id]
             self._grants = {
                 k: g for k, g in self._grants.items() if g.conversation_id != conversation_id
             }
+        self.copies.forget(conversation_id, [(g.plugin_id, g.ref["id"]) for g in gone])
 
-    def resolve(self, conversation_id: str, plugin_id: str, ref: Any, write: bool = False) -> str:
-        """The absolute path of a FileRef granted to plugin in this conversation."""
+    def granted(self, conversation_id: str, plugin_id: str, ref: Any, write: bool = False) -> Grant:
+        """The grant of a FileRef to plugin in this conversation, or FileRefError."""
         ref_id = ref.get("id") if isinstance(ref, Mapping) else None
         with self._lock:
             grant = self._grants.get(ref_id) if isinstance(ref_id, str) else None
@@ -100,13 +144,77 @@ class GrantStore:
             raise FileRefError(f"FileRef {ref_id} is not granted to plugin {plugin_id}")
         if write and not grant.writable:
             raise FileRefError(f"FileRef {ref_id} is read-only; this parameter writes")
+        return grant
+
+    def hand_over(self, conversation_id: str, plugin_id: str, ref: Any, write: bool = False) -> str:
+        """The path the worker gets for a granted FileRef: a fresh copy of a read grant, or
+        the staging folder of a writable folder (see grant_copies)."""
+        grant = self.granted(conversation_id, plugin_id, ref, write)
+        if write and grant.kind != "directory":
+            raise FileRefError(
+                f"FileRef {grant.ref['id']} is a file; this parameter takes a folder"
+            )
+        ref_id, name = grant.ref["id"], Path(self.copy_path(plugin_id, grant.ref)).name
+        fd = self._open(grant, directory=grant.kind == "directory")
         try:
-            now = grant.path.resolve(strict=True)
-        except (OSError, RuntimeError):
+            if write:
+                return self.copies.staging(conversation_id, plugin_id, ref_id, name)
+            return self.copies.read_copy(plugin_id, ref_id, name, fd)
+        except OSError as exc:
+            raise FileRefError(f"FileRef {grant.ref['id']}: cannot copy it: {exc}") from None
+        finally:
+            os.close(fd)
+
+    def copy_path(self, plugin_id: str, ref: Mapping[str, Any], write: bool = False) -> str:
+        """Where hand_over puts a grant's copy (write: its staging folder) for the worker."""
+        folder = self.copies.folder(plugin_id, str(ref["id"]), write)
+        return str(folder / (ref["name"] or "root"))
+
+    def commit(self, conversation_id: str, plugin_id: str) -> None:
+        """After a call: what the plugin wrote into its staging folders in this conversation
+        goes into the granted folders, reached without following links (SPEC S3)."""
+        writable = {g.ref["id"]: g for g in self.grants(conversation_id, plugin_id) if g.writable}
+        problems = []
+        for ref_id, staging in self.copies.pending(conversation_id, set(writable)):
+            grant = writable[ref_id]
+            try:
+                target = self._open(grant, directory=True)
+            except FileRefError as exc:
+                problems.append(f"{exc}; its output was not written")
+                continue
+            try:
+                commit(staging, target, f"FileRef {ref_id}")
+            except FileRefError as exc:
+                problems.append(str(exc))
+            except OSError as exc:
+                problems.append(f"FileRef {ref_id}: its output cannot be written: {exc}")
+            finally:
+                os.close(target)
+        if problems:
+            raise FileRefError("; ".join(problems))
+
+    def _open(self, grant: Grant, directory: bool) -> int:
+        ref_id = grant.ref["id"]
+        root_fd = self._root_fd(grant.root)
+        if root_fd is None:
+            raise FileRefError(f"FileRef {ref_id}: {grant.path} is gone")
+        try:
+            return beneath.open_beneath(root_fd, grant.parts, directory=directory)
+        except beneath.NotPlain:
+            raise FileRefError(f"FileRef {ref_id}: {grant.path} now points elsewhere") from None
+        except OSError:
             raise FileRefError(f"FileRef {ref_id}: {grant.path} is gone") from None
-        if now != grant.path:
-            raise FileRefError(f"FileRef {ref_id}: {grant.path} now points elsewhere")
-        return str(now)
+
+    def _root_fd(self, root: Path) -> int | None:
+        """The root's descriptor, opened once (a root missing at start is opened when a
+        grant under it is first attached)."""
+        with self._lock:
+            if root not in self._root_fds:
+                try:
+                    self._root_fds[root] = beneath.open_dir(str(root))
+                except OSError:
+                    return None
+            return self._root_fds[root]
 
     def prepare(
         self,
@@ -115,7 +223,7 @@ class GrantStore:
         args: dict[str, Any],
         file_classes: Mapping[str, FileClass],
     ) -> dict[str, Any]:
-        """Route B injection, then resolution of every FileRef to its path (F8, F9).
+        """Route B injection, then every FileRef handed over as a path (F8, F9, S3).
 
         A file-class parameter accepts only granted FileRefs: a path the model wrote itself
         would let it reach any file the worker can read, so it is refused.
@@ -172,7 +280,7 @@ class GrantStore:
 
     def _resolve_tree(self, conversation_id: str, plugin_id: str, value: Any, write: bool) -> Any:
         if is_file_ref(value):
-            return self.resolve(conversation_id, plugin_id, value, write)
+            return self.hand_over(conversation_id, plugin_id, value, write)
         if isinstance(value, Mapping):
             return {
                 k: self._resolve_tree(conversation_id, plugin_id, v, write)
@@ -181,6 +289,12 @@ class GrantStore:
         if isinstance(value, list):
             return [self._resolve_tree(conversation_id, plugin_id, v, write) for v in value]
         return value
+
+
+def _close_all(fds: dict[Path, int]) -> None:
+    for fd in fds.values():
+        os.close(fd)
+    fds.clear()
 
 
 def _only_refs(value: Any, file_class: FileClass) -> bool:

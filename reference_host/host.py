@@ -7,6 +7,7 @@ callbacks -> workers (through the process manager) -> events for the SSE stream.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from reference_host.agent.models import ChatModel, Message
 from reference_host.approval import ApprovalBroker, ApprovalPolicy
 from reference_host.erp import RestToolCallback, erp_decls
 from reference_host.events import Event
+from reference_host.grant_copies import COPIES
 from reference_host.grants import GrantStore
 from reference_host.manifests import call_timeout, tool_decls
 from reference_host.plugin_tools import WorkerToolCallback
@@ -71,7 +73,10 @@ class Host:
         lineages.end_stale()
         self.store = Store(config.database)
         self.manager = PluginProcessManager(lineages)
-        self.grants = GrantStore(list(config.allowed_roots))
+        # copies of granted files left by a host that did not close (grants live in memory)
+        for leftover in (config.data_dir / "plugin-data").glob(f"*/{COPIES}"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        self.grants = GrantStore(list(config.allowed_roots), self.plugin_data)
         self.approvals = ApprovalBroker()
         self.actors = ActorDirectory(config.actors_file)
         self.http = httpx.AsyncClient(timeout=30.0)
@@ -156,7 +161,12 @@ class Host:
     async def close(self) -> None:
         await self.manager.close()
         await self.http.aclose()
+        self.grants.close()
         self.store.close()
+
+    def plugin_data(self, plugin_id: str) -> Path:
+        """The plugin's data folder: its worker's TMP, and where its grants' copies are made."""
+        return self.config.data_dir / "plugin-data" / plugin_id
 
     def permitted(self, callback: ToolCallback, tenant: str, actor: str) -> bool:
         permission = getattr(callback, "required_permission", None)
@@ -226,7 +236,7 @@ class Host:
             plugin_id=row.id,
             root=row.root,
             argv=argv,
-            data_dir=self.config.data_dir / "plugin-data" / row.id,
+            data_dir=self.plugin_data(row.id),
             log_level=self.config.log_level,
             call_timeout=call_timeout(row.manifest),
             pass_env=self.config.worker_env,

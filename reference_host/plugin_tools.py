@@ -1,4 +1,5 @@
-"""A FengYu aiTool as a ToolCallback: arguments -> FileRefs injected and resolved -> worker.
+"""A FengYu aiTool as a ToolCallback: arguments -> FileRefs injected and handed over -> worker
+-> what it wrote for writable grants committed.
 
 The callback belongs to the snapshot it was made for; if its plugin has since been disabled
 or uninstalled it answers the SPEC's "no longer available" failure instead of calling.
@@ -6,6 +7,7 @@ or uninstalled it answers the SPEC's "no longer available" failure instead of ca
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 
@@ -40,16 +42,35 @@ class WorkerToolCallback:
             return unavailable(self.owner)
         try:
             args = parse_arguments(input_json)
-            params = self._grants.prepare(
-                context.conversation_id, self.owner, args, self.decl.file_classes
-            )
-            result = await self._manager.invoke(
-                self.owner, self.decl.method, params, tool_timeout=self.decl.timeout
+            # copies of granted files are made off the event loop: they may be large
+            params = await asyncio.to_thread(
+                self._grants.prepare,
+                context.conversation_id,
+                self.owner,
+                args,
+                self.decl.file_classes,
             )
         except (ValueError, FileRefError) as exc:
             return failure(str(exc))
-        except WorkerError as exc:
-            return failure(exc.message)
         except Exception as exc:  # the model layer must never see an exception (SPEC F7)
             return failure(f"internal error: {type(exc).__name__}: {exc}")
-        return json.dumps(result, ensure_ascii=False)
+        try:
+            output = json.dumps(
+                await self._manager.invoke(
+                    self.owner, self.decl.method, params, tool_timeout=self.decl.timeout
+                ),
+                ensure_ascii=False,
+            )
+        except WorkerError as exc:
+            output = failure(exc.message)
+        except Exception as exc:
+            output = failure(f"internal error: {type(exc).__name__}: {exc}")
+        # after every call, failed ones too: a worker may write before it fails, and a
+        # background job of an earlier call may have written since
+        try:
+            await asyncio.to_thread(self._grants.commit, context.conversation_id, self.owner)
+        except FileRefError as exc:
+            return failure(str(exc))
+        except Exception as exc:
+            return failure(f"internal error: {type(exc).__name__}: {exc}")
+        return output

@@ -22,6 +22,7 @@ from typing import Any
 
 from reference_host.erp import erp_decls, is_erp_folder, read_erp_manifest
 from reference_host.manifests import model_tool_names, tool_decls
+from reference_host.plugin_copy import UnsafeEntry, copy_plain_tree, verify_plain_tree
 from reference_host.registry import ToolRegistry
 from reference_host.sources_json import JsonFileError, read_json_object
 from reference_host.store import PluginRow, Store
@@ -160,15 +161,20 @@ class PluginService:
                 raise PluginError(f"{source.name} does not pass validation", report.errors)
         manifest = _read_manifest(source)
         self._admit(manifest, self._store.plugin(manifest["id"]))
-        _refuse_escaping_links(source)
+        # the copy, not a check before it, refuses links: one renamed into place after a
+        # check would be copied as the file it points at
         staging = self._dir / f".staging-{uuid.uuid4().hex}"
         try:
-            shutil.copytree(source, staging)  # symlinks inside are copied as their targets
-        except (OSError, shutil.Error) as exc:
+            copy_plain_tree(source, staging)
+            verify_plain_tree(staging)
+            if _read_manifest(staging) != manifest:
+                raise UnsafeEntry(f"{source}: its manifest changed while it was copied")
+        except BaseException as exc:
             shutil.rmtree(staging, ignore_errors=True)
-            raise PluginError(f"{source} cannot be copied: {exc}") from None
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(exc, UnsafeEntry):
+                raise PluginError(f"{source.name} cannot be installed: {exc}") from None
+            if isinstance(exc, OSError):
+                raise PluginError(f"{source} cannot be copied: {exc}") from None
             raise
         return Staged(source, staging, manifest)
 
@@ -385,15 +391,3 @@ def _check_declarations(source: Path, manifest: dict[str, Any]) -> None:
         erp_decls(manifest) if "erpTools" in manifest else tool_decls(manifest)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise PluginError(f"{source}: its tools cannot be loaded: {exc}") from None
-
-
-def _refuse_escaping_links(source: Path) -> None:
-    """A symlink out of the plugin folder (or a loop) would copy files the plugin does not own."""
-    for path in source.rglob("*"):
-        if path.is_symlink():
-            try:
-                inside = path.resolve(strict=True).is_relative_to(source)
-            except (OSError, RuntimeError):
-                inside = False
-            if not inside:
-                raise PluginError(f"{path} links outside the plugin folder")

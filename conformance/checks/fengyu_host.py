@@ -99,7 +99,7 @@ def route_b_injection_accepted(ctx: CheckContext) -> Iterator[Finding]:
                 ctx,
                 "FY-HOST-002",
                 f"{tool.name!r}.{name} reached the worker as "
-                f"{sent!r}, not the granted {expected!r}",
+                f"{sent!r}, not the host's copy of the grant {expected!r}",
             )
             continue
         output = next((e.data["output"] for e in events if e.data.get("phase") == "result"), "")
@@ -112,19 +112,20 @@ def route_b_injection_accepted(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _attach(host: HostSession, conversation: str, file_class: FileClass, files: Any) -> Any:
+    """Grant the tool's files; returns what the worker must get: the paths of the host's
+    copies of them in the plugin's data folder (a staging folder for a writable one)."""
+    grants = host.host.grants
     plugin_id = host.info.id
     if file_class is FileClass.FILE_LIST:
-        for path in files.files:
-            host.host.grants.attach(conversation, plugin_id, path, "read")
-        return [str(p.resolve()) for p in files.files]
+        refs = [grants.attach(conversation, plugin_id, path, "read") for path in files.files]
+        return [grants.copy_path(plugin_id, ref) for ref in refs]
     if file_class is FileClass.WRITE_DIRECTORY:
         out = files.workdir / f"granted-{conversation}"
         out.mkdir(parents=True, exist_ok=True)
-        host.host.grants.attach(conversation, plugin_id, out, "read-write")
-        return str(out.resolve())
+        ref = grants.attach(conversation, plugin_id, out, "read-write")
+        return grants.copy_path(plugin_id, ref, write=True)
     path: Path = files.inputs if file_class is FileClass.READ_DIRECTORY else files.files[0]
-    host.host.grants.attach(conversation, plugin_id, path, "read")
-    return str(path.resolve())
+    return grants.copy_path(plugin_id, grants.attach(conversation, plugin_id, path, "read"))
 
 
 def _classes(tool: AiTool) -> dict[str, FileClass]:

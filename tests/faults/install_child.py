@@ -18,6 +18,7 @@ import time
 import types
 from pathlib import Path
 
+import reference_host.beneath
 import reference_host.plugins
 from reference_host.host import Host, HostConfig
 from reference_host.store import Store
@@ -32,17 +33,19 @@ def main() -> None:
     data_dir, source = Path(sys.argv[1]), Path(sys.argv[2])
     copy_pause, tx_pause = float(sys.argv[3]), float(sys.argv[4])
 
-    def copy_file(src: str, dst: str, **kwargs) -> object:
-        result = shutil.copy2(src, dst, **kwargs)
+    copy_fd = reference_host.beneath.copy_fd
+    copy_plain_tree = reference_host.plugins.copy_plain_tree
+
+    def copy_file(source_fd: int, target_fd: int) -> int:
+        result = copy_fd(source_fd, target_fd)
         mark("copied")
         time.sleep(copy_pause)
         return result
 
-    def copytree(src, dst, **kwargs):
+    def copytree(src: Path, dst: Path) -> None:
         mark("copy-start")
-        result = shutil.copytree(src, dst, copy_function=copy_file, **kwargs)
+        copy_plain_tree(src, dst)
         mark("staged")
-        return result
 
     def rmtree(path, *args, **kwargs):
         if not Path(path).name.startswith(".staging-"):
@@ -52,9 +55,10 @@ def main() -> None:
 
     patched = types.ModuleType("shutil")
     patched.__dict__.update(shutil.__dict__)
-    patched.copytree = copytree  # type: ignore[attr-defined]
     patched.rmtree = rmtree  # type: ignore[attr-defined]
     reference_host.plugins.shutil = patched  # type: ignore[attr-defined]
+    reference_host.plugins.copy_plain_tree = copytree  # type: ignore[assignment]
+    reference_host.beneath.copy_fd = copy_file  # type: ignore[assignment]
 
     put_plugin = Store.put_plugin
 

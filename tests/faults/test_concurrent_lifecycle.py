@@ -13,9 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import shutil
 import threading
-import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -238,15 +236,14 @@ async def test_a_disable_during_an_upgrade_is_not_undone(
     host = erp_host(tmp_path / "host", erp_url)
     entered, release = threading.Event(), threading.Event()
 
-    def paused_copytree(*args, **kwargs):
+    copy = reference_host.plugins.copy_plain_tree
+
+    def paused_copy(source: Path, target: Path) -> None:
         entered.set()
         release.wait(10)
-        return shutil.copytree(*args, **kwargs)
+        copy(source, target)
 
-    paused = types.ModuleType("shutil")
-    paused.__dict__.update(shutil.__dict__)
-    paused.copytree = paused_copytree  # type: ignore[attr-defined]
-    monkeypatch.setattr(reference_host.plugins, "shutil", paused)
+    monkeypatch.setattr(reference_host.plugins, "copy_plain_tree", paused_copy)
     try:
         release.set()
         await host.install(write_erp_plugin(tmp_path / "erp-v1", V1_TOOLS))

@@ -61,20 +61,21 @@ def test_symlink_swapped_in_after_the_grant_is_refused(
     (shared / "in.xlsx").unlink()
     os.symlink(tmp_path, shared / "in.xlsx")
     with pytest.raises(FileRefError, match="now points elsewhere"):
-        grants.resolve("c", "p", ref)
+        grants.hand_over("c", "p", ref)
 
 
 def test_refusals(grants: GrantStore, shared: Path) -> None:
     ref = grants.attach("c", "p", shared / "in.xlsx", "read")
-    assert grants.resolve("c", "p", ref) == str(shared / "in.xlsx")
+    assert grants.granted("c", "p", ref).path == shared / "in.xlsx"
+    assert grants.hand_over("c", "p", ref) == grants.copy_path("p", ref)
     with pytest.raises(FileRefError, match="not granted to plugin q"):
-        grants.resolve("c", "q", ref)
+        grants.hand_over("c", "q", ref)
     with pytest.raises(FileRefError, match="not granted in this conversation"):
-        grants.resolve("other", "p", ref)
+        grants.hand_over("other", "p", ref)
     with pytest.raises(FileRefError, match="not granted in this conversation"):
-        grants.resolve("c", "p", {**ref, "id": "ref_forged"})
+        grants.hand_over("c", "p", {**ref, "id": "ref_forged"})
     with pytest.raises(FileRefError, match="read-only"):
-        grants.resolve("c", "p", ref, write=True)
+        grants.hand_over("c", "p", ref, write=True)
 
 
 def test_write_parameter_through_a_read_grant_is_refused(grants: GrantStore, shared: Path) -> None:
@@ -84,13 +85,14 @@ def test_write_parameter_through_a_read_grant_is_refused(grants: GrantStore, sha
 
 
 def test_route_b_injects_the_single_matching_grant(grants: GrantStore, shared: Path) -> None:
-    grants.attach("c", "p", shared / "in.xlsx", "read")
-    grants.attach("c", "p", shared / "out", "read-write")
+    ref = grants.attach("c", "p", shared / "in.xlsx", "read")
+    out_ref = grants.attach("c", "p", shared / "out", "read-write")
     grants.attach("c", "other-plugin", shared / "b.xlsx", "read")
     params = grants.prepare("c", "p", {"filePath": "made up"}, {"filePath": FileClass.READ_FILE})
-    assert params == {"filePath": str(shared / "in.xlsx")}
+    assert params == {"filePath": grants.copy_path("p", ref)}
+    assert Path(params["filePath"]).read_bytes() == b"PK"
     out = grants.prepare("c", "p", {}, {"outputDir": FileClass.WRITE_DIRECTORY})
-    assert out == {"outputDir": str(shared / "out")}
+    assert out == {"outputDir": grants.copy_path("p", out_ref, write=True)}
 
 
 def test_write_directory_needs_a_writable_grant(grants: GrantStore, shared: Path) -> None:
@@ -126,4 +128,4 @@ def test_several_file_parameters_mean_route_a(grants: GrantStore, shared: Path) 
 def test_nested_refs_are_resolved(grants: GrantStore, shared: Path) -> None:
     ref = grants.attach("c", "p", shared / "in.xlsx", "read")
     params = grants.prepare("c", "p", {"jobs": [{"input": ref}], "n": 1}, {})
-    assert params == {"jobs": [{"input": str(shared / "in.xlsx")}], "n": 1}
+    assert params == {"jobs": [{"input": grants.copy_path("p", ref)}], "n": 1}

@@ -54,6 +54,12 @@ class Setup:
     def grant(self, path: Path, conversation: str = "c1", plugin: str = MD, access: str = "read"):
         return self.host.grants.attach(conversation, plugin, path, access)
 
+    def copy(self, ref: dict[str, Any], plugin: str = MD) -> str:
+        """The path a worker gets for a read grant: the host's copy in its data folder (S3)."""
+        path = self.host.grants.copy_path(plugin, ref)
+        assert Path(path).is_relative_to(self.host.plugin_data(plugin))
+        return path
+
 
 @pytest.fixture
 async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
@@ -101,7 +107,7 @@ async def test_a_granted_ref_reaches_the_worker(setup: Setup) -> None:
     events = await run_chat(setup.host, outline({"filePath": ref}))
     (output,) = results(events)
     assert output["success"] is True and output["headings"] == [{"level": 1, "text": "Public"}]
-    assert setup.sent.calls == [(MD, "outline", {"filePath": str(setup.doc.resolve())})]
+    assert setup.sent.calls == [(MD, "outline", {"filePath": setup.copy(ref)})]
 
 
 # --------------------------------------------------------------------------- attach
@@ -159,8 +165,9 @@ async def test_symlink_inside_the_root_grants_its_target(setup: Setup) -> None:
     (setup.files / "alias.md").symlink_to(setup.doc)
     ref = setup.grant(setup.files / "alias.md")
     assert ref["name"] == "doc.md"
-    await run_chat(setup.host, outline({"filePath": ref}))
-    assert setup.sent.calls == [(MD, "outline", {"filePath": str(setup.doc.resolve())})]
+    (output,) = results(await run_chat(setup.host, outline({"filePath": ref})))
+    assert output["headings"] == [{"level": 1, "text": "Public"}]
+    assert setup.sent.calls == [(MD, "outline", {"filePath": setup.copy(ref)})]
 
 
 # --------------------------------------------------------------------------- swapped links
@@ -234,10 +241,10 @@ async def test_route_b_injects_only_the_callers_grant(setup: Setup) -> None:
     mine.write_text("# Mine\n")
     setup.grant(setup.doc, plugin=XL)
     setup.grant(setup.doc, conversation="someone-else")
-    setup.grant(mine)
+    ref = setup.grant(mine)
     foreign = setup.grant(setup.doc, plugin=XL)
     await run_chat(setup.host, outline({"filePath": foreign}))  # overwritten by route B
-    assert setup.sent.calls == [(MD, "outline", {"filePath": str(mine.resolve())})]
+    assert setup.sent.calls == [(MD, "outline", {"filePath": setup.copy(ref)})]
 
 
 @settings(max_examples=150, deadline=None)
@@ -328,7 +335,7 @@ async def test_extra_fields_of_a_ref_are_ignored(setup: Setup) -> None:
     ref = setup.grant(setup.doc)
     tampered = {**ref, "path": str(setup.secret), "name": "../outside/secret.md"}
     await run_chat(setup.host, outline({"filePath": tampered}))
-    assert setup.sent.calls == [(MD, "outline", {"filePath": str(setup.doc.resolve())})]
+    assert setup.sent.calls == [(MD, "outline", {"filePath": setup.copy(ref)})]
 
 
 @pytest.mark.parametrize(
@@ -396,7 +403,7 @@ async def test_absurdly_deep_arguments_are_a_failure_not_a_crash(setup: Setup) -
 async def test_nested_granted_refs_resolve_to_their_own_paths(setup: Setup) -> None:
     ref = setup.grant(setup.doc)
     await run_chat(setup.host, outline({"filePath": ref, "extra": {"copies": [ref, [ref]]}}))
-    real = str(setup.doc.resolve())
+    real = setup.copy(ref)
     assert setup.sent.calls == [
         (MD, "outline", {"filePath": real, "extra": {"copies": [real, [real]]}})
     ]

@@ -11,12 +11,14 @@ import contextlib
 import json
 import os
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+import reference_host.plugins
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.app import create_app
 from reference_host.host import Host, HostConfig
@@ -101,10 +103,15 @@ async def test_an_application_code_cannot_move_the_install_folder(
 # --------------------------------------------------------------------------- copying
 
 
-async def test_a_symlink_to_a_file_inside_the_plugin_installs(host: Host, tmp_path: Path) -> None:
+async def test_a_symlink_even_to_a_file_inside_the_plugin_is_refused(
+    host: Host, tmp_path: Path
+) -> None:
+    """The copy never follows a link (issue 10, item 2), so a plugin folder holds none."""
     source = copy_sample(MARKDOWN, tmp_path)
     (source / "ui" / "alias.html").symlink_to(source / "ui" / "index.html")
-    await host.install(source)
+    with pytest.raises(PluginError, match=r"ui/alias\.html is a symbolic link"):
+        await host.install(source)
+    assert list((host.config.data_dir / "plugins").iterdir()) == []
 
 
 async def test_a_symlink_loop_is_refused_cleanly(host: Host, tmp_path: Path) -> None:
@@ -295,3 +302,115 @@ async def test_a_manifest_with_a_bom_installs_as_the_kit_reads_it(
     manifest.write_bytes(b"\xef\xbb\xbf" + manifest.read_bytes())
     info = await bare_host.install(source)
     assert info.id == "fan.summer.markdown"
+
+
+# --------------------------------------------------------------------------- copy races
+
+SECRET = b"TOP-SECRET outside every plugin folder"
+RACE_ROUNDS = 20
+RACE_FILES = 1500
+
+
+class LinkPlanter(threading.Thread):
+    """Once the host's staging copy has begun, renames links to an outside file over the
+    plugin's files, last files first (those the copy reaches last). Stops by itself."""
+
+    def __init__(self, plugins_dir: Path, files: list[Path], secret: Path) -> None:
+        super().__init__(daemon=True)
+        self.plugins_dir, self.files, self.secret = plugins_dir, files, secret
+        self.planted = 0
+
+    def run(self) -> None:
+        deadline = time.monotonic() + 30
+        while not any(self.plugins_dir.glob(".staging-*")):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.0005)
+        for path in reversed(self.files):
+            scratch = path.with_name(f".{path.name}.link")
+            scratch.symlink_to(self.secret)
+            os.replace(scratch, path)
+            self.planted += 1
+
+
+async def test_links_planted_during_the_install_copy_never_bring_outside_content_in(
+    bare_host: Host, tmp_path: Path
+) -> None:
+    """Without the kit (its checks would only slow the race down): links planted after every
+    check, while the staging copy runs, must refuse the install, never be copied as their
+    targets; a refused install stores nothing."""
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_bytes(SECRET)
+    plugins_dir = bare_host.config.data_dir / "plugins"
+    escapes = refused = planted = 0
+    for round_ in range(RACE_ROUNDS):
+        source = copy_sample(MARKDOWN, tmp_path / f"round-{round_}")
+        assets = source / "ui" / "assets"
+        assets.mkdir()
+        files = []
+        for index in range(RACE_FILES):
+            (assets / f"a{index:04}.txt").write_bytes(b"plain asset")
+            files.append(assets / f"a{index:04}.txt")
+        planter = LinkPlanter(plugins_dir, files, secret)
+        planter.start()
+        try:
+            info = await bare_host.install(source)
+        except PluginError as exc:
+            assert "link" in exc.message or "replaced" in exc.message, exc.message
+            refused += 1
+            assert bare_host.plugins.list() == []
+            assert list(plugins_dir.iterdir()) == [], list(plugins_dir.iterdir())
+        else:
+            installed = Path(info.root)
+            escapes += any(p.is_file() and SECRET in p.read_bytes() for p in installed.rglob("*"))
+            assert not any(p.is_symlink() for p in installed.rglob("*"))
+            await bare_host.uninstall(info.id)
+        finally:
+            planter.join(timeout=60)
+            assert not planter.is_alive()
+        planted += planter.planted
+    print(f"\n{escapes} of {RACE_ROUNDS} installs copied the outside file; {refused} refused")
+    assert planted > 0, "the race did not run"
+    assert escapes == 0
+
+
+async def test_a_fifo_inside_the_plugin_is_refused_naming_it(
+    bare_host: Host, tmp_path: Path
+) -> None:
+    source = copy_sample(MARKDOWN, tmp_path)
+    os.mkfifo(source / "ui" / "pipe")
+    timer = unblock_after(source / "ui" / "pipe", 10)
+    try:
+        with pytest.raises(PluginError, match=r"ui/pipe is not a folder or a regular file"):
+            await bare_host.install(source)
+    finally:
+        timer.cancel()
+    assert list((bare_host.config.data_dir / "plugins").iterdir()) == []
+
+
+async def test_the_copy_keeps_modes_so_the_worker_stays_executable(
+    bare_host: Host, tmp_path: Path
+) -> None:
+    info = await bare_host.install(copy_sample(MARKDOWN, tmp_path))
+    assert os.access(Path(info.root) / "backend" / "worker", os.X_OK)
+    events = await run_chat(bare_host, ModelTurn(text="hi"))
+    assert events[-1].type == "done"
+
+
+async def test_a_manifest_changed_during_the_copy_is_refused(
+    bare_host: Host, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What gets committed is what was checked: the staged manifest must be the one read."""
+    copy = reference_host.plugins.copy_plain_tree
+
+    def copy_then_change(source: Path, target: Path) -> None:
+        copy(source, target)
+        manifest = json.loads((target / "manifest.json").read_text())
+        (target / "manifest.json").write_text(json.dumps({**manifest, "version": "6.6.6"}))
+
+    monkeypatch.setattr(reference_host.plugins, "copy_plain_tree", copy_then_change)
+    with pytest.raises(PluginError, match="its manifest changed while it was copied"):
+        await bare_host.install(copy_sample(MARKDOWN, tmp_path))
+    assert list((bare_host.config.data_dir / "plugins").iterdir()) == []
+    assert bare_host.plugins.list() == []

@@ -1,0 +1,204 @@
+"""What a worker gets for a grant (SPEC S3): copies made through descriptors, never via links.
+
+These drive the GrantStore directly on a real file system; test_grant_races covers the same
+mechanism through the host and real workers.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reference_host.filerefs import FileClass, FileRefError
+from reference_host.grants import GrantStore
+from reference_host.host import Host, HostConfig
+
+SECRET = "TOP-SECRET"
+
+
+@pytest.fixture
+def shared(tmp_path: Path) -> Path:
+    root = tmp_path / "shared"
+    (root / "out").mkdir(parents=True)
+    (root / "docs" / "sub").mkdir(parents=True)
+    (root / "docs" / "a.md").write_text("# a\n")
+    (root / "docs" / "sub" / "b.md").write_text("# b\n")
+    return root
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "secret.md").write_text(SECRET)
+    return folder
+
+
+@pytest.fixture
+def store(shared: Path, tmp_path: Path) -> Iterator[GrantStore]:
+    grants = GrantStore([shared], (tmp_path / "data").joinpath)
+    yield grants
+    grants.close()
+
+
+def texts(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): p.read_text() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_read_folder_is_copied_without_its_links_and_special_files(
+    store: GrantStore, shared: Path, outside: Path
+) -> None:
+    docs = shared / "docs"
+    (docs / "leak.md").symlink_to(outside / "secret.md")
+    (docs / "leakdir").symlink_to(outside, target_is_directory=True)
+    os.mkfifo(docs / "pipe")
+    ref = store.attach("c", "p", docs, "read")
+    params = store.prepare("c", "p", {"d": ref}, {"d": FileClass.READ_DIRECTORY})
+    copy = Path(params["d"])
+    assert copy.is_relative_to(store.copies.folder("p", ref["id"], write=False))
+    assert texts(copy) == {"a.md": "# a\n", "sub/b.md": "# b\n"}
+    assert not any(p.is_symlink() for p in copy.rglob("*"))
+
+
+def test_a_read_folder_swapped_for_a_link_is_refused(
+    store: GrantStore, shared: Path, outside: Path
+) -> None:
+    ref = store.attach("c", "p", shared / "docs", "read")
+    (shared / "docs").rename(shared / "docs-old")
+    (shared / "docs").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(FileRefError, match="now points elsewhere"):
+        store.hand_over("c", "p", ref)
+
+
+def test_a_read_folder_raced_with_link_swaps_never_copies_outside_content(
+    store: GrantStore, shared: Path, outside: Path
+) -> None:
+    """A bounded race on a granted folder's entries: each file is swapped for a link to the
+    outside file and back while the host copies the folder."""
+    docs = shared / "docs"
+    ref = store.attach("c", "p", docs, "read")
+    stop = threading.Event()
+
+    def swap() -> None:
+        for index in range(20_000):
+            if stop.is_set():
+                return
+            scratch = docs / ".swap"
+            if index % 2:
+                scratch.write_text("# a\n")
+            else:
+                scratch.symlink_to(outside / "secret.md")
+            os.replace(scratch, docs / "a.md")
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    swapper.start()
+    leaks = 0
+    try:
+        for _ in range(300):
+            leaks += SECRET in str(texts(Path(store.hand_over("c", "p", ref))))
+    finally:
+        stop.set()
+        swapper.join(timeout=60)
+    assert leaks == 0
+
+
+def test_a_link_written_into_staging_is_refused_and_nothing_is_committed(
+    store: GrantStore, shared: Path, outside: Path
+) -> None:
+    ref = store.attach("c", "p", shared / "out", "read-write")
+    staging = Path(store.hand_over("c", "p", ref, write=True))
+    assert list(staging.iterdir()) == []
+    (staging / "a.txt").write_text("mine")
+    (staging / "link.txt").symlink_to(outside / "secret.md")
+    with pytest.raises(FileRefError, match=r"link\.txt is a link or a special file"):
+        store.commit("c", "p")
+    assert list((shared / "out").iterdir()) == []
+    (staging / "link.txt").unlink()
+    store.commit("c", "p")
+    assert texts(shared / "out") == {"a.txt": "mine"}
+
+
+def test_output_reaches_the_granted_folder_and_later_writes_follow(
+    store: GrantStore, shared: Path
+) -> None:
+    """A background job writes after its call returned: the next commit brings it over."""
+    ref = store.attach("c", "p", shared / "out", "write")
+    staging = Path(store.hand_over("c", "p", ref, write=True))
+    (staging / "deep" / "er").mkdir(parents=True)
+    (staging / "deep" / "er" / "x.txt").write_text("1")
+    store.commit("c", "p")
+    (staging / "later.txt").write_text("2")
+    (staging / "deep" / "er" / "x.txt").write_text("changed")
+    store.commit("c", "p")
+    assert texts(shared / "out") == {"deep/er/x.txt": "changed", "later.txt": "2"}
+
+
+def test_a_hard_link_in_the_granted_folder_is_replaced_not_written_through(
+    store: GrantStore, shared: Path, outside: Path
+) -> None:
+    os.link(outside / "secret.md", shared / "out" / "report.txt")
+    ref = store.attach("c", "p", shared / "out", "read-write")
+    staging = Path(store.hand_over("c", "p", ref, write=True))
+    (staging / "report.txt").write_text("new report")
+    store.commit("c", "p")
+    assert (outside / "secret.md").read_text() == SECRET
+    assert (shared / "out" / "report.txt").read_text() == "new report"
+
+
+@pytest.mark.parametrize("where", ["folder", "parent", "entry"])
+def test_a_granted_folder_swapped_for_a_link_before_the_commit_gets_nothing(
+    store: GrantStore, shared: Path, outside: Path, where: str
+) -> None:
+    (shared / "deep" / "out").mkdir(parents=True)
+    ref = store.attach("c", "p", shared / "deep" / "out", "read-write")
+    staging = Path(store.hand_over("c", "p", ref, write=True))
+    (staging / "sub").mkdir()
+    (staging / "sub" / "r.txt").write_text("result")
+    swapped = {
+        "folder": shared / "deep" / "out",
+        "parent": shared / "deep",
+        "entry": shared / "deep" / "out" / "sub",
+    }[where]
+    if where != "entry":
+        swapped.rename(swapped.with_name(swapped.name + "-old"))
+    swapped.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(FileRefError):
+        store.commit("c", "p")
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.md"]
+
+
+def test_copies_are_removed_when_forgotten_and_when_the_store_closes(
+    shared: Path, tmp_path: Path
+) -> None:
+    store = GrantStore([shared], (tmp_path / "data").joinpath)
+    kept = store.attach("keep", "p", shared / "docs" / "a.md", "read")
+    gone = store.attach("gone", "p", shared / "docs" / "a.md", "read")
+    assert Path(store.hand_over("keep", "p", kept)).exists()
+    assert Path(store.hand_over("gone", "p", gone)).exists()
+    store.forget("gone")
+    assert not Path(store.copy_path("p", gone)).exists()
+    assert Path(store.copy_path("p", kept)).exists()
+    store.close()
+    assert not (tmp_path / "data" / "p" / "filerefs").exists()
+
+
+async def test_a_host_removes_copies_a_previous_run_left(shared: Path, tmp_path: Path) -> None:
+    left = tmp_path / "host" / "plugin-data" / "some.plugin" / "filerefs" / "ref_x" / "read"
+    left.mkdir(parents=True)
+    (left / "a.md").write_text("stale")
+    host = Host(HostConfig(data_dir=tmp_path / "host", allowed_roots=(shared,)))
+    try:
+        assert not left.parent.parent.exists()
+        assert (tmp_path / "host" / "plugin-data" / "some.plugin").is_dir()
+    finally:
+        await host.close()
+
+
+def test_a_file_grant_in_a_folder_parameter_is_refused(store: GrantStore, shared: Path) -> None:
+    ref = store.attach("c", "p", shared / "docs" / "a.md", "read-write")
+    with pytest.raises(FileRefError, match="is a file; this parameter takes a folder"):
+        store.prepare("c", "p", {"out": ref}, {"out": FileClass.WRITE_DIRECTORY})
