@@ -22,6 +22,7 @@ from reference_host.approval import ApprovalBroker, ApprovalPolicy
 from reference_host.erp import RestToolCallback, erp_decls
 from reference_host.events import Event
 from reference_host.grants import GrantStore
+from reference_host.http_access import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY_BYTES
 from reference_host.manifests import call_timeout, tool_decls
 from reference_host.plugin_tools import WorkerToolCallback
 from reference_host.plugins import PluginInfo, PluginService, Validator
@@ -45,6 +46,10 @@ class HostConfig:
     log_level: str = "INFO"
     erp_base_url: str = "http://127.0.0.1:8801"
     actors_file: Path | None = None
+    # The HTTP API's access rules and body limit (reference_host.http_access, SPEC S4).
+    allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS
+    token: str | None = field(default=None, repr=False)
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
     @property
     def database(self) -> Path:
