@@ -17,6 +17,7 @@ from fastapi.openapi.utils import get_openapi
 
 from reference_host.http_access import UNSAFE_METHODS
 from reference_host.http_errors import ErrorBody
+from reference_host.http_limits import too_large
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
 UNUSED_SCHEMAS = ("HTTPValidationError", "ValidationError")
@@ -61,7 +62,7 @@ def _correct(schema: dict[str, Any], *, token: bool, max_body_bytes: int) -> Non
             if had_validation or "requestBody" in operation:
                 responses.setdefault("400", error("the request is invalid (named in problems)"))
             if "requestBody" in operation:
-                responses["413"] = error(f"the body is larger than {max_body_bytes} bytes")
+                responses["413"] = error(too_large(max_body_bytes))
             if method.upper() in UNSAFE_METHODS:
                 responses["403"] = error("the Origin header names a host that is not allowed")
             if token:

@@ -18,7 +18,7 @@ Status codes: 400 for a request the host refuses (invalid body, a plugin that fa
 validation, a path outside the allowed roots, an id that does not match reference_host.ids),
 404 for an unknown plugin or approval, 409 for a conflict with the current state (tool names
 that clash with what is already offered), 413 for a body over the limit (HostConfig
-max_body_bytes, 1 MiB by default; FastAPI's own limit counts the bytes as they arrive), 405
+max_body_bytes, 1 MiB by default; reference_host.http_limits), 405
 with an Allow header naming every method of the path, 500 (still JSON, never a traceback)
 for anything unexpected. Access (Host, Origin, token) is reference_host.http_access; the
 OpenAPI document at /openapi.json says all of this (reference_host.api_doc).
@@ -68,10 +68,11 @@ from reference_host.events import CONNECTED, KEEP_ALIVE, Event
 from reference_host.filerefs import FileRefError
 from reference_host.host import Host
 from reference_host.http_access import guard
-from reference_host.http_errors import error_response
+from reference_host.http_errors import MESSAGE_LIMIT, error_response
+from reference_host.http_limits import too_large
 from reference_host.ids import ID_PATTERN, ID_RULE, ClientId
 from reference_host.plugins import PluginError
-from reference_host.quoting import quoted
+from reference_host.quoting import quoted, shortened
 from reference_host.workflow.routes import workflow_router
 
 log = logging.getLogger(__name__)
@@ -205,10 +206,14 @@ def create_app(
         title="Reference host",
         summary="AI-tool plugins over HTTP and SSE",
         lifespan=lifespan,
-        max_body_size=config.max_body_bytes,
     )
     app.state.host = host
-    guard(app, allowed_hosts=config.allowed_hosts, token=config.token)
+    guard(
+        app,
+        allowed_hosts=config.allowed_hosts,
+        token=config.token,
+        max_body_bytes=config.max_body_bytes,
+    )
     document(app, token=config.token is not None, max_body_bytes=config.max_body_bytes)
 
     @app.exception_handler(ApiError)
@@ -225,8 +230,7 @@ def create_app(
             allowed = ", ".join(sorted(_methods_of(app, request)))
             return error_response(405, "method not allowed", headers={"Allow": allowed})
         if exc.status_code == 413:
-            message = f"the body is larger than {config.max_body_bytes} bytes"
-            return error_response(413, message)
+            return error_response(413, too_large(config.max_body_bytes))
         return error_response(exc.status_code, str(exc.detail), [], exc.headers)
 
     # -- plugins ---------------------------------------------------------------------------
@@ -418,7 +422,8 @@ async def _pump(run: AsyncIterator[Event], queue: asyncio.Queue[Event]) -> None:
             raise  # the stream is gone
         await queue.put(events.error("the run was cancelled"))  # not ours: the run's own
     except Exception as exc:
-        await queue.put(events.error(f"internal error: {type(exc).__name__}: {exc}"))
+        text = shortened(str(exc), MESSAGE_LIMIT)
+        await queue.put(events.error(f"internal error: {type(exc).__name__}: {text}"))
     finally:
         closer = getattr(run, "aclose", None)
         if closer is not None:

@@ -31,6 +31,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from reference_host.http_errors import ContainErrors, error_response
+from reference_host.http_limits import limit_bodies
 
 DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
@@ -117,9 +118,13 @@ class RequestGuard:
         return scheme.lower() == "bearer" and hmac.compare_digest(given, self.token)
 
 
-def guard(app: FastAPI, *, allowed_hosts: Iterable[str], token: str | None) -> None:
-    """Wrap app in the checks, outermost first: errors contained, Host, token and Origin."""
+def guard(
+    app: FastAPI, *, allowed_hosts: Iterable[str], token: str | None, max_body_bytes: int
+) -> None:
+    """Wrap app in the checks, outermost first: errors contained, Host, token and Origin,
+    the body limit (reference_host.http_limits)."""
     hosts = [host_entry(h) for h in allowed_hosts]
+    limit_bodies(app, max_body_bytes)
     app.add_middleware(RequestGuard, allowed_hosts=hosts, token=token)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
     app.add_middleware(ContainErrors)

@@ -68,16 +68,23 @@ class ContainErrors:
             await self.app(scope, receive, send)
             return
         started = False
+        refused: BaseException | None = None
 
         async def sending(message: Message) -> None:
-            nonlocal started
+            nonlocal started, refused
             if message["type"] == "http.response.start":
                 started = True
-            await send(message)
+            try:
+                await send(message)
+            except BaseException as exc:
+                refused = exc  # the server's or an outer layer's: theirs to handle
+                raise
 
         try:
             await self.app(scope, receive, sending)
         except Exception as exc:
+            if exc is refused:
+                raise
             log.error(
                 "unexpected error in %s %s\n%s",
                 scope.get("method"),
