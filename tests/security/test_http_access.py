@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+import reference_host.__main__ as cli
 from reference_host.__main__ import allowed_hosts, build_parser, main
 from reference_host.http_access import DEFAULT_ALLOWED_HOSTS, TOKEN_ENV, origin_host
 from tests.security.api_server import asgi_client, served
@@ -201,6 +202,12 @@ def test_the_right_token_is_let_through(tmp_path: Path) -> None:
 # -- the CLI -------------------------------------------------------------------------------
 
 
+def never_started(*args: object, **kwargs: object) -> None:
+    """Stands in for the Host: a refused start never gets as far as making one (and a
+    regression fails here instead of serving on a public address)."""
+    raise AssertionError("the host was started")
+
+
 @pytest.mark.parametrize("address", ["0.0.0.0", "192.0.2.7", "::", "example.org"])
 def test_binding_beyond_loopback_without_a_token_is_refused(
     tmp_path: Path,
@@ -209,6 +216,7 @@ def test_binding_beyond_loopback_without_a_token_is_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv(TOKEN_ENV, raising=False)
+    monkeypatch.setattr(cli, "Host", never_started)
     assert main(["serve", "--host", address, "--data-dir", str(tmp_path / "d")]) == 2
     assert "is not a loopback address: set a token" in capsys.readouterr().err
     assert not (tmp_path / "d").exists()  # refused before anything was made
@@ -218,6 +226,7 @@ def test_a_weak_token_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, "short")
+    monkeypatch.setattr(cli, "Host", never_started)
     assert main(["serve", "--data-dir", str(tmp_path / "d")]) == 2
     assert "at least 16 visible ASCII characters" in capsys.readouterr().err
 
