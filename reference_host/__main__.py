@@ -3,6 +3,11 @@
 Everything runs on one event loop: the host is created, the plugins given with --plugins are
 installed (a rejected one is reported on one line and skipped), uvicorn serves the API, and
 the host (its workers) is closed when the server stops.
+
+Access (reference_host.http_access): the API answers only Host values in the allow-list
+(loopback names, plus --allowed-host and the bind address itself when it is a specific one),
+and it refuses to bind an address other than loopback without a token (--token, or better
+the REFERENCE_HOST_TOKEN environment variable: a command line is visible to other users).
 """
 
 from __future__ import annotations
@@ -22,6 +27,14 @@ from reference_host.app import DEFAULT_KEEP_ALIVE, create_app
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.builtins import SearxngProvider, builtin_tools
 from reference_host.host import Host, HostConfig
+from reference_host.http_access import (
+    DEFAULT_ALLOWED_HOSTS,
+    DEFAULT_MAX_BODY_BYTES,
+    TOKEN_ENV,
+    host_entry,
+    is_loopback,
+    is_valid_token,
+)
 from reference_host.kit_validation import kit_validator
 from reference_host.plugins import PluginError
 from reference_host.process.environment import WorkerEnvError, check_names
@@ -144,6 +157,27 @@ def build_parser() -> argparse.ArgumentParser:
         "and what F5 sets, never OPENAI_API_KEY",
     )
     serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host header value to answer besides localhost, 127.0.0.1 and [::1] (any port; "
+        "repeatable)",
+    )
+    serve.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help=f"require 'Authorization: Bearer TOKEN' on every request (default: ${TOKEN_ENV}); "
+        "required when --host is not a loopback address",
+    )
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        metavar="BYTES",
+        help="a larger request body gets 413 (default %(default)s)",
+    )
+    serve.add_argument(
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
@@ -183,7 +217,34 @@ def scripted_factory() -> Callable[[], ChatModel]:
     return lambda: ScriptedModel([ModelTurn(text=SCRIPTED_REPLY)])
 
 
+def access_problem(args: argparse.Namespace, token: str | None) -> str | None:
+    """Why the host must not start with these access settings, or None."""
+    if token is not None and not is_valid_token(token):
+        return "the token must be at least 16 visible ASCII characters"
+    if token is None and not is_loopback(args.host):
+        return (
+            f"--host {args.host} is not a loopback address: set a token with --token or "
+            f"{TOKEN_ENV} (every request must then send it as a bearer token)"
+        )
+    if args.max_body_bytes < 1:
+        return "--max-body-bytes must be positive"
+    return None
+
+
+def allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:
+    """The loopback names, the --allowed-host values, and a specific bind address."""
+    hosts = [*DEFAULT_ALLOWED_HOSTS, *args.allowed_host]
+    if args.host not in ("0.0.0.0", "::", ""):
+        hosts.append(args.host)
+    return tuple(dict.fromkeys(host_entry(h) for h in hosts))
+
+
 async def serve(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    problem = access_problem(args, token)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     decision = Decision(args.approval)
     config = HostConfig(
         data_dir=args.data_dir.expanduser(),
@@ -193,6 +254,9 @@ async def serve(args: argparse.Namespace) -> int:
         erp_base_url=args.erp_base_url,
         actors_file=args.actors.expanduser() if args.actors else None,
         worker_env=tuple(args.worker_env),
+        allowed_hosts=allowed_hosts(args),
+        token=token,
+        max_body_bytes=args.max_body_bytes,
     )
     web = httpx.AsyncClient(follow_redirects=False)
     search = SearxngProvider(args.searxng_url, web) if args.searxng_url else None

@@ -15,9 +15,13 @@ Routes (JSON in and out; every error is `{"error": message, "problems": [...]}`)
     POST   /api/chat               {"message", "conversationId"?} -> text/event-stream
 
 Status codes: 400 for a request the host refuses (invalid body, a plugin that fails
-validation, a path outside the allowed roots), 404 for an unknown plugin or approval, 409 for
-a conflict with the current state (tool names that clash with what is already offered),
-500 (still JSON, never a traceback) for anything unexpected.
+validation, a path outside the allowed roots, an id that does not match reference_host.ids),
+404 for an unknown plugin or approval, 409 for a conflict with the current state (tool names
+that clash with what is already offered), 413 for a body over the limit (HostConfig
+max_body_bytes, 1 MiB by default; reference_host.http_limits), 405
+with an Allow header naming every method of the path, 500 (still JSON, never a traceback)
+for anything unexpected. Access (Host, Origin, token) is reference_host.http_access; the
+OpenAPI document at /openapi.json says all of this (reference_host.api_doc).
 
 Why FastAPI rather than bare Starlette: the request bodies are declared once as pydantic
 models (validated, with camelCase field names), and a person trying the host gets the
@@ -49,19 +53,26 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
-from fastapi import FastAPI, Header, Request
+from fastapi import FastAPI, Header, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import StreamingResponse
+from starlette.routing import Match
 
 from reference_host import events
 from reference_host.agent.models import ChatModel
+from reference_host.api_doc import document, error
 from reference_host.events import CONNECTED, KEEP_ALIVE, Event
 from reference_host.filerefs import FileRefError
 from reference_host.host import Host
+from reference_host.http_access import guard
+from reference_host.http_errors import MESSAGE_LIMIT, error_response
+from reference_host.http_limits import too_large
+from reference_host.ids import ID_PATTERN, ID_RULE, ClientId
 from reference_host.plugins import PluginError
+from reference_host.quoting import quoted, shortened
 from reference_host.workflow.routes import workflow_router
 
 log = logging.getLogger(__name__)
@@ -77,6 +88,57 @@ CLEANUP_SECONDS = 5.0
 # How far a run may get ahead of its stream: enough to batch a burst into one write, few
 # enough that the first events go out at once and a slow client holds the run back.
 PUMP_AHEAD = 16
+PATH_LIMIT = 4096  # PATH_MAX on Linux: no longer path names a file
+NOT_FOUND = error("no such plugin, approval or workflow")
+CONFLICT = error("it clashes with what is installed")
+JSON_OBJECT = {"application/json": {"schema": {"type": "object"}}}
+CONVERSATION_HEADER = {
+    "X-Conversation-Id": {
+        "description": "the run's conversation: the one sent, or a new `conv_<uuid>`",
+        "schema": {"type": "string", "pattern": ID_PATTERN},
+    }
+}
+# One event of the stream, as OpenAPI 3.1 describes text/event-stream: its `schema` is that
+# of each event ({event, data, id, retry}); data is one JSON object.
+SSE_EVENT = {
+    "type": "object",
+    "required": ["event", "data"],
+    "properties": {
+        "event": {"enum": ["token", "thinking", "tool", "approval", "done", "error"]},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"type": "object"},
+        },
+    },
+}
+EVENT_STREAM = {
+    "description": "the run's events (SPEC F10): `: connected`, then `event:`/`data:` frames, "
+    "`done` or `error` last",
+    "content": {"text/event-stream": {"schema": SSE_EVENT}},
+    "headers": CONVERSATION_HEADER,
+}
+# Both are required (400 with one message naming both when either is missing or empty); the
+# route checks them itself for that message, so the document states the rule here.
+DISCOVERY_HEADERS = {
+    "parameters": [
+        {
+            "name": name,
+            "in": "header",
+            "required": True,
+            "schema": {"type": "string", "minLength": 1},
+        }
+        for name in ("X-Tenant-Id", "X-Actor")
+    ]
+}
+ConversationPath = Path(pattern=ID_PATTERN, description=f"A conversation id of {ID_RULE}.")
+
+
+class EventStream(StreamingResponse):
+    """The media type of the chat and run answers, for the document (the answer itself sets
+    Content-Type exactly, without the charset Starlette would add)."""
+
+    media_type = "text/event-stream"
 
 
 class ApiError(Exception):
@@ -94,12 +156,12 @@ class _Body(BaseModel):
 
 
 class InstallBody(_Body):
-    path: str = Field(min_length=1)
+    path: str = Field(min_length=1, max_length=PATH_LIMIT)
 
 
 class GrantBody(_Body):
-    plugin_id: str = Field(alias="pluginId", min_length=1)
-    path: str = Field(min_length=1)
+    plugin_id: str = Field(alias="pluginId", min_length=1, max_length=PATH_LIMIT)
+    path: str = Field(min_length=1, max_length=PATH_LIMIT)
     access: str
 
 
@@ -109,7 +171,7 @@ class ApprovalBody(_Body):
 
 class ChatBody(_Body):
     message: str
-    conversation_id: str | None = Field(default=None, alias="conversationId", min_length=1)
+    conversation_id: ClientId | None = Field(default=None, alias="conversationId")
 
 
 def create_app(
@@ -139,27 +201,37 @@ def create_app(
             except Exception:
                 log.exception("shutdown hook %r failed", hook)
 
+    config = host.config
     app = FastAPI(
-        title="Reference host", summary="AI-tool plugins over HTTP and SSE", lifespan=lifespan
+        title="Reference host",
+        summary="AI-tool plugins over HTTP and SSE",
+        lifespan=lifespan,
     )
     app.state.host = host
+    guard(
+        app,
+        allowed_hosts=config.allowed_hosts,
+        token=config.token,
+        max_body_bytes=config.max_body_bytes,
+    )
+    document(app, token=config.token is not None, max_body_bytes=config.max_body_bytes)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return _error(exc.status, exc.message, exc.problems)
+        return error_response(exc.status, exc.message, exc.problems)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _error(400, "invalid request", [_describe(e) for e in exc.errors()])
+        return error_response(400, "invalid request", [_describe(e) for e in exc.errors()])
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error(exc.status_code, str(exc.detail), [], exc.headers)
-
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error in %s %s", request.method, request.url.path)
-        return _error(500, f"internal error: {type(exc).__name__}: {exc}")
+        if exc.status_code == 405:
+            allowed = ", ".join(sorted(_methods_of(app, request)))
+            return error_response(405, "method not allowed", headers={"Allow": allowed})
+        if exc.status_code == 413:
+            return error_response(413, too_large(config.max_body_bytes))
+        return error_response(exc.status_code, str(exc.detail), [], exc.headers)
 
     # -- plugins ---------------------------------------------------------------------------
 
@@ -167,7 +239,14 @@ def create_app(
     async def list_plugins() -> list[dict[str, Any]]:
         return [info.to_json() for info in host.plugins.list()]
 
-    @app.post("/api/plugins")
+    @app.post(
+        "/api/plugins",
+        responses={
+            201: {"description": "installed (200: upgraded)", "content": JSON_OBJECT},
+            404: NOT_FOUND,
+            409: CONFLICT,
+        },
+    )
     async def install_plugin(body: InstallBody) -> JSONResponse:
         before = {info.id for info in host.plugins.list()}
         try:
@@ -176,7 +255,7 @@ def create_app(
             raise ApiError(_install_status(exc), exc.message, exc.problems) from None
         return JSONResponse(info.to_json(), status_code=200 if info.id in before else 201)
 
-    @app.post("/api/plugins/{plugin_id}/enable")
+    @app.post("/api/plugins/{plugin_id}/enable", responses={404: NOT_FOUND, 409: CONFLICT})
     async def enable_plugin(plugin_id: str) -> dict[str, Any]:
         _require_plugin(host, plugin_id)
         try:
@@ -185,12 +264,12 @@ def create_app(
             raise ApiError(_install_status(exc), exc.message, exc.problems) from None
         return info.to_json()
 
-    @app.post("/api/plugins/{plugin_id}/disable")
+    @app.post("/api/plugins/{plugin_id}/disable", responses={404: NOT_FOUND})
     async def disable_plugin(plugin_id: str) -> dict[str, Any]:
         _require_plugin(host, plugin_id)
         return (await host.disable(plugin_id)).to_json()
 
-    @app.delete("/api/plugins/{plugin_id}", status_code=204)
+    @app.delete("/api/plugins/{plugin_id}", status_code=204, responses={404: NOT_FOUND})
     async def uninstall_plugin(plugin_id: str) -> Response:
         _require_plugin(host, plugin_id)
         await host.uninstall(plugin_id)
@@ -214,8 +293,14 @@ def create_app(
 
     # -- FileRef grants --------------------------------------------------------------------
 
-    @app.post("/api/conversations/{conversation_id}/grants", status_code=201)
-    async def attach_grant(conversation_id: str, body: GrantBody) -> dict[str, Any]:
+    @app.post(
+        "/api/conversations/{conversation_id}/grants",
+        status_code=201,
+        responses={404: NOT_FOUND},
+    )
+    async def attach_grant(
+        body: GrantBody, conversation_id: str = ConversationPath
+    ) -> dict[str, Any]:
         _require_plugin(host, body.plugin_id)
         try:
             return host.grants.attach(conversation_id, body.plugin_id, body.path, body.access)
@@ -223,7 +308,7 @@ def create_app(
             raise ApiError(400, str(exc)) from None
 
     @app.get("/api/conversations/{conversation_id}/grants")
-    async def list_grants(conversation_id: str) -> list[dict[str, Any]]:
+    async def list_grants(conversation_id: str = ConversationPath) -> list[dict[str, Any]]:
         return [
             {"pluginId": grant.plugin_id, "ref": dict(grant.ref), "path": str(grant.path)}
             for grant in host.grants.grants(conversation_id)
@@ -231,25 +316,29 @@ def create_app(
 
     # -- approvals -------------------------------------------------------------------------
 
-    @app.post("/api/approvals/{approval_id}")
+    @app.post("/api/approvals/{approval_id}", responses={404: NOT_FOUND})
     async def decide_approval(approval_id: str, body: ApprovalBody) -> dict[str, Any]:
         if not host.approvals.decide(approval_id, body.approved):
-            raise ApiError(404, f"no pending approval {approval_id!r}")
+            raise ApiError(404, f"no pending approval {quoted(approval_id)}")
         return {"id": approval_id, "approved": body.approved}
 
     # -- chat ------------------------------------------------------------------------------
 
-    @app.get("/api/v1/agents/metadata/tools")
+    @app.get(
+        "/api/v1/agents/metadata/tools",
+        openapi_extra=DISCOVERY_HEADERS,
+        responses={400: error("X-Tenant-Id or X-Actor is missing or empty")},
+    )
     async def discover_tools(
-        tenant: str | None = Header(None, alias="X-Tenant-Id"),
-        actor: str | None = Header(None, alias="X-Actor"),
+        tenant: str | None = Header(None, alias="X-Tenant-Id", include_in_schema=False),
+        actor: str | None = Header(None, alias="X-Actor", include_in_schema=False),
     ) -> list[dict[str, Any]]:
         """The ERP discovery endpoint (SPEC E5): the tools this actor may use, active or not."""
         if not tenant or not actor:
             raise ApiError(400, "the X-Tenant-Id and X-Actor headers are required")
         return host.discover(tenant, actor)
 
-    @app.post("/api/chat")
+    @app.post("/api/chat", response_class=EventStream, responses={200: EVENT_STREAM})
     async def chat(
         body: ChatBody,
         tenant: str = Header("", alias="X-Tenant-Id"),
@@ -333,7 +422,8 @@ async def _pump(run: AsyncIterator[Event], queue: asyncio.Queue[Event]) -> None:
             raise  # the stream is gone
         await queue.put(events.error("the run was cancelled"))  # not ours: the run's own
     except Exception as exc:
-        await queue.put(events.error(f"internal error: {type(exc).__name__}: {exc}"))
+        text = shortened(str(exc), MESSAGE_LIMIT)
+        await queue.put(events.error(f"internal error: {type(exc).__name__}: {text}"))
     finally:
         closer = getattr(run, "aclose", None)
         if closer is not None:
@@ -359,8 +449,19 @@ async def _run(
 def _require_plugin(host: Host, plugin_id: str) -> None:
     try:
         host.plugins.get(plugin_id)
-    except PluginError as exc:
-        raise ApiError(404, exc.message) from None
+    except PluginError:
+        raise ApiError(404, f"no plugin {quoted(plugin_id)} is installed") from None
+
+
+def _methods_of(app: FastAPI, request: Request) -> set[str]:
+    """Every method some route serves at the request's path (Starlette's 405 names only the
+    first route's)."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return methods
 
 
 def _install_status(exc: PluginError) -> int:
@@ -382,14 +483,3 @@ def _describe(error: Any) -> str:
     where = ".".join(str(part) for part in loc if part != "body")
     message = error.get("msg", "invalid")
     return f"{where}: {message}" if where else message
-
-
-def _error(
-    status: int,
-    message: str,
-    problems: list[str] | None = None,
-    headers: dict[str, str] | None = None,
-) -> JSONResponse:
-    return JSONResponse(
-        {"error": message, "problems": problems or []}, status_code=status, headers=headers
-    )

@@ -24,6 +24,7 @@ from reference_host.erp import RestToolCallback, erp_decls
 from reference_host.events import Event
 from reference_host.grant_copies import COPIES
 from reference_host.grants import GrantStore
+from reference_host.http_access import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY_BYTES
 from reference_host.manifests import call_timeout, tool_decls
 from reference_host.plugin_tools import WorkerToolCallback
 from reference_host.plugins import PluginInfo, PluginService, Validator
@@ -50,6 +51,10 @@ class HostConfig:
     erp_base_url: str = "http://127.0.0.1:8801"
     actors_file: Path | None = None
     worker_env: tuple[str, ...] = ()  # host variables passed through to workers (S2)
+    # The HTTP API's access rules and body limit (reference_host.http_access, SPEC S4).
+    allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS
+    token: str | None = field(default=None, repr=False)
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
     @property
     def database(self) -> Path:

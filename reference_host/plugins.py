@@ -23,6 +23,7 @@ from typing import Any
 from reference_host.erp import erp_decls, is_erp_folder, read_erp_manifest
 from reference_host.manifests import model_tool_names, tool_decls
 from reference_host.plugin_copy import UnsafeEntry, copy_plain_tree, verify_plain_tree
+from reference_host.quoting import quoted
 from reference_host.registry import ToolRegistry
 from reference_host.sources_json import JsonFileError, read_json_object
 from reference_host.store import PluginRow, Store
@@ -153,8 +154,12 @@ class PluginService:
         repeats them against the state it writes to.
         """
         source = _resolve(source)
-        if not source.is_dir():
-            raise PluginError(f"{source} is not a folder")
+        try:
+            is_folder = source.is_dir()
+        except OSError as exc:  # ENAMETOOLONG, EACCES: is_dir() raises all but "not there"
+            raise PluginError(f"{quoted(source)} is not a usable path: {exc.strerror}") from None
+        if not is_folder:
+            raise PluginError(f"{quoted(source)} is not a folder")
         if self._validator is not None:
             report = self._validator(source)
             if report.errors:
@@ -339,7 +344,7 @@ def _resolve(source: Path | str) -> Path:
     try:
         return Path(source).resolve()
     except (OSError, RuntimeError, ValueError):
-        raise PluginError(f"{str(source)!r} is not a usable path") from None
+        raise PluginError(f"{quoted(source)} is not a usable path") from None
 
 
 def _erp_codes(manifest: dict[str, Any]) -> list[str]:

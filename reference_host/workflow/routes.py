@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import StreamingResponse
 
 from reference_host.host import Host
+from reference_host.ids import ClientId
 from reference_host.workflow.canvas import Canvas, WorkflowError
 from reference_host.workflow.runner import run_saved
 
@@ -34,14 +35,23 @@ from reference_host.workflow.runner import run_saved
 class RunBody(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    conversation_id: str | None = Field(default=None, alias="conversationId", min_length=1)
+    conversation_id: ClientId | None = Field(default=None, alias="conversationId")
 
 
 def workflow_router(host: Host, *, keep_alive: float | None = None) -> APIRouter:
     """The routes over host's canvas; keep_alive as in create_app (its default if None)."""
     # Imported here: reference_host.app includes this router, so it cannot be imported
     # while this module loads.
-    from reference_host.app import DEFAULT_KEEP_ALIVE, SSE_HEADERS, ApiError, sse_frames
+    from reference_host.app import (
+        DEFAULT_KEEP_ALIVE,
+        EVENT_STREAM,
+        JSON_OBJECT,
+        NOT_FOUND,
+        SSE_HEADERS,
+        ApiError,
+        EventStream,
+        sse_frames,
+    )
 
     canvas = Canvas.for_host(host)
     idle = DEFAULT_KEEP_ALIVE if keep_alive is None else keep_alive
@@ -58,7 +68,10 @@ def workflow_router(host: Host, *, keep_alive: float | None = None) -> APIRouter
     async def list_workflows() -> list[dict[str, Any]]:
         return canvas.workflows.list()
 
-    @router.post("/api/workflows")
+    @router.post(
+        "/api/workflows",
+        responses={201: {"description": "saved as new (200: replaced)", "content": JSON_OBJECT}},
+    )
     async def save_workflow(workflow: dict[str, Any] = Body(...)) -> JSONResponse:  # noqa: B008
         try:
             shown, created = canvas.save(workflow)
@@ -66,14 +79,14 @@ def workflow_router(host: Host, *, keep_alive: float | None = None) -> APIRouter
             raise refused(exc) from None
         return JSONResponse(shown, status_code=201 if created else 200)
 
-    @router.get("/api/workflows/{workflow_id}")
+    @router.get("/api/workflows/{workflow_id}", responses={404: NOT_FOUND})
     async def load_workflow(workflow_id: str) -> dict[str, Any]:
         try:
             return canvas.load(workflow_id)
         except WorkflowError as exc:
             raise refused(exc) from None
 
-    @router.delete("/api/workflows/{workflow_id}", status_code=204)
+    @router.delete("/api/workflows/{workflow_id}", status_code=204, responses={404: NOT_FOUND})
     async def delete_workflow(workflow_id: str) -> Response:
         try:
             canvas.delete(workflow_id)
@@ -81,14 +94,18 @@ def workflow_router(host: Host, *, keep_alive: float | None = None) -> APIRouter
             raise refused(exc) from None
         return Response(status_code=204)
 
-    @router.post("/api/workflows/{workflow_id}/reconcile")
+    @router.post("/api/workflows/{workflow_id}/reconcile", responses={404: NOT_FOUND})
     async def reconcile_workflow(workflow_id: str) -> dict[str, Any]:
         try:
             return canvas.reconcile(workflow_id)
         except WorkflowError as exc:
             raise refused(exc) from None
 
-    @router.post("/api/workflows/{workflow_id}/run")
+    @router.post(
+        "/api/workflows/{workflow_id}/run",
+        response_class=EventStream,
+        responses={200: EVENT_STREAM, 404: NOT_FOUND},
+    )
     async def run_workflow(
         workflow_id: str,
         body: RunBody | None = None,

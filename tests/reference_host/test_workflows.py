@@ -621,7 +621,7 @@ async def client(md_host: Host):
     app = create_app(md_host, lambda: ScriptedModel([]))
     app.include_router(workflow_router(md_host, keep_alive=30))
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://host") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         yield client
 
 
