@@ -43,7 +43,7 @@ class ToolRun:
         if tool is None or workers is None or not workers.declared:
             raise NotApplicable("the plugin declares no worker")
         if workers.launch_error is not None or not workers.answers_at_start:
-            raise NotApplicable("the worker does not start (FY-WRK-001)")
+            raise NotApplicable(workers.start_failure())
         if not isinstance(tool.method, str):
             raise NotApplicable("the tool names no method (FY-MAN-004)")
         self.ctx, self.tool, self.workers = ctx, tool, workers

@@ -14,7 +14,7 @@ from pathlib import Path
 from conformance.fengyu.harness import ToolHarness
 from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
-from conformance.fengyu.probe import Transcript, run_probe
+from conformance.fengyu.probe import Exchange, Transcript, run_probe
 from conformance.fengyu.tool_files import ToolFiles
 from conformance.fengyu.worker import declared_methods, declares_worker, worker_spec
 from conformance.properties import PropertySettings
@@ -65,19 +65,35 @@ class WorkerServices:
     @cached_property
     def _transcript(self) -> Transcript:
         assert self.spec is not None
+        quick = self.__dict__.get("_start_only")
+        if quick is not None and not quick.exchanges["start"].answered:
+            return quick  # the full probe would stop at the same unanswered first request
         return run_probe(self.spec, declared_methods(self.plugin))
+
+    @cached_property
+    def _start_only(self) -> Transcript:
+        assert self.spec is not None
+        return run_probe(self.spec, {}, start_only=True)
 
     def transcript(self) -> Transcript:
         return self._transcript
 
-    @cached_property
-    def answers_at_start(self) -> bool:
-        """Whether the worker answers its first request (the full probe's answer if it ran)."""
-        assert self.spec is not None
+    @property
+    def start(self) -> Exchange:
+        """The worker's first request and what came of it (the full probe's if it ran)."""
         if "_transcript" in self.__dict__:
-            return self._transcript.exchanges["start"].answered
-        quick = run_probe(self.spec, {}, start_only=True)
-        return quick.exchanges["start"].answered
+            return self._transcript.exchanges["start"]
+        return self._start_only.exchanges["start"]
+
+    @property
+    def answers_at_start(self) -> bool:
+        return self.start.answered
+
+    def start_failure(self) -> str:
+        """Why dependent checks are skipped when the worker does not start, naming the cause."""
+        if self.launch_error is not None:
+            return "the worker cannot be launched (FY-WRK-001)"
+        return f"the worker did not answer its first request (FY-WRK-001): {self.start.note}"
 
     def harness(self) -> ToolHarness:
         assert self.spec is not None
