@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance import __version__
+from conformance.catalog import load_catalog
 
 
 def report_paths(base: Path) -> tuple[Path, Path]:
@@ -106,7 +107,9 @@ def suite_times(records: list[dict[str, Any]]) -> list[str]:
         "| plugin | suite | items | seconds | seconds per item |",
         "|---|---|---|---|---|",
     ]
-    for (plugin, suite), seconds in sorted(totals.items()):
+    order = list(dict.fromkeys(r.suite for r in load_catalog().values()))
+    rank = {suite: order.index(suite) if suite in order else len(order) for _, suite in totals}
+    for (plugin, suite), seconds in sorted(totals.items(), key=lambda i: (i[0][0], rank[i[0][1]])):
         total = sum(seconds)
         lines.append(
             f"| {plugin} | {suite} | {len(seconds)} | {total:.2f} | {total / len(seconds):.4f} |"
