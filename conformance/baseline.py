@@ -11,6 +11,7 @@ The file is JSON, so a CI can keep it next to the plugin:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from conformance.sources import JsonLoadError, load_json_file
@@ -38,14 +39,21 @@ class Baseline:
     def expects(
         self, plugin: str, requirement: str, tool: str | None = None
     ) -> ExpectedFailure | None:
-        return next(
-            (
-                e
-                for e in self.entries
-                if (e.plugin, e.requirement) == (plugin, requirement) and e.tool in (None, tool)
-            ),
-            None,
-        )
+        """The first entry (in file order) covering plugin x requirement x tool."""
+        hits = [self._index.get((plugin, requirement, tool))]
+        if tool is not None:
+            hits.append(self._index.get((plugin, requirement, None)))
+        found = [hit for hit in hits if hit is not None]
+        return min(found)[1] if found else None
+
+    @cached_property
+    def _index(self) -> dict[tuple[str, str, str | None], tuple[int, ExpectedFailure]]:
+        """Entries by what they cover, with their position: one lookup per item, not a scan
+        of the whole baseline (which may list every tool of a large plugin)."""
+        index: dict[tuple[str, str, str | None], tuple[int, ExpectedFailure]] = {}
+        for position, entry in enumerate(self.entries):
+            index.setdefault((entry.plugin, entry.requirement, entry.tool), (position, entry))
+        return index
 
     def unmatched(self, collectable: set[tuple[str, str]]) -> list[ExpectedFailure]:
         """Entries naming no plugin x requirement the kit would check: stale by definition."""

@@ -217,7 +217,7 @@ class KitSession:
         report = yield
         ran = report.when == "call" or (report.when == "setup" and report.skipped)
         if isinstance(item, ConformanceItem) and ran:
-            report.conformance_record = json.dumps(item.record())
+            report.conformance_record = json.dumps({**item.record(), "seconds": report.duration})
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -338,6 +338,7 @@ class ConformanceItem(pytest.Item):
             "plugin": self.kit.label(self.plugin),
             "plugin_dir": str(self.plugin.root),
             "requirement": r.id,
+            "suite": r.suite,
             "tool": self.target.tool_name,
             "level": r.level.value,
             "title": r.title,

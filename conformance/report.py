@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance import __version__
+from conformance.catalog import load_catalog
 
 
 def report_paths(base: Path) -> tuple[Path, Path]:
@@ -43,6 +44,7 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
             f"| {counts['failed']} | {counts['expected-failure']} "
             f"| {counts['stale-baseline-entry']} | {counts['skipped']} |"
         )
+    lines += suite_times(records)
     problems = [r for r in records if r["status"] not in ("passed", "skipped")]
     if problems:
         lines += ["", "## Findings", ""]
@@ -87,6 +89,32 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
                 "</details>",
             ]
     return "\n".join(lines) + "\n"
+
+
+def suite_times(records: list[dict[str, Any]]) -> list[str]:
+    """A table of the seconds each plugin's suites took, summed from item durations, so a
+    slow suite (or a slow worker behind it) shows where a kit run spends its time."""
+    totals: dict[tuple[str, str], list[float]] = {}
+    for record in records:
+        key = (record["plugin"], record.get("suite", ""))
+        totals.setdefault(key, []).append(float(record.get("seconds") or 0.0))
+    if not totals:
+        return []
+    lines = [
+        "",
+        "## Time per suite",
+        "",
+        "| plugin | suite | items | seconds | seconds per item |",
+        "|---|---|---|---|---|",
+    ]
+    order = list(dict.fromkeys(r.suite for r in load_catalog().values()))
+    rank = {suite: order.index(suite) if suite in order else len(order) for _, suite in totals}
+    for (plugin, suite), seconds in sorted(totals.items(), key=lambda i: (i[0][0], rank[i[0][1]])):
+        total = sum(seconds)
+        lines.append(
+            f"| {plugin} | {suite} | {len(seconds)} | {total:.2f} | {total / len(seconds):.4f} |"
+        )
+    return lines
 
 
 def _write_atomically(path: Path, text: str) -> None:

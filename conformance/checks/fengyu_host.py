@@ -22,7 +22,7 @@ def session(ctx: CheckContext) -> HostSession:
     if workers is None or not workers.declared:
         raise NotApplicable("the plugin declares no worker")
     if workers.launch_error is not None or not workers.answers_at_start:
-        raise NotApplicable("the worker does not start (FY-WRK-001)")
+        raise NotApplicable(workers.start_failure())
     return workers.host_session()
 
 

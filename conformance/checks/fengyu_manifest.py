@@ -56,10 +56,10 @@ def ai_tool_methods_resolve(ctx: CheckContext) -> Iterator[Finding]:
     methods = rpc.get("methods", {}) if isinstance(rpc, dict) else {}
     if not isinstance(methods, dict):
         return  # a malformed method table is the schema's finding (FY-MAN-003), not ours
-    declared = sorted(methods)
+    declared = set(methods)  # a set: one lookup per tool, not a scan of every method
+    known = _known_methods(methods)
     for tool in ctx.plugin.tools:
         if isinstance(tool.method, str) and tool.method not in declared:
-            known = ", ".join(declared) if declared else "rpc.methods declares none"
             yield ctx.plugin.finding(
                 "FY-MAN-004",
                 f"{tool.pointer}/method",
@@ -96,3 +96,12 @@ def tool_names_do_not_clash(ctx: CheckContext) -> Iterator[Finding]:
                 f"{tool.pointer}/name",
                 f"tool name {tool.name!r} is also offered by {offered_by[tool.name]}",
             )
+
+
+def _known_methods(methods: dict[str, object], shown: int = 20) -> str:
+    """The declared methods for a finding, cut to a readable number."""
+    if not methods:
+        return "rpc.methods declares none"
+    names = sorted(methods)
+    more = f", ... ({len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more

@@ -22,7 +22,7 @@ from conformance.fengyu.manifest import AiTool
 from conformance.findings import Finding, NotApplicable
 from conformance.properties import Counterexample, find_counterexample
 from conformance.registry import CheckContext, check
-from conformance.strategies import InputSpace, to_json_schema
+from conformance.strategies import to_json_schema
 from reference_host.filerefs import classify_parameters, resolve_refs
 
 UNRESOLVED_REF = {
@@ -43,15 +43,14 @@ class ToolRun:
         if tool is None or workers is None or not workers.declared:
             raise NotApplicable("the plugin declares no worker")
         if workers.launch_error is not None or not workers.answers_at_start:
-            raise NotApplicable("the worker does not start (FY-WRK-001)")
+            raise NotApplicable(workers.start_failure())
         if not isinstance(tool.method, str):
             raise NotApplicable("the tool names no method (FY-MAN-004)")
         self.ctx, self.tool, self.workers = ctx, tool, workers
-        schema = tool.input_schema.data if tool.input_schema else None
-        self.space = InputSpace.of(schema) if isinstance(schema, dict) else None
+        self.space = workers.input_space(tool)
         if self.space is None:
             raise NotApplicable("the tool has no inputSchema object (FY-MAN-010)")
-        self.classes = classify_parameters(schema)
+        self.classes = classify_parameters(tool.input_schema.data)
         self.files = workers.files_for(str(tool.name))
         self.harness = workers.harness()
         self.timeout = workers.tool_timeout(tool)

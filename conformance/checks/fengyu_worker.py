@@ -17,11 +17,11 @@ def transcript(ctx: CheckContext, *, need_start: bool = True) -> Transcript:
         raise NotApplicable("the plugin declares no worker")
     if workers.launch_error is not None:
         if need_start:
-            raise NotApplicable("the worker cannot be launched (FY-WRK-001)")
+            raise NotApplicable(workers.start_failure())
         raise _LaunchFailed(workers.launch_error)
     result = workers.transcript()
     if need_start and not result.exchanges["start"].answered:
-        raise NotApplicable("the worker did not answer at start (FY-WRK-001)")
+        raise NotApplicable(workers.start_failure())
     return result
 
 

@@ -4,6 +4,8 @@ Each exchange writes some frames and then a sentinel request for a method no wor
 declare; everything the worker prints before the sentinel's answer belongs to the exchange.
 So "no reply to a notification" is seen without waiting for silence, and a worker that
 crashes or hangs in one exchange is restarted for the next, keeping checks independent.
+A worker that does not answer the first exchange at all ends the probe there: every later
+step would only wait out its own timeout on a fresh copy of the same dead worker.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from conformance.fengyu.raw_worker import Line, RawWorker
 from reference_host.process import WorkerSpec
+from reference_host.worker.framing import MAX_FRAME_BYTES
 
 SENTINEL_METHOD = "conformance/sentinel"
 REPLY_SECONDS = 5.0
@@ -157,6 +160,8 @@ def run_probe(
         transcript.exchanges[name] = exchange
         if not exchange.answered:
             worker.kill()
+            if name == "start":
+                return transcript
     if worker is not None and worker.alive():
         transcript.exit_after_eof = worker.close_stdin(EOF_SECONDS)
         transcript.eof_stderr = worker.stderr
@@ -187,6 +192,13 @@ def _exchange(
             exchange.answered = True
             return exchange
         exchange.replies.append(line)
+        if line.overlong:
+            exchange.note = (
+                f"a stdout line ran past {MAX_FRAME_BYTES} bytes (the 16 MiB frame limit) "
+                "without a newline; the kit stopped reading it"
+            )
+            exchange.stderr = worker.stderr
+            return exchange
     code = worker.process.poll()
     exchange.note = (
         f"worker exited with code {code}" if code is not None else f"no answer within {seconds:g} s"

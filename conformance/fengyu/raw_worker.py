@@ -25,15 +25,23 @@ from reference_host.worker.framing import MAX_FRAME_BYTES, decode_line
 KILL_WAIT = 5.0  # a blocked write ends this soon after the worker is killed
 
 
+OVERLONG_PREFIX = 300  # characters of an over-long line kept for the report
+
+
 @dataclass(frozen=True)
 class Line:
-    """One stdout line: its text and, when it is a JSON object, the object."""
+    """One stdout line: its text and, when it is a JSON object, the object. An over-long
+    line (no newline within MAX_FRAME_BYTES) keeps only its start: it is a finding, and
+    the rest of it is never read."""
 
     text: str
     message: dict[str, Any] | None
+    overlong: bool = False
 
     @classmethod
     def parse(cls, raw: bytes) -> Line:
+        if len(raw) > MAX_FRAME_BYTES and not raw.endswith(b"\n"):
+            return cls(raw[:OVERLONG_PREFIX].decode("utf-8", "replace"), None, overlong=True)
         return cls(*decode_line(raw))
 
 
@@ -149,7 +157,10 @@ class RawWorker:
         assert self.process.stdout is not None
         with contextlib.suppress(OSError, ValueError):
             while raw := self.process.stdout.readline(MAX_FRAME_BYTES + 1):
-                self.lines.put(Line.parse(raw))
+                line = Line.parse(raw)
+                self.lines.put(line)
+                if line.overlong:
+                    break  # framing is lost: reading on would only buffer an endless line
         self.lines.put(None)
 
     def _drain_stderr(self) -> None:

@@ -14,10 +14,11 @@ from pathlib import Path
 from conformance.fengyu.harness import ToolHarness
 from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
-from conformance.fengyu.probe import Transcript, run_probe
+from conformance.fengyu.probe import Exchange, Transcript, run_probe
 from conformance.fengyu.tool_files import ToolFiles
 from conformance.fengyu.worker import declared_methods, declares_worker, worker_spec
 from conformance.properties import PropertySettings
+from conformance.strategies import InputSpace
 from reference_host.process import WorkerLaunchError, WorkerSpec, effective_timeout
 
 
@@ -46,6 +47,7 @@ class WorkerServices:
         self._harness: ToolHarness | None = None
         self._host: HostSession | None = None
         self._files: dict[str, ToolFiles] = {}
+        self._spaces: dict[str, InputSpace | None] = {}
 
     @property
     def plugin_id(self) -> str:
@@ -71,19 +73,35 @@ class WorkerServices:
     @cached_property
     def _transcript(self) -> Transcript:
         assert self.spec is not None
-        return run_probe(self.spec, declared_methods(self.plugin))
+        quick = self.__dict__.get("_start_only")
+        if quick is not None and not quick.exchanges["start"].answered:
+            return quick  # the full probe would stop at the same unanswered first request
+        return run_probe(self.spec, self.methods)
+
+    @cached_property
+    def _start_only(self) -> Transcript:
+        assert self.spec is not None
+        return run_probe(self.spec, {}, start_only=True)
 
     def transcript(self) -> Transcript:
         return self._transcript
 
-    @cached_property
-    def answers_at_start(self) -> bool:
-        """Whether the worker answers its first request (the full probe's answer if it ran)."""
-        assert self.spec is not None
+    @property
+    def start(self) -> Exchange:
+        """The worker's first request and what came of it (the full probe's if it ran)."""
         if "_transcript" in self.__dict__:
-            return self._transcript.exchanges["start"].answered
-        quick = run_probe(self.spec, {}, start_only=True)
-        return quick.exchanges["start"].answered
+            return self._transcript.exchanges["start"]
+        return self._start_only.exchanges["start"]
+
+    @property
+    def answers_at_start(self) -> bool:
+        return self.start.answered
+
+    def start_failure(self) -> str:
+        """Why dependent checks are skipped when the worker does not start, naming the cause."""
+        if self.launch_error is not None:
+            return "the worker cannot be launched (FY-WRK-001)"
+        return f"the worker did not answer its first request (FY-WRK-001): {self.start.note}"
 
     def harness(self) -> ToolHarness:
         assert self.spec is not None
@@ -98,6 +116,14 @@ class WorkerServices:
             )
         return self._host
 
+    def input_space(self, tool: AiTool) -> InputSpace | None:
+        """The tool's input space (None without an inputSchema object), built once per tool:
+        each of its FY-TOOL items draws from it, and building it is most of their set-up."""
+        if tool.pointer not in self._spaces:
+            schema = tool.input_schema.data if tool.input_schema else None
+            self._spaces[tool.pointer] = InputSpace.of(schema) if isinstance(schema, dict) else None
+        return self._spaces[tool.pointer]
+
     def files_for(self, tool: str) -> ToolFiles:
         if tool not in self._files:
             folder = self.workdir / "tools" / tool.replace("/", "_")
@@ -106,9 +132,14 @@ class WorkerServices:
 
     def tool_timeout(self, tool: AiTool) -> float:
         """What a host allows this tool's call: tool, then backend default, then 60 s."""
-        methods = declared_methods(self.plugin)
         declared = tool.entry.get("timeoutSeconds")
-        return effective_timeout(declared, None, methods.get(tool.method))
+        return effective_timeout(declared, None, self.methods.get(tool.method))
+
+    @cached_property
+    def methods(self) -> dict[str, float]:
+        """The declared methods and their timeouts, read once: a per-tool item asking for
+        them again would make a run quadratic in the number of tools."""
+        return declared_methods(self.plugin)
 
     def close(self) -> None:
         if self._host is not None:

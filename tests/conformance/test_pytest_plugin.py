@@ -186,6 +186,15 @@ def test_markdown_summary(run_kit, pytester: pytest.Pytester, dangling: Path) ->
     assert "| fan.summer.markdown | fengyu-v2 | 17 | 0 | 1 | 0 | 0 | 0 |" in md
     assert "### fan.summer.markdown FY-MAN-004 (MUST, failed): aiTools method resolves" in md
     assert "`/aiTools/0/method`" in md
+    assert "## Time per suite" in md
+    static = len(_requirements("fengyu-v2"))
+    assert f"| fan.summer.markdown | manifest | {static} |" in md
+
+
+def test_json_records_carry_suite_and_seconds(run_kit, dangling: Path) -> None:
+    records = run_kit([dangling], "-m", "manifest").report["results"]
+    assert {r["suite"] for r in records} == {"manifest"}
+    assert all(isinstance(r["seconds"], float) and r["seconds"] >= 0 for r in records)
 
 
 def _requirements(profile: str) -> list[str]:
