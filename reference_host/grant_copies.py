@@ -17,6 +17,7 @@ that writes after its call returned).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import stat
@@ -35,22 +36,39 @@ MAX_BYTES = 1024**3  # bytes in one copied or committed tree
 MAX_DEPTH = 64
 
 
-@dataclass
 class Budget:
-    """What one tree copy may still take; running out refuses the copy, naming the tree."""
+    """What one tree copy may still take; running out refuses the copy, naming the tree.
 
-    what: str
-    entries: int = MAX_ENTRIES
-    size: int = MAX_BYTES
+    The limits are read when a budget is made, so a test can lower them."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.entries = MAX_ENTRIES
+        self.size = MAX_BYTES
 
     def spend(self, entries: int, size: int = 0) -> None:
         self.entries -= entries
         self.size -= size
         if self.entries < 0 or self.size < 0:
-            raise FileRefError(
-                f"{self.what} is larger than the host copies "
-                f"({MAX_ENTRIES} entries, {MAX_BYTES // 1024**2} MiB)"
-            )
+            raise self.refusal()
+
+    def refusal(self) -> FileRefError:
+        return FileRefError(
+            f"{self.what} is larger than the host copies "
+            f"({MAX_ENTRIES} entries, {MAX_BYTES // 1024**2} MiB)"
+        )
+
+    def copy_file(self, source_fd: int, dir_fd: int, name: str) -> None:
+        """Copy the open file into dir/name, paying for the bytes actually copied: its size
+        is checked first, and a file that grows past what is left while it is copied is
+        cut off there (beneath.TooLarge) rather than filling the disk."""
+        size = os.fstat(source_fd).st_size
+        self.spend(1, size)
+        try:
+            copied = beneath.write_file(source_fd, dir_fd, name, _temporary(), self.size + size)
+        except beneath.TooLarge:
+            raise self.refusal() from None
+        self.spend(0, copied - size)
 
 
 @dataclass
@@ -86,7 +104,7 @@ class GrantCopies:
                 if stat.S_ISDIR(os.fstat(source_fd).st_mode):
                     _replace_tree(source_fd, folder_fd, name)
                 else:
-                    beneath.write_file(source_fd, folder_fd, name, _temporary())
+                    Budget(f"the file {name}").copy_file(source_fd, folder_fd, name)
         finally:
             os.close(folder_fd)
         return str(folder / name)
@@ -157,16 +175,18 @@ def commit(staging: Staging, target_fd: int, what: str) -> None:
         staging_fd = beneath.open_dir(str(staging.path))
         try:
             plan = list(_walk(staging_fd, (), Budget(f"the output for {what}"), str(staging.path)))
+            # the worker may still be writing: what is copied is bounded again, as it is read
+            copying = Budget(f"the output for {what}")
             for parts, kind, key in plan:
                 if kind == "dir" or staging.committed.get(parts) == key:
                     continue
-                _commit_file(staging_fd, target_fd, parts)
+                _commit_file(staging_fd, target_fd, parts, copying)
                 staging.committed[parts] = key
         finally:
             os.close(staging_fd)
 
 
-def _commit_file(staging_fd: int, target_fd: int, parts: tuple[str, ...]) -> None:
+def _commit_file(staging_fd: int, target_fd: int, parts: tuple[str, ...], budget: Budget) -> None:
     source = beneath.open_beneath(staging_fd, parts, directory=False)
     folder = os.dup(target_fd)
     try:
@@ -174,7 +194,7 @@ def _commit_file(staging_fd: int, target_fd: int, parts: tuple[str, ...]) -> Non
             child = beneath.make_dir(folder, part)
             os.close(folder)
             folder = child
-        beneath.write_file(source, folder, parts[-1], _temporary())
+        budget.copy_file(source, folder, parts[-1])
     finally:
         os.close(folder)
         os.close(source)
@@ -187,7 +207,8 @@ def _walk(
     a link or special file refuses the whole tree, naming it."""
     if len(parts) > MAX_DEPTH:
         raise FileRefError(f"{shown}: folders nested deeper than {MAX_DEPTH}")
-    for name, kind in sorted(beneath.entries(dir_fd)):
+    # listed up to what the budget allows: a million entries are not all read into memory
+    for name, kind in sorted(itertools.islice(beneath.entries(dir_fd), budget.entries + 1)):
         here = (*parts, name)
         if kind == "other":
             raise FileRefError(
@@ -245,8 +266,7 @@ def _copy_tree(source_fd: int, target_fd: int, depth: int, budget: Budget) -> No
                 finally:
                     os.close(sub)
             else:
-                budget.spend(1, os.fstat(child).st_size)
-                beneath.write_file(child, target_fd, name, _temporary())
+                budget.copy_file(child, target_fd, name)
         finally:
             os.close(child)
 

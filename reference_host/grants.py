@@ -103,6 +103,11 @@ class GrantStore:
         if self._root_fd(root) is None:
             raise FileRefError(f"{path}: the allowed folder {root} cannot be opened")
         kind = "directory" if stat.S_ISDIR(status.st_mode) else "file"
+        if kind == "file" and status.st_nlink > 1:
+            raise FileRefError(
+                f"{path} has other hard links, which may lie outside the folders this host "
+                "may share; only a file with one name can be granted"
+            )
         ref = {
             "id": f"ref_{uuid.uuid4()}",
             "name": real.name,

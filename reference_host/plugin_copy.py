@@ -65,6 +65,11 @@ def _copy_folder(source_fd: int, target_fd: int, shown: Path, depth: int) -> Non
             raise UnsafeEntry(f"{path} is a symbolic link; a plugin folder may not hold links")
         if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
             raise UnsafeEntry(f"{path} is not a folder or a regular file (a FIFO or a device)")
+        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            raise UnsafeEntry(
+                f"{path} has other hard links; a plugin folder may not hold them "
+                "(the same file may lie outside it)"
+            )
         directory = stat.S_ISDIR(info.st_mode)
         try:
             child = beneath.open_child(source_fd, name, directory=directory)

@@ -6,8 +6,14 @@ what a program needs to run at all (PATH, the locale, the time zone, JAVA_HOME f
 explicitly (HostConfig.worker_env / `--worker-env NAME`, the kit's `--worker-env`, or the
 REFERENCE_HOST_WORKER_ENV variable, a comma-separated list, for both). The F5 variables,
 TMPDIR/TMP/TEMP (the plugin's data folder) and HOME (a folder inside it) are set on top.
-A name ending in `*` passes every variable starting with the rest (`LC_*`). The host's
-model key (OPENAI_API_KEY) is never passed, even when listed.
+
+A name ending in `*` passes every variable starting with the rest (`LC_*`, `AWS_*`), except
+names that look like a credential (KEY, TOKEN, SECRET, PASSW, CREDENTIAL, AUTH, COOKIE,
+PRIVATE anywhere in them, any case): `AWS_*` or `A*` must not hand every plugin
+AWS_SECRET_ACCESS_KEY or ANTHROPIC_API_KEY by accident, so such a variable passes only when
+it is listed by its full name. The host's own secrets, its model key (OPENAI_API_KEY) and
+its bearer token (REFERENCE_HOST_TOKEN), are never passed, even when listed in another
+case (Windows ignores the case of names).
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from collections.abc import Iterable, Mapping
 
 DEFAULT_PASS_ENV = ("PATH", "LANG", "LANGUAGE", "LC_*", "TZ", "JAVA_HOME", "SYSTEMROOT")
 PASS_ENV_VARIABLE = "REFERENCE_HOST_WORKER_ENV"
-NEVER_PASSED = frozenset({"OPENAI_API_KEY"})
+NEVER_PASSED = frozenset({"OPENAI_API_KEY", "REFERENCE_HOST_TOKEN"})
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
+SECRET_LOOKING = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|PRIVATE", re.I)
 
 
 class WorkerEnvError(ValueError):
@@ -35,8 +42,10 @@ def check_names(names: Iterable[str]) -> tuple[str, ...]:
                 f"worker environment: {shown!r} is not a variable name (letters, digits, _; "
                 "a trailing * passes every variable with that prefix)"
             )
-        if name in NEVER_PASSED:
-            raise WorkerEnvError(f"worker environment: {name} is the host's model key")
+        if name.upper() in NEVER_PASSED:
+            raise WorkerEnvError(
+                f"worker environment: {name} is the host's own secret (model key or token)"
+            )
     return checked
 
 
@@ -49,12 +58,16 @@ def configured_names(environ: Mapping[str, str]) -> tuple[str, ...]:
 
 def passed_through(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
     """The variables of environ a worker may see: the defaults, extra, and the configured
-    names."""
+    names (a pattern never admits a name that looks like a credential)."""
     names = (*DEFAULT_PASS_ENV, *extra, *configured_names(environ))
     exact = {n for n in names if not n.endswith("*")}
     prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
-    return {
-        key: value
-        for key, value in environ.items()
-        if key not in NEVER_PASSED and (key in exact or (prefixes and key.startswith(prefixes)))
-    }
+
+    def passes(key: str) -> bool:
+        if key.upper() in NEVER_PASSED:
+            return False
+        if key in exact:
+            return True
+        return bool(prefixes) and key.startswith(prefixes) and not SECRET_LOOKING.search(key)
+
+    return {key: value for key, value in environ.items() if passes(key)}

@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 
 from reference_host.process.lineage import TOKEN, end_lineage
+from reference_host.sources_json import JsonFileError, read_bounded
 
 log = logging.getLogger("reference_host.worker")
 _OPEN: set[str] = set()  # owners of the records open in this process
@@ -81,9 +82,12 @@ class LineageRecord:
             return []
 
     def _entry(self, token: str) -> dict[str, Any]:
+        """The entry of a record file; {} when it is not a small regular file of JSON. The
+        folder lies in the data folder a worker may reach, so a FIFO there (which a plain
+        read waits on forever, at host start) or a huge file must not stop the host."""
         try:
-            entry = json.loads((self.folder / token).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            entry = json.loads(read_bounded(self.folder / token, token))
+        except (JsonFileError, ValueError):
             return {}
         return entry if isinstance(entry, dict) else {}
 

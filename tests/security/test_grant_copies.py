@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from reference_host import grant_copies
 from reference_host.filerefs import FileClass, FileRefError
 from reference_host.grants import GrantStore
 from reference_host.host import Host, HostConfig
@@ -202,3 +203,98 @@ def test_a_file_grant_in_a_folder_parameter_is_refused(store: GrantStore, shared
     ref = store.attach("c", "p", shared / "docs" / "a.md", "read-write")
     with pytest.raises(FileRefError, match="is a file; this parameter takes a folder"):
         store.prepare("c", "p", {"out": ref}, {"out": FileClass.WRITE_DIRECTORY})
+
+
+def test_a_hard_link_to_an_outside_file_is_never_copied(
+    store: GrantStore, shared: Path, outside: Path
+) -> None:
+    """A hard link reads as the outside file it is: refused at attach, refused when swapped
+    in after the grant, and left out of a folder copy, like a symlink."""
+    docs = shared / "docs"
+    os.link(outside / "secret.md", docs / "linked.md")
+    with pytest.raises(FileRefError, match="has other hard links"):
+        store.attach("c", "p", docs / "linked.md", "read")
+    ref = store.attach("c", "p", docs / "a.md", "read")
+    folder = store.attach("c", "p", docs, "read")
+    assert SECRET not in str(texts(Path(store.hand_over("c", "p", folder))))
+    os.replace(docs / "linked.md", docs / "a.md")
+    with pytest.raises(FileRefError, match="now points elsewhere"):
+        store.hand_over("c", "p", ref)
+    copies = store.copies.folder("p", ref["id"], write=False)
+    assert SECRET not in str(texts(copies))
+
+
+@pytest.fixture
+def small_limit(monkeypatch: pytest.MonkeyPatch) -> int:
+    """A 1 MiB copy limit, so a file over it is cheap to make (sparse) and to refuse."""
+    monkeypatch.setattr(grant_copies, "MAX_BYTES", 1024**2)
+    return 1024**2
+
+
+def sparse(path: Path, size: int) -> None:
+    with path.open("wb") as file:
+        file.truncate(size)
+
+
+def largest_file(folder: Path) -> int:
+    return max((p.stat().st_size for p in folder.rglob("*") if p.is_file()), default=0)
+
+
+def test_a_granted_file_swapped_for_a_huge_one_is_refused_not_copied(
+    store: GrantStore, shared: Path, small_limit: int
+) -> None:
+    """A single file grant is bounded as a folder's files are: a 10 GiB sparse file costs
+    nothing to make and filled the plugin's data folder with 10 GiB of copy."""
+    ref = store.attach("c", "p", shared / "docs" / "a.md", "read")
+    assert Path(store.hand_over("c", "p", ref)).read_text() == "# a\n"
+    sparse(shared / "huge", 8 * small_limit)
+    os.replace(shared / "huge", shared / "docs" / "a.md")
+    with pytest.raises(FileRefError, match=r"a\.md is larger than the host copies"):
+        store.hand_over("c", "p", ref)
+    assert largest_file(store.copies.folder("p", ref["id"], write=False)) <= small_limit
+
+
+def test_a_granted_file_swapped_for_a_fifo_is_refused_without_blocking(
+    store: GrantStore, shared: Path
+) -> None:
+    ref = store.attach("c", "p", shared / "docs" / "a.md", "read")
+    os.mkfifo(shared / "pipe")
+    os.replace(shared / "pipe", shared / "docs" / "a.md")
+    outcome: list[BaseException] = []
+
+    def hand_over() -> None:
+        try:
+            store.hand_over("c", "p", ref)
+        except FileRefError as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=hand_over, daemon=True)
+    worker.start()
+    worker.join(timeout=30)  # a hang guard: a blocking open would wait for a writer
+    if worker.is_alive():
+        with (shared / "docs" / "a.md").open("wb"):
+            pass  # unblock it, so the thread ends
+        worker.join(timeout=30)
+        pytest.fail("handing over a FIFO waited for a writer")
+    assert outcome and "now points elsewhere" in str(outcome[0])
+
+
+def test_output_grown_after_the_commit_checked_it_is_cut_off(
+    store: GrantStore, shared: Path, small_limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit checks the staging tree, then copies it; a worker still writing (or one
+    swapping a file for a bigger one in between) must not get past the limit by timing."""
+    ref = store.attach("c", "p", shared / "out", "write")
+    staging = Path(store.hand_over("c", "p", ref, write=True))
+    (staging / "r.txt").write_text("small")
+    walk = grant_copies._walk
+
+    def walk_then_grow(*args: object) -> Iterator[object]:
+        yield from walk(*args)  # type: ignore[arg-type]
+        sparse(staging / "big", 8 * small_limit)
+        os.replace(staging / "big", staging / "r.txt")
+
+    monkeypatch.setattr(grant_copies, "_walk", walk_then_grow)
+    with pytest.raises(FileRefError, match="larger than the host copies"):
+        store.commit("c", "p")
+    assert largest_file(shared / "out") <= small_limit

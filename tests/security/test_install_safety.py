@@ -114,6 +114,20 @@ async def test_a_symlink_even_to_a_file_inside_the_plugin_is_refused(
     assert list((host.config.data_dir / "plugins").iterdir()) == []
 
 
+async def test_a_hard_link_to_a_file_outside_the_plugin_is_refused(
+    host: Host, tmp_path: Path
+) -> None:
+    """A hard link is the outside file under a name inside the folder: copying it would
+    bring the outside content in, as a followed symlink did (issue 10, item 2)."""
+    source = copy_sample(MARKDOWN, tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET")
+    os.link(secret, source / "ui" / "secret.html")
+    with pytest.raises(PluginError, match=r"ui/secret\.html has other hard links"):
+        await host.install(source)
+    assert list((host.config.data_dir / "plugins").iterdir()) == []
+
+
 async def test_a_symlink_loop_is_refused_cleanly(host: Host, tmp_path: Path) -> None:
     source = copy_sample(MARKDOWN, tmp_path)
     os.symlink(".", source / "loop")

@@ -15,7 +15,7 @@ import pytest
 
 from reference_host.__main__ import build_parser
 from reference_host.host import Host, HostConfig
-from reference_host.process.environment import WorkerEnvError, check_names
+from reference_host.process.environment import WorkerEnvError, check_names, passed_through
 from tests.faults.support import call_tool, write_worker_plugin
 
 PLUGIN_ID = "test.security.envdump"
@@ -119,13 +119,68 @@ def test_a_kit_worker_gets_no_secret_and_the_passed_through_name(
         assert_minimal(env, secrets_set, None)
 
 
-@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "*", "A B", "X=1", "1A", "a b" * 300])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "OPENAI_API_KEY",
+        "openai_api_key",
+        "REFERENCE_HOST_TOKEN",
+        "*",
+        "A B",
+        "X=1",
+        "1A",
+        "a b" * 300,
+    ],
+)
 def test_a_bad_or_secret_pass_through_name_is_refused_clearly(name: str) -> None:
     with pytest.raises(WorkerEnvError) as raised:
         check_names([name])
     assert len(str(raised.value)) < 300
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--worker-env", name])
+
+
+CREDENTIALS = {
+    "ANTHROPIC_API_KEY": "sk-ant",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret",
+    "AWS_SESSION_TOKEN": "aws-token",
+    "GITHUB_TOKEN": "ghp",
+    "REFERENCE_HOST_TOKEN": "bearer",
+    "OPENAI_API_KEY": "sk-openai",
+    "DB_PASSWORD": "pw",
+}
+
+
+@pytest.mark.parametrize(
+    "patterns", [("A*",), ("AWS_*",), ("G*", "D*"), ("REFERENCE_HOST_*",), ("OPENAI*", "O*")]
+)
+async def test_a_pattern_never_passes_a_credential_to_a_host_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, patterns: tuple[str, ...]
+) -> None:
+    """`--worker-env 'AWS_*'` is meant for AWS_REGION, not for every plugin to get the
+    host's AWS secret; a credential passes only when listed by its full name."""
+    for name, value in {**CREDENTIALS, "AWS_REGION": "eu-1", "GIT_PAGER": "cat"}.items():
+        monkeypatch.setenv(name, value)
+    root, _ = dumper(tmp_path)
+    host = Host(HostConfig(data_dir=tmp_path / "host", worker_env=patterns))
+    try:
+        await host.install(root)
+        env = (await call_tool(host, TOOL))["env"]
+    finally:
+        await host.close()
+    assert not set(env) & set(CREDENTIALS), sorted(set(env) & set(CREDENTIALS))
+    assert not set(env.values()) & set(CREDENTIALS.values())
+    if "AWS_*" in patterns:
+        assert env["AWS_REGION"] == "eu-1"
+    if "G*" in patterns:
+        assert env["GIT_PAGER"] == "cat"
+
+
+def test_a_credential_listed_by_its_full_name_is_passed_the_host_secrets_never() -> None:
+    environ = {**CREDENTIALS, "PATH": "/bin"}
+    passed = passed_through(environ, ("AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"))
+    assert passed == {"PATH": "/bin", "AWS_SECRET_ACCESS_KEY": "aws-secret", "GITHUB_TOKEN": "ghp"}
+    assert passed_through(environ, ("REFERENCE_HOST_TOKEN", "OPENAI_API_KEY")) == {"PATH": "/bin"}
 
 
 def test_the_host_cli_passes_names_to_its_config() -> None:
