@@ -3,6 +3,7 @@
 from conformance.checks import (
     erp_endpoints,
     erp_tools,
+    fengyu_effects,
     fengyu_files,
     fengyu_host,
     fengyu_legacy,
@@ -15,6 +16,7 @@ from conformance.checks import (
 __all__ = [
     "erp_endpoints",
     "erp_tools",
+    "fengyu_effects",
     "fengyu_files",
     "fengyu_host",
     "fengyu_legacy",

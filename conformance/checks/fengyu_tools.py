@@ -53,11 +53,23 @@ class ToolRun:
         self.classes = classify_parameters(tool.input_schema.data)
         self.files = workers.files_for(str(tool.name))
         self.harness = workers.harness()
+        self.harness.warm()
         self.timeout = workers.tool_timeout(tool)
 
     def call(self, params: Any) -> CallOutcome:
-        resolved = resolve_refs(params, self.files.grants.get, self.workers.plugin_id)
-        return self.harness.call(self.tool.method, resolved, self.timeout)
+        """Call the tool with params, their FileRefs resolved to the granted paths."""
+        return self.send(resolve_refs(params, self.files.grants.get, self.workers.plugin_id))
+
+    def send(self, params: Any) -> CallOutcome:
+        """Call the tool with params as they are, watching what the call does (effects.py);
+        folders granted writable are not watched for a write tool."""
+        skip = self.files.writable if self.tool.effect == "write" else ()
+        return self.workers.effects.observe(
+            str(self.tool.name),
+            self.files.workdir,
+            skip,
+            lambda: self.harness.call(self.tool.method, params, self.timeout),
+        )
 
     def broken(self, outcome: CallOutcome) -> Counterexample | None:
         if outcome.failed_badly:
@@ -140,13 +152,11 @@ def unresolved_refs_rejected(ctx: CheckContext) -> Iterator[Finding]:
         name = data.draw(st.sampled_from(sorted(run.classes)))
         params = run.files.substitute({**params, name: None}, run.classes, data.draw, {name})
         params[name] = UNRESOLVED_REF
-        outcome = run.harness.call(
-            run.tool.method,
+        outcome = run.send(
             {
                 k: v if k == name else resolve_refs(v, run.files.grants.get, run.workers.plugin_id)
                 for k, v in params.items()
-            },
-            run.timeout,
+            }
         )
         return run.broken(outcome) or _accepted(
             outcome, f"accepted an unresolved FileRef object as {name!r}"

@@ -8,18 +8,32 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
+from conformance.fengyu.effects import EffectWatch
 from conformance.fengyu.harness import ToolHarness
 from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
+from conformance.fengyu.net_namespace import isolation
+from conformance.fengyu.net_recorder import NetRecorder
 from conformance.fengyu.probe import Exchange, Transcript, run_probe
 from conformance.fengyu.tool_files import ToolFiles
 from conformance.fengyu.worker import declared_methods, declares_worker, worker_spec
 from conformance.properties import PropertySettings
 from conformance.strategies import InputSpace
 from reference_host.process import WorkerLaunchError, WorkerSpec, effective_timeout
+
+
+def xdg_folders(home: Path) -> dict[str, str]:
+    """The XDG base folders inside HOME, where the kit watches them."""
+    return {
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+    }
 
 
 class WorkerServices:
@@ -38,13 +52,24 @@ class WorkerServices:
         self.settings = settings
         self.declared = declares_worker(plugin, override)
         self.workdir = Path(tempfile.mkdtemp(prefix="conformance-"))
+        self.home = self.workdir / "home"
+        self.recorder = NetRecorder()
+        self.effects = EffectWatch(plugin.root, self.home, self.recorder)
         self.launch_error: str | None = None
         self.spec: WorkerSpec | None = None
         try:
-            self.spec = worker_spec(plugin, override, self.workdir / "data", worker_env)
+            self.spec = worker_spec(
+                plugin,
+                override,
+                self.workdir / "data",
+                worker_env,
+                home=self.home,
+                extra_env={**xdg_folders(self.home), **self.recorder.environment()},
+            )
         except WorkerLaunchError as exc:
             self.launch_error = exc.message
         self._harness: ToolHarness | None = None
+        self._pair: tuple[ToolHarness, ToolHarness] | None = None
         self._host: HostSession | None = None
         self._files: dict[str, ToolFiles] = {}
         self._spaces: dict[str, InputSpace | None] = {}
@@ -109,6 +134,30 @@ class WorkerServices:
             self._harness = ToolHarness(self.spec)
         return self._harness
 
+    def network_pair(self) -> tuple[ToolHarness, ToolHarness] | None:
+        """Two fresh copies of the worker, one with the network and one without
+        (net_namespace), each with a data folder of its own; None where the second cannot be
+        made. Given the same calls in the same order, they hold the same state, so a call
+        that succeeds in the first and fails in the second failed for want of network."""
+        assert self.spec is not None
+        prefix, _ = isolation()
+        if not prefix:
+            return None
+        if self._pair is None:
+            control = replace(
+                self.spec,
+                plugin_id=f"{self.spec.plugin_id}#control",
+                data_dir=self.workdir / "data-control",
+            )
+            isolated = replace(
+                self.spec,
+                plugin_id=f"{self.spec.plugin_id}#no-network",
+                argv=(*prefix, *self.spec.argv),
+                data_dir=self.workdir / "data-no-network",
+            )
+            self._pair = (ToolHarness(control), ToolHarness(isolated))
+        return self._pair
+
     def host_session(self) -> HostSession:
         if self._host is None:
             self._host = HostSession(
@@ -145,7 +194,9 @@ class WorkerServices:
         if self._host is not None:
             self._host.close()
             self._host = None
-        if self._harness is not None:
-            self._harness.close()
-            self._harness = None
+        for harness in (self._harness, *(self._pair or ())):
+            if harness is not None:
+                harness.close()
+        self._harness, self._pair = None, None
+        self.recorder.close()
         shutil.rmtree(self.workdir, ignore_errors=True)

@@ -54,6 +54,7 @@ class ToolFiles:
             (self.inputs / "input.txt").write_text("conformance kit input\n", encoding="utf-8")
         self.files = sorted(p for p in self.inputs.rglob("*") if p.is_file())
         self.grants: dict[str, Path] = {}
+        self.writable: list[Path] = []
 
     def as_shipped(self, text: str) -> str:
         """text with paths of example copies pointing at the plugin's own example files,
@@ -75,6 +76,7 @@ class ToolFiles:
             return self.ref(self.inputs, "directory", "read")
         if file_class is FileClass.WRITE_DIRECTORY:
             out = Path(tempfile.mkdtemp(prefix="out-", dir=self.workdir))
+            self.writable.append(out)
             return self.ref(out, "directory", "write")
         chosen = draw(st.lists(st.sampled_from(self.files), min_size=1, max_size=3))
         return [self.ref(path, "file", "read") for path in chosen]
@@ -89,3 +91,14 @@ class ToolFiles:
             name: self.value(classes[name], draw) if name in classes and name not in keep else value
             for name, value in params.items()
         }
+
+    def fresh_outputs(self, params: Any) -> Any:
+        """params with every folder granted writable replaced by a new empty one, so that a
+        repeated call does not find the first call's output."""
+        if isinstance(params, dict):
+            return {k: self.fresh_outputs(v) for k, v in params.items()}
+        if isinstance(params, list):
+            return [self.fresh_outputs(v) for v in params]
+        if isinstance(params, str) and Path(params) in self.writable:
+            return tempfile.mkdtemp(prefix="out-", dir=self.workdir)
+        return params

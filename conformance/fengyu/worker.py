@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,16 @@ def declares_worker(plugin: FengYuPlugin, override: str | None) -> bool:
 
 
 def worker_spec(
-    plugin: FengYuPlugin, override: str | None, data_dir: Path, pass_env: tuple[str, ...] = ()
+    plugin: FengYuPlugin,
+    override: str | None,
+    data_dir: Path,
+    pass_env: tuple[str, ...] = (),
+    home: Path | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> WorkerSpec:
     """The spec hosts would start, with the same environment (pass_env: the variables passed
-    through); raises WorkerLaunchError when there is nothing to start."""
+    through), but for HOME and extra_env where given (the kit's watched HOME and its recording
+    proxy); raises WorkerLaunchError when there is nothing to start."""
     backend = plugin.data.get("backend")
     timeout = backend.get("callTimeoutSeconds") if isinstance(backend, dict) else None
     return WorkerSpec(
@@ -37,6 +44,8 @@ def worker_spec(
         data_dir=data_dir,
         call_timeout=timeout if isinstance(timeout, int) else None,
         pass_env=pass_env,
+        home_dir=home,
+        extra_env=dict(extra_env or {}),
     )
 
 

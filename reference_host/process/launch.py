@@ -29,13 +29,17 @@ class WorkerSpec:
     call_timeout: float | None = None
     extra_env: Mapping[str, str] = field(default_factory=dict)
     pass_env: tuple[str, ...] = ()
+    home_dir: Path | None = None
 
     @property
     def home(self) -> Path:
-        return self.data_dir / "home"
+        """HOME: a folder in the data folder, unless the spec names one (the kit points it at
+        a scratch folder it watches, so a read tool writing there is seen)."""
+        return self.home_dir if self.home_dir is not None else self.data_dir / "home"
 
     def prepare_folders(self) -> None:
-        """Create the data folder (TMP) and HOME inside it, before every start."""
+        """Create the data folder (TMP) and HOME, before every start."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
         self.home.mkdir(parents=True, exist_ok=True)
 
     def environment(self, lineage: str | None = None) -> dict[str, str]:

@@ -1,0 +1,135 @@
+"""Declared effects, observed (SPEC S1): what a tool's calls did, judged against its effect.
+
+A tool's effect decides whether the user is asked before it runs (read tools are not asked),
+so the kit does not take the plugin's word for it. The tool checks (FY-TOOL-*) already make
+their calls through EffectWatch; these items judge that log, and make calls of their own only
+when it is empty (when they run alone, say with -k FY-EFF).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from hypothesis import strategies as st
+
+from conformance.checks.fengyu_tools import ToolRun
+from conformance.fengyu.effects import Observation
+from conformance.fengyu.harness import CallOutcome
+from conformance.fengyu.net_namespace import isolation
+from conformance.findings import Finding, NotApplicable
+from conformance.properties import Counterexample, find_counterexample
+from conformance.registry import CheckContext, check
+
+SHOWN_CHANGES = 10
+COMPARED_CALLS = 3  # successful calls repeated without network, per tool
+
+
+def effect_run(ctx: CheckContext, effects: tuple[str, ...]) -> ToolRun:
+    """The tool's run, when it declares one of effects (a missing effect counts as external,
+    SPEC F7); otherwise there is nothing to hold it to."""
+    tool = ctx.tool
+    declared = tool.effect if tool is not None and tool.effect is not None else "external"
+    if declared not in effects:
+        raise NotApplicable(f"the tool declares effect {declared!r}")
+    return ToolRun(ctx)
+
+
+def observed(run: ToolRun) -> list[Observation]:
+    """The tool's observed calls; when no tool check has called it yet, calls of its own with
+    valid inputs."""
+    name = str(run.tool.name)
+    if not run.workers.effects.observed(name):
+
+        def attempt(data: st.DataObject) -> Counterexample | None:
+            run.call(run.files.substitute(run.space.draw_valid(data.draw), run.classes, data.draw))
+            return None
+
+        find_counterexample(attempt, run.workers.settings)
+    calls = run.workers.effects.observed(name)
+    if not calls:
+        raise NotApplicable("no call of the tool could be made")
+    return calls
+
+
+def _changed(run: ToolRun, rid: str, declared: str, what: str) -> Iterator[Finding]:
+    for observation in observed(run):
+        if observation.changes:
+            shown = [f"  {c.describe()}" for c in observation.changes[:SHOWN_CHANGES]]
+            more = len(observation.changes) - SHOWN_CHANGES
+            if more > 0:
+                shown.append(f"  ... and {more} more")
+            problem = f"declares effect {declared!r}, but a call {what}:\n" + "\n".join(shown)
+            yield from run.finding(rid, Counterexample(problem, observation.outcome))
+            return
+
+
+@check("FY-EFF-001")
+def read_tools_change_no_file(ctx: CheckContext) -> Iterator[Finding]:
+    run = effect_run(ctx, ("read",))
+    yield from _changed(run, "FY-EFF-001", "read", "changed files outside its data folder (TMP)")
+
+
+@check("FY-EFF-002")
+def write_tools_change_only_grants(ctx: CheckContext) -> Iterator[Finding]:
+    run = effect_run(ctx, ("write",))
+    yield from _changed(
+        run, "FY-EFF-002", "write", "changed files outside its writable grants and TMP"
+    )
+
+
+@check("FY-EFF-003")
+def read_and_write_tools_stay_offline(ctx: CheckContext) -> Iterator[Finding]:
+    run = effect_run(ctx, ("read", "write"))
+    calls = observed(run)
+    declared = str(run.tool.effect)
+    for observation in calls:
+        if observation.connections:
+            targets = sorted({c.target for c in observation.connections})
+            lines = [f"  {c.request_line or c.target}" for c in observation.connections[:5]]
+            problem = (
+                f"declares effect {declared!r}, but a call opened a network connection to "
+                f"{', '.join(targets)} (through the proxy the kit sets in HTTP_PROXY):\n"
+                + "\n".join(lines)
+            )
+            yield from run.finding("FY-EFF-003", Counterexample(problem, observation.outcome))
+            return
+    pair = run.workers.network_pair()
+    if pair is None:
+        raise NotApplicable(
+            "only proxy-aware clients could be watched, and they opened no connection; "
+            f"a worker without network cannot be started here: {isolation()[1]}"
+        )
+    compared = 0
+    for observation in [o for o in calls if o.succeeded][:COMPARED_CALLS]:
+        params = observation.outcome.request["params"]
+        control, offline = (
+            harness.call(run.tool.method, run.files.fresh_outputs(params), run.timeout)
+            for harness in pair
+        )
+        if not _succeeded(control):
+            continue
+        compared += 1
+        if _succeeded(offline):
+            continue
+        got = json.dumps(offline.value, ensure_ascii=False) if offline.value else offline.message
+        problem = (
+            f"declares effect {declared!r}, but it needs the network: a fresh copy of the "
+            f"worker answers this call with success, and a copy with no network (an empty "
+            f"network namespace, `{' '.join(isolation()[0][:-1])}`) given the same calls "
+            f"answered {offline.kind}: {got[:500]}"
+        )
+        yield from run.finding("FY-EFF-003", Counterexample(problem, observation.outcome))
+        return
+    if not compared:
+        raise NotApplicable(
+            "no call succeeded in a fresh copy of the worker, so none could be compared with "
+            "a copy without network; the proxy saw no connection"
+        )
+
+
+def _succeeded(outcome: CallOutcome) -> bool:
+    value = outcome.value
+    return outcome.kind == "result" and not (
+        isinstance(value, dict) and value.get("success") is False
+    )

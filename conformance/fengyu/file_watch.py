@@ -1,0 +1,98 @@
+"""What a call did to the files around it: a stat snapshot of watched folders, before and after.
+
+A snapshot records each entry's type, size, modification time, change time and inode. The
+change time moves on every write, truncation, chmod or link and cannot be set back by an
+unprivileged process, so a file whose record is unchanged holds the same bytes: the kit need
+not read or hash anything. Byte-code caches (`__pycache__`) and development folders (`.git`,
+`node_modules`, virtual environments) are not walked: runtimes and tools write them, not the
+plugin's tools, and walking a virtual environment on every call would cost more than the call.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+NOT_WALKED = frozenset(
+    {"__pycache__", ".git", ".hg", ".svn", "node_modules", ".venv", "venv", ".tox", ".nox"}
+    | {".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis"}
+)
+
+Record = tuple[str, int, int, int, int]  # type, size, mtime_ns, ctime_ns, inode
+
+
+@dataclass(frozen=True)
+class Area:
+    """A watched folder, named as findings name it ("the plugin folder", "HOME")."""
+
+    root: Path
+    name: str
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str  # created | modified | deleted
+    path: Path
+    area: str
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.path} ({self.area})"
+
+
+Snapshot = dict[Path, tuple[str, Record]]
+
+
+def _record(entry: os.DirEntry[str]) -> Record | None:
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return None
+    kind = "d" if stat.S_ISDIR(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else "f"
+    size = 0 if kind == "d" else st.st_size
+    mtime = 0 if kind == "d" else st.st_mtime_ns
+    return (kind, size, mtime, 0 if kind == "d" else st.st_ctime_ns, st.st_ino)
+
+
+def snapshot(areas: Iterable[Area], skip: Iterable[Path] = ()) -> Snapshot:
+    """Every entry under the areas (but the skipped folders), by path.
+
+    Folders are recorded by type and inode only: their times move whenever an entry is
+    added or removed, which the entries themselves already show.
+    """
+    skipped = {Path(p) for p in skip}
+    seen: Snapshot = {}
+    for area in areas:
+        stack = [area.root]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                path = Path(entry.path)
+                if path in skipped or path in seen:
+                    continue
+                record = _record(entry)
+                if record is None:
+                    continue
+                seen[path] = (area.name, record)
+                if record[0] == "d" and entry.name not in NOT_WALKED:
+                    stack.append(path)
+    return seen
+
+
+def changes(before: Snapshot, after: Snapshot) -> list[Change]:
+    """What was created, modified or deleted between two snapshots, in path order."""
+    found = [
+        Change("created" if path not in before else "modified", path, area)
+        for path, (area, record) in after.items()
+        if before.get(path, (area, None))[1] != record
+    ]
+    found += [
+        Change("deleted", path, area) for path, (area, _) in before.items() if path not in after
+    ]
+    return sorted(found, key=lambda c: (str(c.path), c.kind))
