@@ -66,10 +66,16 @@ class NetRecorder:
             return [c for c in self._seen if c.at >= start]
 
     def close(self) -> None:
-        self._server.close()
+        """Stop listening and end every tunnel still open."""
         with contextlib.suppress(Exception):
-            self._loop.run(self._server.wait_closed(), timeout=5)
+            self._loop.run(self._shutdown(), timeout=5)
         self._loop.close()
+
+    async def _shutdown(self) -> None:
+        self._server.close()
+        for task in asyncio.all_tasks() - {asyncio.current_task()}:
+            task.cancel()
+        await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         at = time.monotonic()

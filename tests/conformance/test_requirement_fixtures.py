@@ -118,10 +118,12 @@ def test_sample_plugin_reports_nothing(run_kit) -> None:
     skipped = [r for r in records if r["status"] == "skipped"]
     assert {(r["requirement"], r["tool"]) for r in skipped} == {
         ("FY-TOOL-003", "markdown_render"),  # no file-class parameter
+        ("FY-EFF-002", "markdown_render"),  # a read tool: FY-EFF-001 holds it
+        ("FY-EFF-002", "markdown_outline"),
         ("FY-UPG-001", None),  # no --previous-manifest
         ("FY-UPG-002", None),
     }
-    result.result.assert_outcomes(passed=len(records) - 3, skipped=3)
+    result.result.assert_outcomes(passed=len(records) - 5, skipped=5)
 
 
 def test_tool_name_clash_across_plugins(run_kit, tmp_path: Path) -> None:
