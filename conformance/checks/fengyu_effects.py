@@ -53,7 +53,10 @@ def observed(run: ToolRun) -> list[Observation]:
 
 
 def _changed(run: ToolRun, rid: str, declared: str, what: str) -> Iterator[Finding]:
-    for observation in observed(run):
+    calls = observed(run)
+    if run.workers.effects.unwatched:
+        raise NotApplicable(run.workers.effects.unwatched)
+    for observation in calls:
         if observation.changes:
             shown = [f"  {c.describe()}" for c in observation.changes[:SHOWN_CHANGES]]
             more = len(observation.changes) - SHOWN_CHANGES

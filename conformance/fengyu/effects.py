@@ -15,7 +15,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.fengyu.file_watch import Area, Change, changes, snapshot
+from conformance.fengyu.file_watch import (
+    Area,
+    Change,
+    Snapshot,
+    TooManyEntries,
+    changes,
+    snapshot,
+)
 from conformance.fengyu.harness import CallOutcome
 from conformance.fengyu.net_recorder import Connection, NetRecorder
 
@@ -46,6 +53,7 @@ class EffectWatch:
         self.areas = [Area(plugin_root, "the plugin folder"), Area(home, "HOME")]
         self.recorder = recorder
         self.log: dict[str, list[Observation]] = {}
+        self.unwatched = ""  # why files could not be watched, once an area proved too big
 
     def observe(
         self,
@@ -58,10 +66,26 @@ class EffectWatch:
         tool's handed files), but the skipped folders, and which connections it opened."""
         areas = [*self.areas, Area(scratch, "the tool's handed files")]
         skipped = list(skip)
-        before = snapshot(areas, skipped)
         start = time.monotonic()
+        before = self._snapshot(areas, skipped)
         outcome = call()
-        found = changes(before, snapshot(areas, skipped))
+        after = self._snapshot(areas, skipped)
+        found = changes(before, after) if before is not None and after is not None else []
+        return self._log(tool, outcome, found, start)
+
+    def _snapshot(self, areas: list[Area], skipped: list[Path]) -> Snapshot | None:
+        """A snapshot, or None once some area proved too big to watch (unwatched says why)."""
+        if self.unwatched:
+            return None
+        try:
+            return snapshot(areas, skipped)
+        except TooManyEntries as exc:
+            self.unwatched = str(exc)
+            return None
+
+    def _log(
+        self, tool: str, outcome: CallOutcome, found: list[Change], start: float
+    ) -> CallOutcome:
         log = self.log.setdefault(tool, [])
         if len(log) < LOG_LIMIT:
             log.append(Observation(outcome, tuple(found), tuple(self.recorder.since(start))))

@@ -22,6 +22,7 @@ NOT_WALKED = frozenset(
 )
 
 Record = tuple[str, int, int, int, int]  # type, size, mtime_ns, ctime_ns, inode
+MAX_ENTRIES = 20_000  # per area: a plugin folder is far smaller once NOT_WALKED is left out
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,16 @@ class Change:
 Snapshot = dict[Path, tuple[str, Record]]
 
 
+class TooManyEntries(Exception):
+    """An area holds more entries than a snapshot reads: it cannot be watched whole."""
+
+    def __init__(self, area: Area) -> None:
+        super().__init__(
+            f"{area.name} ({area.root}) holds more than {MAX_ENTRIES} entries, too many to "
+            "watch on every call"
+        )
+
+
 def _record(entry: os.DirEntry[str]) -> Record | None:
     try:
         st = entry.stat(follow_symlinks=False)
@@ -57,7 +68,8 @@ def _record(entry: os.DirEntry[str]) -> Record | None:
 
 
 def snapshot(areas: Iterable[Area], skip: Iterable[Path] = ()) -> Snapshot:
-    """Every entry under the areas (but the skipped folders), by path.
+    """Every entry under the areas (but the skipped folders), by path; raises TooManyEntries
+    for an area past MAX_ENTRIES.
 
     Folders are recorded by type and inode only: their times move whenever an entry is
     added or removed, which the entries themselves already show.
@@ -65,6 +77,7 @@ def snapshot(areas: Iterable[Area], skip: Iterable[Path] = ()) -> Snapshot:
     skipped = {Path(p) for p in skip}
     seen: Snapshot = {}
     for area in areas:
+        limit = len(seen) + MAX_ENTRIES
         stack = [area.root]
         while stack:
             folder = stack.pop()
@@ -80,6 +93,8 @@ def snapshot(areas: Iterable[Area], skip: Iterable[Path] = ()) -> Snapshot:
                 if record is None:
                     continue
                 seen[path] = (area.name, record)
+                if len(seen) > limit:
+                    raise TooManyEntries(area)
                 if record[0] == "d" and entry.name not in NOT_WALKED:
                     stack.append(path)
     return seen

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -20,6 +21,7 @@ from conformance.loop_thread import LoopThread
 
 HEAD_LIMIT = 64 * 1024
 CONNECT_SECONDS = 10.0
+KEPT = 10_000  # the latest connections remembered, so a flood cannot grow the kit
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class NetRecorder:
     def __init__(self) -> None:
         self._loop = LoopThread("kit network recorder")
         self._lock = threading.Lock()
-        self._seen: list[Connection] = []
+        self._seen: deque[Connection] = deque(maxlen=KEPT)
         self._server = self._loop.run(asyncio.start_server(self._serve, "127.0.0.1", 0))
         self.port: int = self._server.sockets[0].getsockname()[1]
 

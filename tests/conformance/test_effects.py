@@ -181,3 +181,22 @@ def test_findings_name_the_changed_path_and_the_request(run_kit) -> None:
     request = json.loads(finding["message"].split("request: ", 1)[1].splitlines()[0])
     assert request["method"] == "count_lines"
     assert "reproduce: " in finding["message"]
+
+
+def test_an_area_too_big_to_watch_is_said_not_passed(tmp_path: Path, monkeypatch) -> None:
+    from conformance.fengyu import file_watch
+    from conformance.fengyu.effects import EffectWatch
+    from conformance.fengyu.harness import CallOutcome
+
+    monkeypatch.setattr(file_watch, "MAX_ENTRIES", 3)
+    for index in range(5):
+        (tmp_path / f"f{index}").write_text("x")
+    recorder = NetRecorder()
+    try:
+        watch = EffectWatch(tmp_path, tmp_path / "home", recorder)
+        outcome = CallOutcome("result", {}, "", "", {})
+        assert watch.observe("t", tmp_path / "scratch", (), lambda: outcome) is outcome
+    finally:
+        recorder.close()
+    assert "more than 3 entries" in watch.unwatched
+    assert [o.changes for o in watch.observed("t")] == [()]
