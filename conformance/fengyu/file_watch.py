@@ -4,9 +4,10 @@ A snapshot records each entry's type, size, modification time, change time and i
 change time moves on every write, truncation, chmod or link and cannot be set back by an
 unprivileged process, so a file whose record is unchanged holds the same bytes: the kit need
 not read or hash anything. Byte-code caches (`__pycache__`), development folders (`.git`,
-`node_modules`, virtual environments) and build outputs (`target`, `build`, `dist`) are not walked: runtimes and tools write them, not the
-plugin's tools, and walking a virtual environment on every call would cost more than the call
-(a walk costs about 15 us per entry, twice per call).
+`node_modules`, virtual environments) and build outputs (`target`, `build`, `dist`) are not
+walked: runtimes and tools write them, not the plugin's tools, and walking a virtual
+environment on every call would cost more than the call (a walk costs about 15 us per entry,
+twice per call).
 """
 
 from __future__ import annotations
