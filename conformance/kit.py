@@ -210,12 +210,13 @@ class KitRun:
         would refuse or misrepresent such a plugin, so the host suite waits on them."""
         if id(plugin) not in self._static_failures:
             peers = [p for p in self.plugins if p is not plugin and p.load_error is None]
-            self._static_failures[id(plugin)] = tuple(
-                r.id
+            static = [
+                r
                 for r in self.requirements_for(plugin)
-                if r.suite == "manifest"
-                and r.level is Level.MUST
-                and run_checks(CheckContext(plugin, r, peers))
+                if r.suite == "manifest" and r.level is Level.MUST
+            ]
+            self._static_failures[id(plugin)] = tuple(
+                r.id for r in static if _fails(CheckContext(plugin, r, peers))
             )
         return self._static_failures[id(plugin)]
 
@@ -288,6 +289,14 @@ class KitRun:
         if failing:
             return Verdict(Status.FAILED, findings, seed=seed)
         return Verdict(Status.WARNED if findings else Status.PASSED, findings, seed=seed)
+
+
+def _fails(context: CheckContext) -> bool:
+    """Whether a static check reports anything; one that cannot run blocks nothing."""
+    try:
+        return bool(run_checks(context))
+    except NotApplicable:
+        return False
 
 
 def _unique_labels(plugins: list[Any]) -> dict[int, str]:

@@ -15,8 +15,15 @@ import pytest
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from conformance.baseline import Baseline
+from conformance.catalog import requirement
+from conformance.checks.fengyu_worker import no_reply_to_notifications, stdout_discipline
+from conformance.fengyu.probe import Exchange, Line, Transcript
 from conformance.findings import NotApplicable
+from conformance.kit import EndpointSettings, KitRun
 from conformance.properties import PropertySettings, find_counterexample
+from conformance.registry import CheckContext
+from conformance.rerun import rerun_command
 from tests.conformance.test_requirement_fixtures import served_backend, silent_url
 from tests.conftest import FIXTURE_PLUGINS, REPO, KitResult
 
@@ -182,3 +189,76 @@ def test_rerun_line_of_an_erp_endpoint_reruns_and_fails_the_same_way(
 
     again.assert_outcomes(failed=1)
     assert finding_lines(again, "answer:") == finding_lines(first, "answer:")
+
+
+def test_rerun_line_carries_the_options_of_the_items_suite(tmp_path: Path) -> None:
+    erp = FIXTURE_PLUGINS / "ERP-DYN-004-nothing-listens"
+    kit = KitRun.load(
+        [str(SAMPLE), str(erp)],
+        Baseline(None),
+        strict=True,
+        base=REPO,
+        worker_override="python3 backend/serve.py",
+        settings=PropertySettings(examples=7),
+        endpoints=EndpointSettings("http://127.0.0.1:9", "acme", "bob"),
+        previous="previous/manifest.json",
+        worker_env=("PYTHONPATH", "LANG*"),
+    )
+    sample, backend = kit.plugins
+    dirs = ["--plugin-dir", str(SAMPLE), "--plugin-dir", str(erp)]
+    render = next(t for t in kit.targets(sample) if t.requirement.id == "FY-TOOL-001")
+    assert shlex.split(rerun_command(kit, render, tmp_path, 42)) == [
+        "pytest",
+        *dirs,
+        "--conformance-strict",
+        "--worker-cmd=python3 backend/serve.py",
+        *("--worker-env", "PYTHONPATH", "--worker-env", "LANG*"),
+        *("--conformance-examples", "7", "--conformance-seed", "42"),
+        *("-k", f":fan.summer.markdown:FY-TOOL-001:{render.tool_name}:"),
+    ]
+    dyn = next(t for t in kit.targets(backend) if t.requirement.id == "ERP-DYN-001")
+    assert shlex.split(rerun_command(kit, dyn, tmp_path, None))[len(dirs) + 1 :] == [
+        "--conformance-strict",
+        *("--conformance-examples", "7"),
+        *("--plugin-base-url", "http://127.0.0.1:9"),
+        *("--erp-tenant", "acme", "--erp-actor", "bob"),
+        *("-k", ":fixture-app:ERP-DYN-001:fixture-app.item.search:"),
+    ]
+    upgrade = next(t for t in kit.targets(sample) if t.requirement.id == "FY-UPG-001")
+    assert shlex.split(rerun_command(kit, upgrade, tmp_path, None))[len(dirs) + 1 :] == [
+        "--conformance-strict",
+        *("--previous-manifest", str(tmp_path / "previous" / "manifest.json")),
+        *("-k", ":fan.summer.markdown:FY-UPG-001::"),
+    ]
+
+
+class _Workers:
+    """Just enough of WorkerServices for the transcript-reading worker checks."""
+
+    declared = True
+    launch_error = None
+    command = "backend/worker"
+    display = "backend/worker"
+
+    def __init__(self, transcript: Transcript) -> None:
+        self._transcript = transcript
+
+    def transcript(self) -> Transcript:
+        return self._transcript
+
+
+def test_replies_to_notifications_are_not_also_stdout_noise() -> None:
+    transcript = Transcript("backend/worker")
+    transcript.exchanges["start"] = Exchange("start", [], answered=True)
+    reply = Line.parse(b'{"jsonrpc": "2.0", "result": null}\n')
+    log = Line.parse(b"worker: got a notification\n")
+    for name in ("notifications", "set-level"):
+        transcript.exchanges[name] = Exchange(name, [], [reply, log], answered=True)
+    ctx = CheckContext(SAMPLE, requirement("FY-WRK-007"), workers=_Workers(transcript))
+
+    problems = [f.message.splitlines()[0] for f in stdout_discipline(ctx)]
+
+    assert len(problems) == 2
+    assert all("not a JSON object" in p for p in problems)
+    notified = CheckContext(SAMPLE, requirement("FY-WRK-005"), workers=_Workers(transcript))
+    assert len(list(no_reply_to_notifications(notified))) == 1
