@@ -262,3 +262,10 @@ def test_replies_to_notifications_are_not_also_stdout_noise() -> None:
     assert all("not a JSON object" in p for p in problems)
     notified = CheckContext(SAMPLE, requirement("FY-WRK-005"), workers=_Workers(transcript))
     assert len(list(no_reply_to_notifications(notified))) == 1
+
+
+def test_nothing_checked_under_xdist_exits_5_once(pytester: pytest.Pytester) -> None:
+    plugin = FIXTURE_PLUGINS / "ERP-DYN-004-nothing-listens"
+    result = pytester.runpytest("--plugin-dir", str(plugin), "-m", "endpoints", "-n", "2")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert result.stdout.str().count("no requirement was checked") == 1
