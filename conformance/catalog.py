@@ -26,11 +26,13 @@ class Requirement:
     hint: str
     profiles: tuple[str, ...]
     suite: str = "manifest"
+    plugin_level: bool = False
 
     @property
     def per_tool(self) -> bool:
-        """Checked once per aiTool rather than once per plugin."""
-        return self.suite in ("tools", "endpoints")
+        """Checked once per aiTool rather than once per plugin; `plugin_level = true` in the
+        catalog keeps a requirement of a per-tool suite to one item per plugin."""
+        return self.suite in ("tools", "endpoints") and not self.plugin_level
 
     def applies_to(self, profile: str) -> bool:
         return profile in self.profiles
@@ -50,6 +52,7 @@ def load_catalog() -> dict[str, Requirement]:
             hint=entry["hint"],
             profiles=tuple(entry["profiles"]),
             suite=entry.get("suite", "manifest"),
+            plugin_level=entry.get("plugin_level", False),
         )
         for rid, entry in tomllib.loads(text).items()
     }

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
+
+NAMED_REQUIREMENT = re.compile(r"\(((?:FY|ERP)-[A-Z]+-\d{3})\)")
 
 
 @dataclass(frozen=True)
@@ -26,4 +29,19 @@ class Finding:
 
 
 class NotApplicable(Exception):
-    """Raised by a check that cannot run on this plugin (the item is skipped with the reason)."""
+    """Raised by a check that cannot run on this plugin (the item is skipped with the reason).
+
+    blocked_by names the requirements whose failure keeps the check from running, so a report
+    tells "nothing to check here" apart from "skipped because of another failure". Without
+    it, the requirements a reason names in parentheses, as in "(FY-WRK-001)", are taken.
+    """
+
+    def __init__(self, reason: str, blocked_by: tuple[str, ...] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.blocked_by = named_requirements(reason) if blocked_by is None else blocked_by
+
+
+def named_requirements(reason: str) -> tuple[str, ...]:
+    """The requirement ids a skip reason names in parentheses, in order, once each."""
+    return tuple(dict.fromkeys(NAMED_REQUIREMENT.findall(reason)))

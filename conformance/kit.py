@@ -21,8 +21,8 @@ from conformance.erp.plugin import ERP, is_erp_plugin, load_erp_plugin
 from conformance.fengyu.manifest import FENGYU_V1, FENGYU_V2, load_fengyu_plugin
 from conformance.fengyu.migrate import MigrationError, migrate_v1
 from conformance.fengyu.services import WorkerServices
-from conformance.findings import Finding, NotApplicable
-from conformance.properties import PropertySettings
+from conformance.findings import Finding, NotApplicable, named_requirements
+from conformance.properties import PropertySettings, failing_seeds
 from conformance.registry import CheckContext, run_checks
 from conformance.upgrade import Upgrade, compare, current_manifest, read_previous
 from reference_host.sources_json import JsonFileError
@@ -41,9 +41,14 @@ class Status(StrEnum):
     PASSED = "passed"
     WARNED = "warned"
     FAILED = "failed"
-    SKIPPED = "skipped"
+    SKIPPED = "skipped"  # blocked: another requirement's failure keeps it from running
+    NOT_APPLICABLE = "not-applicable"  # nothing to check on this plugin (or without an option)
     EXPECTED = "expected-failure"
     STALE = "stale-baseline-entry"
+
+
+# Statuses of an item that checked nothing: a run made only of them proves nothing.
+UNCHECKED = frozenset({Status.SKIPPED, Status.NOT_APPLICABLE})
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,14 @@ class Verdict:
     status: Status
     findings: list[Finding]
     reason: str = ""
+    blocked_by: tuple[str, ...] = ()
+    seed: int | None = None  # the seed the kit chose for the search that failed
+
+    @classmethod
+    def skipped(cls, reason: str, blocked_by: tuple[str, ...]) -> Verdict:
+        """Skipped because of blocked_by's failure, or not applicable when nothing blocks."""
+        status = Status.SKIPPED if blocked_by else Status.NOT_APPLICABLE
+        return cls(status, [], reason, blocked_by)
 
 
 @dataclass(frozen=True)
@@ -88,6 +101,7 @@ class KitRun:
     labels: dict[int, str] = field(default_factory=dict)
     _upgrades: dict[int, Upgrade] = field(default_factory=dict)
     _workers: dict[int, Any] = field(default_factory=dict)
+    _static_failures: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def load(
@@ -191,6 +205,29 @@ class KitRun:
             return f"the plugin's files did not load ({plugin.load_requirement})"
         return None
 
+    def static_failures(self, plugin: Any) -> tuple[str, ...]:
+        """The static MUST requirements the plugin fails, judged once per plugin: a host
+        would refuse or misrepresent such a plugin, so the host suite waits on them."""
+        if id(plugin) not in self._static_failures:
+            peers = [p for p in self.plugins if p is not plugin and p.load_error is None]
+            static = [
+                r
+                for r in self.requirements_for(plugin)
+                if r.suite == "manifest" and r.level is Level.MUST
+            ]
+            self._static_failures[id(plugin)] = tuple(
+                r.id for r in static if _fails(CheckContext(plugin, r, peers))
+            )
+        return self._static_failures[id(plugin)]
+
+    def blocked(self, plugin: Any, requirement: Requirement) -> Verdict | None:
+        """The skip verdict of an item another requirement's failure keeps from running."""
+        if reason := self.skip_reason(plugin, requirement):
+            return Verdict.skipped(reason, named_requirements(reason))
+        if requirement.suite == "host" and (failing := self.static_failures(plugin)):
+            return Verdict.skipped(f"because the manifest fails {', '.join(failing)}", failing)
+        return None
+
     @cached_property
     def stale_entries(self) -> list[ExpectedFailure]:
         """Baseline entries that name nothing this run checks."""
@@ -232,23 +269,34 @@ class KitRun:
     def judge(self, target: Target) -> Verdict:
         """Run the target's checks and decide the outcome."""
         plugin, requirement = target.plugin, target.requirement
-        if reason := self.skip_reason(plugin, requirement):
-            return Verdict(Status.SKIPPED, [], reason)
+        if blocked := self.blocked(plugin, requirement):
+            return blocked
         peers = [p for p in self.plugins if p is not plugin and p.load_error is None]
         workers = self._services(plugin, requirement.suite)
+        context = CheckContext(plugin, requirement, peers, workers, target.tool)
         try:
-            findings = run_checks(CheckContext(plugin, requirement, peers, workers, target.tool))
+            with failing_seeds() as seeds:
+                findings = run_checks(context)
         except NotApplicable as exc:
-            return Verdict(Status.SKIPPED, [], str(exc))
+            return Verdict.skipped(exc.reason, exc.blocked_by)
+        seed = seeds[0] if seeds else None
         failing = bool(findings) and (requirement.level is Level.MUST or self.strict)
         expected = self.baseline.expects(self.label(plugin), requirement.id, target.tool_name)
         if expected is not None:
             if findings:
-                return Verdict(Status.EXPECTED, findings, expected.reason)
+                return Verdict(Status.EXPECTED, findings, expected.reason, seed=seed)
             return Verdict(Status.STALE, [], expected.reason)
         if failing:
-            return Verdict(Status.FAILED, findings)
-        return Verdict(Status.WARNED if findings else Status.PASSED, findings)
+            return Verdict(Status.FAILED, findings, seed=seed)
+        return Verdict(Status.WARNED if findings else Status.PASSED, findings, seed=seed)
+
+
+def _fails(context: CheckContext) -> bool:
+    """Whether a static check reports anything; one that cannot run blocks nothing."""
+    try:
+        return bool(run_checks(context))
+    except NotApplicable:
+        return False
 
 
 def _unique_labels(plugins: list[Any]) -> dict[int, str]:

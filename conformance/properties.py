@@ -3,11 +3,15 @@
 Checks describe one attempt (draw an input, call the worker, judge the outcome); this
 module runs it under the kit's hypothesis settings. A hang short-circuits the search: every
 further attempt would cost a full timeout, so the first hanging input is reported unshrunk.
+A random search runs under a seed the kit chooses, so a rerun line can name it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,15 +46,34 @@ class Counterexample:
 
 Attempt = Callable[[st.DataObject], Counterexample | None]
 
+_FAILING_SEEDS: ContextVar[list[int] | None] = ContextVar("failing_seeds", default=None)
+
+
+@contextmanager
+def failing_seeds() -> Iterator[list[int]]:
+    """The seeds the kit chose for searches that found a counterexample inside the block:
+    a rerun with `--conformance-seed` of one of them finds it again."""
+    seeds: list[int] = []
+    token = _FAILING_SEEDS.set(seeds)
+    try:
+        yield seeds
+    finally:
+        _FAILING_SEEDS.reset(token)
+
 
 def find_counterexample(attempt: Attempt, options: PropertySettings) -> Counterexample | None:
     """The minimal failing attempt, or None when every attempt passed.
 
-    Raises NotApplicable when inputs cannot be generated for this schema.
+    Raises NotApplicable when inputs cannot be generated for this schema, or when every
+    attempt was filtered out (assume) before it called anything: no call, no verdict.
     """
     found: list[Counterexample] = []
     hung: list[Counterexample] = []
     gaps: list[str] = []
+    called = [0]
+    chosen = None
+    if options.seed is None and not options.derandomize:
+        chosen = random.getrandbits(32)
 
     @settings(
         max_examples=options.examples,
@@ -70,13 +93,15 @@ def find_counterexample(attempt: Attempt, options: PropertySettings) -> Countere
         except GeneratorGap as exc:
             gaps.append(str(exc))
             raise AssertionError(str(exc)) from None
+        called[0] += 1
         if counterexample is not None:
             found.append(counterexample)
             if counterexample.hang:
                 hung.append(counterexample)
             raise AssertionError(counterexample.problem)
 
-    run = seed(options.seed)(prop) if options.seed is not None else prop
+    chosen_or_given = options.seed if options.seed is not None else chosen
+    run = seed(chosen_or_given)(prop) if chosen_or_given is not None else prop
     try:
         run()
     except Unsatisfiable:
@@ -86,6 +111,12 @@ def find_counterexample(attempt: Attempt, options: PropertySettings) -> Countere
             raise
     if gaps:
         raise NotApplicable(gaps[0])
+    if not called[0]:
+        raise NotApplicable(
+            "every generated input was filtered out before a call: nothing to judge"
+        )
+    if found and chosen is not None and (seeds := _FAILING_SEEDS.get()) is not None:
+        seeds.append(chosen)
     if hung:
         return replace(hung[0], shrunk=False)
     return found[-1] if found else None

@@ -18,9 +18,18 @@ import pytest
 from conformance.baseline import BaselineError, load_baseline
 from conformance.catalog import format_catalog
 from conformance.findings import Finding
-from conformance.kit import EndpointSettings, KitRun, KitUsageError, Status, Target, Verdict
+from conformance.kit import (
+    UNCHECKED,
+    EndpointSettings,
+    KitRun,
+    KitUsageError,
+    Status,
+    Target,
+    Verdict,
+)
 from conformance.properties import PropertySettings
 from conformance.report import report_paths, write_reports
+from conformance.rerun import rerun_command, rerun_key
 from conformance.upgrade import PreviousError
 from reference_host.process.environment import WorkerEnvError, check_names
 from reference_host.process.lineage import become_subreaper
@@ -188,6 +197,7 @@ class KitSession:
         self.kit = kit
         self.records: list[dict[str, Any]] = []
         self.is_worker = hasattr(config, "workerinput")
+        self.nothing_checked = False
 
     def pytest_ignore_collect(self, collection_path: Path) -> bool:
         """The kit's items replace whatever the paths would have collected."""
@@ -231,6 +241,11 @@ class KitSession:
             return
         if self.kit.stale_entries:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        checked = {Status(r["status"]) for r in self.records} - UNCHECKED
+        if self.records and not checked and session.exitstatus == pytest.ExitCode.OK:
+            # Every item skipped or not applicable: a green run would claim what nobody checked.
+            self.nothing_checked = True
+            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
         if self.config.option.conformance_report:
             write_reports(self._report_base(), self.kit.summaries, self.records)
 
@@ -252,6 +267,12 @@ class KitSession:
                     f"{entry.plugin} {entry.requirement}: the kit checks no such plugin x "
                     f"requirement; remove it from {self.kit.baseline.path}"
                 )
+        if self.nothing_checked:
+            terminalreporter.section("nothing checked", sep="-", yellow=True)
+            write(
+                f"all {len(self.records)} conformance items were skipped or not applicable: "
+                "no requirement was checked (exit status 5)"
+            )
         if self.config.option.conformance_report:
             json_path, md_path = report_paths(self._report_base())
             write(f"conformance report: {json_path} {md_path}")
@@ -273,6 +294,7 @@ class ConformanceItem(pytest.Item):
         self.plugin, self.requirement = plugin, requirement
         self.add_marker(pytest.mark.conformance(requirement.id))
         self.add_marker(getattr(pytest.mark, requirement.suite))
+        self.extra_keyword_matches.add(rerun_key(kit, target))
         if reason := kit.skip_reason(plugin, requirement):
             self.add_marker(pytest.mark.skip(reason=reason))
         self.user_properties += [
@@ -286,7 +308,7 @@ class ConformanceItem(pytest.Item):
 
     def runtest(self) -> None:
         verdict = self.verdict = self.kit.judge(self.target)
-        if verdict.status is Status.SKIPPED:
+        if verdict.status in UNCHECKED:
             pytest.skip(verdict.reason)
         if verdict.status is Status.EXPECTED:
             pytest.xfail(f"listed in the baseline: {verdict.reason or 'no reason given'}")
@@ -320,8 +342,9 @@ class ConformanceItem(pytest.Item):
             lines += [f"    {line}" for line in finding.message.splitlines()]
         if findings:
             lines.append(f"  fix ({r.id}): {r.hint}")
-        selector = f"'{r.id} and {self.target.tool_name}'" if self.target.tool_name else r.id
-        lines.append(f"  rerun: pytest --plugin-dir {self.plugin.root} -k {selector}")
+        seed = self.verdict.seed if self.verdict else None
+        base = self.config.invocation_params.dir
+        lines.append(f"  rerun: {rerun_command(self.kit, self.target, base, seed)}")
         return "\n".join(lines)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
@@ -333,7 +356,8 @@ class ConformanceItem(pytest.Item):
         return self.plugin.root, 0, self.name
 
     def record(self) -> dict[str, Any]:
-        verdict, r = self.verdict, self.requirement
+        r = self.requirement
+        verdict = self.verdict or self.kit.blocked(self.plugin, r)
         return {
             "plugin": self.kit.label(self.plugin),
             "plugin_dir": str(self.plugin.root),
@@ -343,6 +367,7 @@ class ConformanceItem(pytest.Item):
             "level": r.level.value,
             "title": r.title,
             "status": verdict.status.value if verdict else Status.SKIPPED.value,
-            "reason": verdict.reason if verdict else self.kit.skip_reason(self.plugin, r) or "",
+            "reason": verdict.reason if verdict else "",
+            "blocked_by": list(verdict.blocked_by) if verdict else [],
             "findings": [f.to_json() for f in verdict.findings] if verdict else [],
         }

@@ -1,4 +1,8 @@
-"""CI reports: a JSON results file (one record per check) and a Markdown summary."""
+"""CI reports: a JSON results file (one record per check) and a Markdown summary.
+
+A record's status tells an item that had nothing to check (`not-applicable`) from one
+another requirement's failure kept from running (`skipped`, with `blocked_by` naming it).
+"""
 
 from __future__ import annotations
 
@@ -34,18 +38,20 @@ def write_reports(base: Path, plugins: list[dict[str, Any]], records: list[dict[
 def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
     lines = ["# Plugin conformance report", ""]
     lines += [
-        "| plugin | profile | passed | warned | failed | expected | stale | skipped |",
-        "|---|---|---|---|---|---|---|---|",
+        "| plugin | profile | passed | warned | failed | expected | stale | skipped "
+        "| not applicable |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for plugin in plugins:
         counts = Counter(r["status"] for r in records if r["plugin"] == plugin["label"])
         lines.append(
             f"| {plugin['label']} | {plugin['profile']} | {counts['passed']} | {counts['warned']} "
             f"| {counts['failed']} | {counts['expected-failure']} "
-            f"| {counts['stale-baseline-entry']} | {counts['skipped']} |"
+            f"| {counts['stale-baseline-entry']} | {counts['skipped']} "
+            f"| {counts['not-applicable']} |"
         )
     lines += suite_times(records)
-    problems = [r for r in records if r["status"] not in ("passed", "skipped")]
+    problems = [r for r in records if r["status"] not in ("passed", "skipped", "not-applicable")]
     if problems:
         lines += ["", "## Findings", ""]
         for record in problems:

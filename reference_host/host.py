@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,8 @@ class HostConfig:
     erp_base_url: str = "http://127.0.0.1:8801"
     actors_file: Path | None = None
     worker_env: tuple[str, ...] = ()  # host variables passed through to workers (S2)
+    # Launch commands by plugin id, instead of backend/worker (the kit's --worker-cmd).
+    worker_commands: Mapping[str, str] = field(default_factory=dict)
     # The HTTP API's access rules and body limit (reference_host.http_access, SPEC S4).
     allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS
     token: str | None = field(default=None, repr=False)
@@ -234,7 +236,7 @@ class Host:
         if row.profile == "erp":
             return None
         try:
-            argv = worker_command(row.root)
+            argv = worker_command(row.root, self.config.worker_commands.get(row.id))
         except WorkerLaunchError:
             return None
         return WorkerSpec(

@@ -31,7 +31,16 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 # Workers get only a short list of the host's variables (SPEC S2); PYTHONPATH is passed to
 # them explicitly, as a host owner would with --worker-env.
 os.environ["REFERENCE_HOST_WORKER_ENV"] = "PYTHONPATH"
-SEVERITY = ["failed", "stale-baseline-entry", "expected-failure", "warned", "passed", "skipped"]
+SEVERITY = [
+    "failed",
+    "stale-baseline-entry",
+    "expected-failure",
+    "warned",
+    "passed",
+    "skipped",
+    "not-applicable",
+]
+NOT_REPORTED = ("passed", "skipped", "not-applicable")
 
 
 @dataclass
@@ -61,11 +70,7 @@ class KitResult:
 
     def reported(self, plugin: str | None = None) -> set[str]:
         """Requirements that did not simply pass (failed, warned, expected or stale)."""
-        return {
-            rid
-            for rid, status in self.statuses(plugin).items()
-            if status not in ("passed", "skipped")
-        }
+        return {rid for rid, status in self.statuses(plugin).items() if status not in NOT_REPORTED}
 
     def findings(self, requirement: str) -> list[dict[str, Any]]:
         return [

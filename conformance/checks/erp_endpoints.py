@@ -16,10 +16,17 @@ from conformance.strategies import InputSpace
 from reference_host.rest import RestHandler
 
 
-def _setup(ctx: CheckContext) -> tuple[EndpointServices, ErpTool, RestHandler, InputSpace]:
+def _services(ctx: CheckContext) -> EndpointServices:
     services: EndpointServices | None = ctx.workers
     if services is None or not services.base_url:
         raise NotApplicable("pass --plugin-base-url URL to call the plugin's endpoints")
+    return services
+
+
+def _setup(ctx: CheckContext) -> tuple[EndpointServices, ErpTool, RestHandler, InputSpace]:
+    services = _services(ctx)
+    if services.silence is not None:
+        raise NotApplicable(f"no server answered at {services.base_url} (ERP-DYN-004)")
     tool: ErpTool = ctx.tool
     try:
         handler = RestHandler.from_config(tool.handler)
@@ -36,6 +43,14 @@ def _report(rid: str, tool: ErpTool, found: Counterexample | None) -> Iterator[F
     if answer.request is not None:
         lines.append(f"reproduce: {EndpointServices.curl(answer.request)}")
     yield tool.finding(rid, "/handlerConfig", "\n".join(lines))
+
+
+@check("ERP-DYN-004")
+def backend_answers(ctx: CheckContext) -> Iterator[Finding]:
+    services = _services(ctx)
+    if services.silence is not None:
+        message = f"no server answered at {services.base_url}: {services.silence}"
+        yield Finding("ERP-DYN-004", message, str(services.base_url))
 
 
 @check("ERP-DYN-001")
@@ -63,7 +78,8 @@ def json_answers(ctx: CheckContext) -> Iterator[Finding]:
         if mutations and data.draw(st.booleans()):
             params = data.draw(st.sampled_from(mutations))[1]
         answer = services.call(handler, params)
-        if answer.status is not None and not answer.is_json():
+        assume(answer.status is not None)  # nothing came back: no answer to judge
+        if not answer.is_json():
             return Counterexample(
                 f"HTTP {answer.status} answered with a body that is not JSON", answer
             )
@@ -82,8 +98,8 @@ def invalid_input_rejected(ctx: CheckContext) -> Iterator[Finding]:
         assume(mutations)
         why, broken = data.draw(st.sampled_from(mutations))
         answer = services.call(handler, broken)
-        if answer.status is None:
-            return None  # the host itself refuses to send it (e.g. a path param missing)
+        # The host itself refuses to send it (e.g. a path param missing): nothing to judge.
+        assume(answer.status is not None)
         if not 400 <= answer.status < 500:
             return Counterexample(f"an invalid input ({why}) got HTTP {answer.status}", answer)
         return None

@@ -32,6 +32,8 @@ def finding(ctx: CheckContext, rid: str, message: str) -> Finding:
 
 @check("FY-HOST-001")
 def works_inside_a_host(ctx: CheckContext) -> Iterator[Finding]:
+    if _simplest_tool(ctx.plugin.tools) is None:
+        raise NotApplicable("the plugin declares no tools: there is nothing for a host to offer")
     host = session(ctx)
     if host.info is None:
         yield finding(ctx, "FY-HOST-001", f"the host refused the install:\n{host.install_error}")

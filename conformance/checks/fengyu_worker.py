@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from conformance.fengyu.probe import Exchange, Line, Transcript
+from conformance.fengyu.probe import PROBE_IDS, Exchange, Line, Transcript
 from conformance.findings import Finding, NotApplicable
 from conformance.registry import CheckContext, check
 
@@ -109,19 +109,28 @@ def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
         line.message.get("id", "<missing>") if line.message else "<not JSON>"
         for line in exchange.replies
     ]
-    if not exchange.answered or got != ["id-ü-1", 4242] or type(got[1]) is not int:
+    expected = list(PROBE_IDS)
+    same_types = [type(g) for g in got] == [type(e) for e in expected]
+    if not exchange.answered or got != expected or not same_types:
         yield finding(
             ctx,
             "FY-WRK-006",
-            f"expected responses with ids 'id-ü-1' and 4242, got ids {got!r}",
+            f"expected responses with ids {' and '.join(map(repr, expected))}, got ids {got!r}",
             exchange,
         )
+
+
+# Exchanges of notifications: a JSON-RPC object printed there is a reply to a notification,
+# FY-WRK-005's and FY-WRK-009's defect, not a stray stdout line.
+NOTIFICATION_EXCHANGES = {"notifications", "set-level"}
 
 
 @check("FY-WRK-007")
 def stdout_discipline(ctx: CheckContext) -> Iterator[Finding]:
     result = transcript(ctx)
     for name, line in result.all_lines():
+        if name in NOTIFICATION_EXCHANGES and _json_rpc_object(line):
+            continue
         problem = _response_problem(line)
         if problem:
             yield finding(
@@ -177,6 +186,10 @@ def declared_methods_implemented(ctx: CheckContext) -> Iterator[Finding]:
 def _same_id(message: dict[str, Any], ids: tuple[Any, ...]) -> bool:
     value = message.get("id", object())
     return any(value == i and type(value) is type(i) for i in ids)
+
+
+def _json_rpc_object(line: Line) -> bool:
+    return line.message is not None and line.message.get("jsonrpc") == "2.0"
 
 
 def _response_problem(line: Line) -> str | None:

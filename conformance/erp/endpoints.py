@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import httpx
@@ -53,6 +54,17 @@ class EndpointServices:
         if self._client is None:
             self._client = httpx.Client(timeout=30.0, follow_redirects=False)
         return self._client
+
+    @cached_property
+    def silence(self) -> str | None:
+        """Why no server answered at the base URL (None when one did, with any status),
+        asked once per run: without an answer no endpoint check has anything to judge."""
+        assert self.base_url is not None
+        try:
+            self.client.get(self.base_url, headers={"X-Tenant-Id": self.tenant})
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
 
     def call(self, handler: RestHandler, arguments: dict[str, Any]) -> Answer:
         assert self.base_url is not None

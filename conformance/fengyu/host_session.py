@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,16 @@ class HostSession:
     """A Host in the run's scratch folder with the plugin installed; approvals always allow."""
 
     def __init__(
-        self, plugin_root: Path, workdir: Path, shared: Path, worker_env: tuple[str, ...] = ()
+        self,
+        plugin_root: Path,
+        workdir: Path,
+        shared: Path,
+        worker_env: tuple[str, ...] = (),
+        worker_commands: Mapping[str, str] | None = None,
     ) -> None:
         """shared: the folder whose files the kit may attach as grants; worker_env: the
-        variables passed through to the worker."""
+        variables passed through to the worker; worker_commands: launch commands by plugin
+        id (--worker-cmd), so the host starts the worker the other suites checked."""
         self.workdir = workdir
         self.loop = LoopThread(f"kit host loop {plugin_root.name}")
         policy = ApprovalPolicy(write=Decision.ALLOW, external=Decision.ALLOW)
@@ -32,6 +39,7 @@ class HostSession:
             approval=policy,
             allowed_roots=(shared,),
             worker_env=worker_env,
+            worker_commands=dict(worker_commands or {}),
         )
         self.host = self.loop.run(_make_host(config))
         self.dispatched: list[tuple[str, Any]] = []

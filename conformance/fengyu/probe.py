@@ -24,6 +24,9 @@ REPLY_SECONDS = 5.0
 STARTUP_SECONDS = 20.0
 EOF_SECONDS = 5.0
 BIG_FRAME_BYTES = 4 * 1024 * 1024
+# The ids of the "ids" exchange, expected back unchanged: a string beyond ASCII, a small
+# number, and 2^53 + 1, which a worker that parses numbers as doubles turns into 2^53.
+PROBE_IDS: tuple[str | int, ...] = ("id-ü-1", 4242, 2**53 + 1)
 
 
 @dataclass
@@ -111,10 +114,7 @@ def script(methods: dict[str, float]) -> list[tuple[str, list[bytes], float]]:
         ),
         (
             "ids",
-            [
-                frame(request("id-ü-1", "conformance_no_such_method", {})),
-                frame(request(4242, "conformance_no_such_method", {})),
-            ],
+            [frame(request(i, "conformance_no_such_method", {})) for i in PROBE_IDS],
             REPLY_SECONDS,
         ),
         (

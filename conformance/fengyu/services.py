@@ -48,6 +48,7 @@ class WorkerServices:
     ) -> None:
         """worker_env: the variables passed through to the worker (--worker-env)."""
         self.plugin = plugin
+        self.override = override
         self.worker_env = worker_env
         self.settings = settings
         self.declared = declares_worker(plugin, override)
@@ -160,8 +161,13 @@ class WorkerServices:
 
     def host_session(self) -> HostSession:
         if self._host is None:
+            commands = {self.plugin.label: self.override} if self.override else {}
             self._host = HostSession(
-                self.plugin.root, self.workdir / "host-session", self.workdir, self.worker_env
+                self.plugin.root,
+                self.workdir / "host-session",
+                self.workdir,
+                self.worker_env,
+                commands,
             )
         return self._host
 

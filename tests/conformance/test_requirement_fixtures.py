@@ -11,6 +11,7 @@ import contextlib
 import importlib.util
 import json
 import re
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,9 +61,20 @@ def served_backend(folder: Path) -> Iterator[str | None]:
         yield url
 
 
+def silent_url() -> str:
+    """A URL on 127.0.0.1 where nothing listens: a port the system just handed out, closed."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
 def kit_arguments(folder: Path, suite: str, base_url: str | None) -> list[str]:
     """Static and upgrade fixtures hold no worker, so only their suites run; the others
-    run every suite, to prove their one defect shows up under exactly one requirement."""
+    run every suite, to prove their one defect shows up under exactly one requirement.
+    An endpoints fixture without a backend is checked against a URL nobody answers."""
+    if suite == "endpoints" and base_url is None:
+        return ["--plugin-base-url", silent_url()]
     if suite == "manifest":
         return ["-m", "manifest"]
     if suite == "upgrade":
@@ -115,14 +127,16 @@ def test_sample_plugin_reports_nothing(run_kit) -> None:
     result = run_kit([SAMPLE_PLUGIN])
     assert result.reported() == set()
     records = result.report["results"]
-    skipped = [r for r in records if r["status"] == "skipped"]
-    assert {(r["requirement"], r["tool"]) for r in skipped} == {
+    unchecked = [r for r in records if r["status"] in ("skipped", "not-applicable")]
+    assert {(r["requirement"], r["tool"]) for r in unchecked} == {
         ("FY-TOOL-003", "markdown_render"),  # no file-class parameter
         ("FY-EFF-002", "markdown_render"),  # a read tool: FY-EFF-001 holds it
         ("FY-EFF-002", "markdown_outline"),
         ("FY-UPG-001", None),  # no --previous-manifest
         ("FY-UPG-002", None),
     }
+    # Nothing failed, so nothing is blocked: each of them had nothing to check.
+    assert {(r["status"], tuple(r["blocked_by"])) for r in unchecked} == {("not-applicable", ())}
     result.result.assert_outcomes(passed=len(records) - 5, skipped=5)
 
 

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FIXTURE_PLUGINS
 
 MINOR = FIXTURE_PLUGINS / "FY-UPG-001-tool-removed-in-minor"
@@ -71,4 +73,5 @@ def test_unreadable_previous_is_a_usage_error(pytester, tmp_path: Path) -> None:
 
 def test_without_previous_the_upgrade_items_skip(run_kit) -> None:
     result = run_kit([MINOR], "-m", "upgrade")
-    assert set(result.statuses().values()) == {"skipped"}
+    assert set(result.statuses().values()) == {"not-applicable"}
+    assert result.result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
