@@ -126,7 +126,8 @@ def read_and_write_tools_stay_offline(ctx: CheckContext) -> Iterator[Finding]:
         return
     if not compared:
         raise NotApplicable(
-            "no call succeeded in a fresh copy of the worker, so none could be compared with "
+            "no call that succeeded also succeeded in a fresh copy of the worker (the tool may "
+            "need earlier calls, or no call succeeded at all), so none could be compared with "
             "a copy without network; the proxy saw no connection"
         )
 
