@@ -318,8 +318,8 @@ class ConformanceItem(pytest.Item):
         for finding in findings:
             lines.append(f"  {finding.location}")
             lines += [f"    {line}" for line in finding.message.splitlines()]
-        if findings:
-            lines.append(f"  fix ({r.id}): {r.hint}")
+        for fix in dict.fromkeys(f.fix or r.hint for f in findings):
+            lines.append(f"  fix ({r.id}): {fix}")
         selector = f"'{r.id} and {self.target.tool_name}'" if self.target.tool_name else r.id
         lines.append(f"  rerun: pytest --plugin-dir {self.plugin.root} -k {selector}")
         return "\n".join(lines)
@@ -344,5 +344,7 @@ class ConformanceItem(pytest.Item):
             "title": r.title,
             "status": verdict.status.value if verdict else Status.SKIPPED.value,
             "reason": verdict.reason if verdict else self.kit.skip_reason(self.plugin, r) or "",
-            "findings": [f.to_json() for f in verdict.findings] if verdict else [],
+            "findings": [{**f.to_json(), "fix": f.fix or r.hint} for f in verdict.findings]
+            if verdict
+            else [],
         }

@@ -47,7 +47,7 @@ def no_duplicate_keys(ctx: CheckContext) -> Iterator[Finding]:
 @cache
 def schema_findings(plugin: ErpPlugin) -> list[Finding]:
     return [
-        tool.finding(error.requirement, error.pointer, error.message)
+        tool.finding(error.requirement, error.pointer, error.message, error.fix)
         for tool in plugin.tools
         for error in validate(tool.data, schema_uri(TOOL_SCHEMA))
     ]

@@ -42,7 +42,7 @@ def schema_findings(plugin: FengYuPlugin) -> list[Finding]:
     if plugin.profile == FENGYU_V1:
         for site in plugin.schemas:
             errors += validate(site.data, METHOD_SCHEMA, at=site.pointer)
-    return [plugin.finding(e.requirement, e.pointer, e.message) for e in errors]
+    return [plugin.finding(e.requirement, e.pointer, e.message, e.fix) for e in errors]
 
 
 @check(*sorted(set().union(*(annotated_requirements(f) for f in SCHEMA_FILES.values()))))

@@ -49,8 +49,8 @@ class ErpTool:
         config = self.data.get("handlerConfig")
         return config if isinstance(config, dict) else {}
 
-    def finding(self, requirement: str, at: str, message: str) -> Finding:
-        return Finding(requirement, message, self.file, at, self.document.line_of(at))
+    def finding(self, requirement: str, at: str, message: str, fix: str = "") -> Finding:
+        return Finding(requirement, message, self.file, at, self.document.line_of(at), fix)
 
 
 @dataclass(eq=False)

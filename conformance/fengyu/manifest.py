@@ -88,10 +88,10 @@ class FengYuPlugin:
         """The names this plugin offers to the model."""
         return {tool.name for tool in self.tools if isinstance(tool.name, str)}
 
-    def finding(self, requirement: str, at: str, message: str) -> Finding:
+    def finding(self, requirement: str, at: str, message: str, fix: str = "") -> Finding:
         """A finding in manifest.json; `outer#inner` pointers get the line of the outer value."""
         line = self.document.line_of(at.split("#", 1)[0]) if self.document else None
-        return Finding(requirement, message, MANIFEST, at, line)
+        return Finding(requirement, message, MANIFEST, at, line, fix)
 
 
 def load_fengyu_plugin(root: Path) -> FengYuPlugin:
