@@ -44,7 +44,7 @@ class Explained:
     fix: str
 
 
-def label(at: str) -> str:
+def label(at: str, root: str = "the document") -> str:
     """A pointer as a dotted property path for prose: /aiTools/0/effect -> aiTools[0].effect.
 
     Pointers into a v1 schema string (`outer#inner`) are joined into one path.
@@ -53,7 +53,7 @@ def label(at: str) -> str:
     for part in at.split("#"):
         for token in pointer_tokens(part):
             text += f"[{token}]" if token.isdigit() else (f".{token}" if text else token)
-    return text or "the document"
+    return text or root
 
 
 def choices(values: list[Any]) -> str:
@@ -61,16 +61,19 @@ def choices(values: list[Any]) -> str:
     return ", ".join(shown(v, 60) for v in values[:SHOWN_CHOICES]) + more
 
 
-def explain(error: ValidationError, at: str) -> Explained:
-    """The error at pointer at, told by its keyword; unknown keywords keep jsonschema's text."""
+def explain(error: ValidationError, at: str, root: str = "the document") -> Explained:
+    """The error at pointer at, told by its keyword; unknown keywords keep jsonschema's text.
+
+    root names the validated value itself in the fix (the document, the result).
+    """
     keyword = str(error.validator)
     explainer = _EXPLAINERS.get(keyword)
     if explainer is None:
         return Explained(
             f"{at or '/'}: found {shown(error.instance)}; expected: {error.message}",
-            f"change {label(at)} so that it meets the schema's {keyword!r}",
+            f"change {label(at, root)} so that it meets the schema's {keyword!r}",
         )
-    expected, fix = explainer(error, label(at))
+    expected, fix = explainer(error, label(at, root))
     return Explained(
         f"{at or '/'}: found {shown(error.instance)}; expected {expected} ({keyword})",
         f"{fix} ({keyword})",
@@ -110,8 +113,7 @@ def bad_name(at: str, name: str, error: ValidationError, subset: bool) -> Explai
             f"remove the keyword {shown(name)} from {label(holder)}: {advice}",
         )
     return Explained(
-        f"{holder or '/'}: found property name {shown(name)}; expected a name matching "
-        f"the {rule}",
+        f"{holder or '/'}: found property name {shown(name)}; expected a name matching the {rule}",
         f"rename {shown(name)} in {label(holder)} to match {shown(error.validator_value)} "
         "(propertyNames)",
     )
