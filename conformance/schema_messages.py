@@ -131,11 +131,34 @@ def _enum(e: ValidationError, where: str) -> tuple[str, str]:
 def _type(e: ValidationError, where: str) -> tuple[str, str]:
     wanted = e.validator_value
     kinds = " or ".join(wanted) if isinstance(wanted, list) else str(wanted)
-    found = _json_type(e.instance)
-    advice = f"make {where} a JSON {kinds}, not a {found}"
-    if found == "string" and "object" in kinds:
+    found = _a(_json_type(e.instance))
+    advice = f"make {where} a JSON {kinds}, not {found}"
+    if found == "a string" and "object" in kinds:
         advice += ": write the object itself, not an escaped JSON string"
-    return f"a {kinds}, not a {found}", advice
+    return f"{_a(kinds)}, not {found}", advice
+
+
+def _required(e: ValidationError, where: str) -> tuple[str, str]:
+    """A required error outside a holder the caller can see into (a result, a schema)."""
+    present = e.instance if isinstance(e.instance, dict) else {}
+    names = choices([n for n in e.validator_value if n not in present])
+    return f"the properties {names}", f"add {names} to {where}"
+
+
+def _additional(e: ValidationError, where: str) -> tuple[str, str]:
+    declared = e.schema.get("properties", {}) if isinstance(e.schema, dict) else {}
+    present = e.instance if isinstance(e.instance, dict) else {}
+    extra = choices([k for k in present if k not in declared])
+    return f"no properties beyond {choices(sorted(declared))}", f"remove {extra} from {where}"
+
+
+def _alternatives(e: ValidationError, where: str) -> tuple[str, str]:
+    """anyOf / oneOf: what each alternative expected; the fix of the first one."""
+    told = [explain(sub, "", where) for sub in e.context or () if not sub.relative_path]
+    if not told:
+        return f"a value valid under {e.validator}", f"change {where} to fit one alternative"
+    expected = " or ".join(t.message.split("; expected ", 1)[-1] for t in told)
+    return expected, told[0].fix
 
 
 def _pattern(e: ValidationError, where: str) -> tuple[str, str]:
@@ -187,6 +210,10 @@ def _bound(advice: str) -> Callable[[ValidationError, str], tuple[str, str]]:
     return explainer
 
 
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+
+
 def _json_type(value: Any) -> str:
     for kind, types in (
         ("null", type(None)),
@@ -216,6 +243,10 @@ _EXPLAINERS: dict[str, Callable[[ValidationError, str], tuple[str, str]]] = {
     "minItems": _min_items,
     "maxItems": _max_items,
     "uniqueItems": _unique,
+    "required": _required,
+    "additionalProperties": _additional,
+    "anyOf": _alternatives,
+    "oneOf": _alternatives,
     "minimum": _bound("at least"),
     "maximum": _bound("at most"),
     "exclusiveMinimum": _bound("greater than"),

@@ -28,6 +28,7 @@ def no_duplicate_keys(ctx: CheckContext) -> Iterator[Finding]:
             "FY-MAN-002",
             duplicate.pointer,
             f"key {duplicate.key!r} appears twice in one object; parsers keep only the last value",
+            f"remove one of the two {duplicate.key!r} keys, or rename one",
         )
 
 

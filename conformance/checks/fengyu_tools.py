@@ -137,7 +137,12 @@ def invalid_inputs_rejected(ctx: CheckContext) -> Iterator[Finding]:
         why, broken = data.draw(st.sampled_from(mutations))
         changed = {k for k in params if broken.get(k, object()) != params[k]}
         outcome = run.call(run.files.substitute(broken, run.classes, data.draw, keep=changed))
-        return run.broken(outcome) or _accepted(outcome, f"accepted an invalid input ({why})")
+        accepted = _accepted(outcome, f"accepted an invalid input ({why})")
+        fix = (
+            f"validate params against the inputSchema of {run.tool.method!r} before acting "
+            f"({why}) and answer -32602; the Python SDK does it for you"
+        )
+        return run.broken(outcome) or (accepted and replace(accepted, fix=fix))
 
     yield from run.finding("FY-TOOL-002", find_counterexample(attempt, ctx.workers.settings))
 

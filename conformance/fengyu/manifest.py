@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.findings import Finding
+from conformance.findings import Finding, shown
 from conformance.sources import (
     DuplicateKey,
     JsonDocument,
@@ -103,7 +103,9 @@ def load_fengyu_plugin(root: Path) -> FengYuPlugin:
         plugin.load_error = exc
         return plugin
     if not isinstance(document.data, dict):
-        plugin.load_error = JsonLoadError(f"{MANIFEST} must hold a JSON object", 1)
+        plugin.load_error = JsonLoadError(
+            f"{MANIFEST} must hold a JSON object, found {shown(document.data)}", 1
+        )
         return plugin
     plugin.document = document
     plugin.duplicates = list(document.duplicates)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.fengyu.raw_worker import Line, RawWorker
+from conformance.findings import SHOWN_CHARS
 from reference_host.process import WorkerSpec
 from reference_host.worker.framing import MAX_FRAME_BYTES
 
@@ -208,7 +209,7 @@ def _exchange(
     return exchange
 
 
-def _shorten(text: str, limit: int = 300) -> str:
+def _shorten(text: str, limit: int = SHOWN_CHARS) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
