@@ -38,7 +38,7 @@ def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
     cannot drown the report (the cut says how long the whole was)."""
     try:
         text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         text = repr(value)
     if len(text) <= limit:
         return text
