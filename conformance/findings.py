@@ -40,9 +40,12 @@ def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text)} characters)"
+    return cut(text, limit)
+
+
+def cut(text: str, limit: int = SHOWN_CHARS) -> str:
+    """Text (a reply body, a line) cut to limit characters, saying how long the whole was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 class NotApplicable(Exception):

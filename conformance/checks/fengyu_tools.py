@@ -8,7 +8,6 @@ reproduction.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -20,7 +19,7 @@ from jsonschema.exceptions import best_match
 
 from conformance.fengyu.harness import CallOutcome
 from conformance.fengyu.manifest import AiTool
-from conformance.findings import Finding, NotApplicable
+from conformance.findings import Finding, NotApplicable, shown
 from conformance.properties import Counterexample, find_counterexample
 from conformance.registry import CheckContext, check
 from conformance.schema_messages import explain
@@ -82,15 +81,11 @@ class ToolRun:
         if found is None:
             return
         outcome = found.outcome
-        reply = (
-            json.dumps(outcome.value, ensure_ascii=False)[:2000]
-            if outcome.kind in ("result", "rpc-error")
-            else outcome.message
-        )
+        reply = shown(outcome.value) if outcome.kind in ("result", "rpc-error") else outcome.message
         shrunk = "" if found.shrunk else " (not shrunk: the worker hangs)"
         lines = [
             f"tool {self.tool.name!r}: {found.problem}",
-            f"request{shrunk}: {json.dumps(outcome.request, ensure_ascii=False)[:2000]}",
+            f"request{shrunk}: {shown(outcome.request)}",
             f"reply: {reply}",
         ]
         if outcome.stderr:
