@@ -80,23 +80,23 @@ def explain(error: ValidationError, at: str, root: str = "the document") -> Expl
     )
 
 
-def missing(at: str, name: str) -> Explained:
+def missing(at: str, name: str, root: str = "the document") -> Explained:
     """A required property that is absent (at is the pointer it would have)."""
     holder = at.rsplit("/", 1)[0]
     return Explained(
         f"{holder or '/'}: found no property {shown(name)}; expected it (required)",
-        f"add the required property {shown(name)} to {label(holder)} (required)",
+        f"add the required property {shown(name)} to {label(holder, root)} (required)",
     )
 
 
-def unknown(at: str, name: str, known: list[str]) -> Explained:
+def unknown(at: str, name: str, known: list[str], root: str = "the document") -> Explained:
     """A property additionalProperties false does not allow (at is its pointer)."""
     holder = at.rsplit("/", 1)[0]
     expected = f"only {choices(sorted(known))}" if known else "no properties"
     return Explained(
         f"{holder or '/'}: found unknown property {shown(name)}; expected {expected} "
         "(additionalProperties false)",
-        f"remove {shown(name)} from {label(holder)}, or correct its spelling "
+        f"remove {shown(name)} from {label(holder, root)}, or correct its spelling "
         "(additionalProperties)",
     )
 

@@ -97,6 +97,7 @@ def _attribute(error: ValidationError, uri: str, at: str) -> Iterator[SchemaErro
         (n[ANNOTATION] for n, _ in reversed(nodes) if isinstance(n, dict) and ANNOTATION in n), None
     )
     where = at + pointer(*error.absolute_path)
+    root = "the manifest" if "manifest" in uri else "the tool file"
     holder, resolver = nodes[-2] if len(nodes) >= 2 else ({}, None)
     if keyword == "required":
         for name in _missing(error):
@@ -105,18 +106,18 @@ def _attribute(error: ValidationError, uri: str, at: str) -> Iterator[SchemaErro
                 target = resolver.lookup(target["$ref"]).contents
             owner = target.get(ANNOTATION) if isinstance(target, dict) else None
             at_name = where + pointer(name)
-            yield SchemaError.of(owner or requirement, at_name, missing(at_name, name))
+            yield SchemaError.of(owner or requirement, at_name, missing(at_name, name, root))
     elif keyword == "additionalProperties" and holder.get("additionalProperties") is False:
         known = list(holder.get("properties", {}))
         for extra in _additional(error.instance, holder):
             at_extra = where + pointer(extra)
-            yield SchemaError.of(requirement, at_extra, unknown(at_extra, extra, known))
+            yield SchemaError.of(requirement, at_extra, unknown(at_extra, extra, known, root))
     elif "propertyNames" in path:
         at_name = where + pointer(error.instance)
         told = bad_name(at_name, error.instance, error, requirement == SUBSET_REQUIREMENT)
         yield SchemaError.of(requirement, at_name, told)
     else:
-        yield SchemaError.of(requirement, where, explain(error, where))
+        yield SchemaError.of(requirement, where, explain(error, where, root))
 
 
 def _schema_nodes(path: list[Any], root: dict[str, Any]) -> list[tuple[Any, Any]]:

@@ -93,7 +93,7 @@ def test_each_distinct_fix_is_printed_once(pytester: pytest.Pytester, tmp_path: 
     plugin = plugin_with_manifest(tmp_path, text, "fixes")
     result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(plugin), "-k", "FY-MAN-00")
     lines = [line.strip() for line in result.stdout.lines if line.strip().startswith("fix (")]
-    assert 'fix (FY-MAN-003): remove "license" from the document, or correct its spelling ' in (
+    assert 'fix (FY-MAN-003): remove "license" from the manifest, or correct its spelling ' in (
         "\n".join(lines)
     )
     duplicate_fixes = [line for line in lines if line.startswith("fix (FY-MAN-002)")]

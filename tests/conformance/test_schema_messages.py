@@ -85,7 +85,7 @@ def test_required_additional_enum_pattern_and_bounds() -> None:
     }
     assert found["/author"] == (
         '/: found no property "author"; expected it (required)',
-        'add the required property "author" to the document (required)',
+        'add the required property "author" to the manifest (required)',
     )
     assert 'found unknown property "license"' in found["/license"][0]
     assert found["/license"][1].startswith('remove "license"')
