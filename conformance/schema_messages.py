@@ -154,11 +154,14 @@ def _additional(e: ValidationError, where: str) -> tuple[str, str]:
 
 def _alternatives(e: ValidationError, where: str) -> tuple[str, str]:
     """anyOf / oneOf: what each alternative expected; the fix of the first one."""
-    told = [explain(sub, "", where) for sub in e.context or () if not sub.relative_path]
+    told = [
+        _EXPLAINERS[str(sub.validator)](sub, where)
+        for sub in e.context or ()
+        if not sub.relative_path and str(sub.validator) in _EXPLAINERS
+    ]
     if not told:
         return f"a value valid under {e.validator}", f"change {where} to fit one alternative"
-    expected = " or ".join(t.message.split("; expected ", 1)[-1] for t in told)
-    return expected, told[0].fix
+    return " or ".join(expected for expected, _ in told), told[0][1]
 
 
 def _pattern(e: ValidationError, where: str) -> tuple[str, str]:

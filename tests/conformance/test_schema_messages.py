@@ -116,3 +116,15 @@ def test_keywords_outside_the_shipped_schemas(
     told = explain(error, "", "the result")
     assert found in told.message
     assert fix in told.fix and "the result" in told.fix
+
+
+def test_alternatives_say_what_each_expected() -> None:
+    error = next(
+        Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(
+            {"properties": {"n": {"type": "integr"}}}
+        )
+    )
+    told = explain(error, "/inputSchema/properties/n/type")
+    assert 'found "integr"; expected one of "array"' in told.message
+    assert told.message.endswith("or an array, not a string (anyOf)")
+    assert told.fix.startswith('set inputSchema.properties.n.type to one of "array"')
