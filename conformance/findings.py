@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
 NAMED_REQUIREMENT = re.compile(r"\(((?:FY|ERP)-[A-Z]+-\d{3})\)")
+SHOWN_CHARS = 200
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem with a plugin, tied to the requirement it breaks and the value at fault."""
+    """One problem with a plugin, tied to the requirement it breaks and the value at fault.
+
+    fix is what to change for this kind of problem; empty means the requirement's own hint,
+    which is only right when a requirement can fail in one way.
+    """
 
     requirement: str
     message: str
     file: str
     pointer: str = ""
     line: int | None = None
+    fix: str = ""
 
     @property
     def location(self) -> str:
@@ -26,6 +33,21 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """A found value as JSON text for a message, cut to limit characters so that a huge value
+    cannot drown the report (the cut says how long the whole was)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return cut(text, limit)
+
+
+def cut(text: str, limit: int = SHOWN_CHARS) -> str:
+    """Text (a reply body, a line) cut to limit characters, saying how long the whole was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 class NotApplicable(Exception):

@@ -42,6 +42,7 @@ class Counterexample:
     outcome: Any
     shrunk: bool = True
     hang: bool = False
+    fix: str = ""
 
 
 Attempt = Callable[[st.DataObject], Counterexample | None]

@@ -340,8 +340,8 @@ class ConformanceItem(pytest.Item):
         for finding in findings:
             lines.append(f"  {finding.location}")
             lines += [f"    {line}" for line in finding.message.splitlines()]
-        if findings:
-            lines.append(f"  fix ({r.id}): {r.hint}")
+        for fix in dict.fromkeys(f.fix or r.hint for f in findings):
+            lines.append(f"  fix ({r.id}): {fix}")
         seed = self.verdict.seed if self.verdict else None
         base = self.config.invocation_params.dir
         lines.append(f"  rerun: {rerun_command(self.kit, self.target, base, seed)}")
@@ -369,5 +369,7 @@ class ConformanceItem(pytest.Item):
             "status": verdict.status.value if verdict else Status.SKIPPED.value,
             "reason": verdict.reason if verdict else "",
             "blocked_by": list(verdict.blocked_by) if verdict else [],
-            "findings": [f.to_json() for f in verdict.findings] if verdict else [],
+            "findings": [{**f.to_json(), "fix": f.fix or r.hint} for f in verdict.findings]
+            if verdict
+            else [],
         }

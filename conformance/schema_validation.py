@@ -20,17 +20,28 @@ from jsonschema import Draft202012Validator, ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from conformance.schema_messages import Explained, bad_name, explain, missing, unknown
 from conformance.sources import pointer
 
 ANNOTATION = "x-requirement"
 SCHEMA_BASE = "https://ai-plugin-conformance.invalid/schemas/"
 
 
+SUBSET_REQUIREMENT = "FY-MAN-011"
+
+
 @dataclass(frozen=True)
 class SchemaError:
+    """One error: whose it is, where, what was found against what was expected, and the fix."""
+
     requirement: str
     pointer: str
     message: str
+    fix: str = ""
+
+    @classmethod
+    def of(cls, requirement: str, at: str, told: Explained) -> SchemaError:
+        return cls(requirement, at, told.message, told.fix)
 
 
 @cache
@@ -86,29 +97,27 @@ def _attribute(error: ValidationError, uri: str, at: str) -> Iterator[SchemaErro
         (n[ANNOTATION] for n, _ in reversed(nodes) if isinstance(n, dict) and ANNOTATION in n), None
     )
     where = at + pointer(*error.absolute_path)
+    root = "the manifest" if "manifest" in uri else "the tool file"
     holder, resolver = nodes[-2] if len(nodes) >= 2 else ({}, None)
     if keyword == "required":
-        for missing in _missing(error):
-            target = holder.get("properties", {}).get(missing)
+        for name in _missing(error):
+            target = holder.get("properties", {}).get(name)
             if isinstance(target, dict) and ANNOTATION not in target and "$ref" in target:
                 target = resolver.lookup(target["$ref"]).contents
             owner = target.get(ANNOTATION) if isinstance(target, dict) else None
-            yield SchemaError(
-                owner or requirement,
-                where + pointer(missing),
-                f"required property {missing!r} is missing",
-            )
+            at_name = where + pointer(name)
+            yield SchemaError.of(owner or requirement, at_name, missing(at_name, name, root))
     elif keyword == "additionalProperties" and holder.get("additionalProperties") is False:
+        known = list(holder.get("properties", {}))
         for extra in _additional(error.instance, holder):
-            yield SchemaError(requirement, where + pointer(extra), f"unknown property {extra!r}")
+            at_extra = where + pointer(extra)
+            yield SchemaError.of(requirement, at_extra, unknown(at_extra, extra, known, root))
     elif "propertyNames" in path:
-        yield SchemaError(
-            requirement,
-            where + pointer(error.instance),
-            f"property name {error.instance!r} is not allowed here: {error.message}",
-        )
+        at_name = where + pointer(error.instance)
+        told = bad_name(at_name, error.instance, error, requirement == SUBSET_REQUIREMENT)
+        yield SchemaError.of(requirement, at_name, told)
     else:
-        yield SchemaError(requirement, where, error.message)
+        yield SchemaError.of(requirement, where, explain(error, where, root))
 
 
 def _schema_nodes(path: list[Any], root: dict[str, Any]) -> list[tuple[Any, Any]]:

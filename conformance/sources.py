@@ -19,6 +19,7 @@ from typing import Any
 
 import json_source_map
 
+from conformance.findings import shown
 from conformance.json_depth import too_deep
 from reference_host.sources_json import JsonFileError, read_bounded
 
@@ -114,8 +115,9 @@ def parse_json(text: str, display: str) -> JsonDocument:
         data = json.loads(text, object_pairs_hook=pairs_hook)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
+        near = shown(text[max(0, exc.pos - 30) : exc.pos + 30], 80)
         raise JsonLoadError(
-            f"{display} is not valid JSON: {exc.msg} ({where})", exc.lineno
+            f"{display} is not valid JSON: {exc.msg} ({where}), found {near} there", exc.lineno
         ) from None
     except ValueError as exc:  # a number past Python's int digit limit (sys.int_info)
         raise JsonLoadError(f"{display} is not usable JSON: {str(exc).split(';')[0]}") from None

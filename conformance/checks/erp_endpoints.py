@@ -42,7 +42,7 @@ def _report(rid: str, tool: ErpTool, found: Counterexample | None) -> Iterator[F
     lines = [f"{tool.code}: {found.problem}", f"answer: {answer.describe()}"]
     if answer.request is not None:
         lines.append(f"reproduce: {EndpointServices.curl(answer.request)}")
-    yield tool.finding(rid, "/handlerConfig", "\n".join(lines))
+    yield tool.finding(rid, "/handlerConfig", "\n".join(lines), found.fix)
 
 
 @check("ERP-DYN-004")
@@ -101,7 +101,12 @@ def invalid_input_rejected(ctx: CheckContext) -> Iterator[Finding]:
         # The host itself refuses to send it (e.g. a path param missing): nothing to judge.
         assume(answer.status is not None)
         if not 400 <= answer.status < 500:
-            return Counterexample(f"an invalid input ({why}) got HTTP {answer.status}", answer)
+            return Counterexample(
+                f"an invalid input ({why}) got HTTP {answer.status}",
+                answer,
+                fix=f"validate the request against the tool's inputSchema ({why}) and answer "
+                "400 with a JSON error",
+            )
         return None
 
     yield from _report("ERP-DYN-003", tool, find_counterexample(attempt, services.settings))

@@ -10,8 +10,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from conformance.erp.plugin import MUTATING, ErpPlugin, model_name
-from conformance.findings import Finding
+from conformance.findings import Finding, shown
 from conformance.registry import CheckContext, check
+from conformance.schema_messages import explain
 from conformance.schema_validation import annotated_requirements, schema_uri, validate
 from conformance.sources import pointer
 from reference_host.builtin_tools import BUILTIN_TOOL_NAMES
@@ -41,13 +42,15 @@ def no_duplicate_keys(ctx: CheckContext) -> Iterator[Finding]:
                 "ERP-TOOL-002",
                 duplicate.pointer,
                 f"key {duplicate.key!r} appears twice in one object",
+                f"remove one of the two {duplicate.key!r} keys, or rename one; only the last "
+                "value would ever be used",
             )
 
 
 @cache
 def schema_findings(plugin: ErpPlugin) -> list[Finding]:
     return [
-        tool.finding(error.requirement, error.pointer, error.message)
+        tool.finding(error.requirement, error.pointer, error.message, error.fix)
         for tool in plugin.tools
         for error in validate(tool.data, schema_uri(TOOL_SCHEMA))
     ]
@@ -66,8 +69,11 @@ def input_schema_is_json_schema(ctx: CheckContext) -> Iterator[Finding]:
             try:
                 Draft202012Validator.check_schema(schema)
             except SchemaError as exc:
-                where = "/inputSchema" + "".join(f"/{p}" for p in exc.absolute_path)
-                yield tool.finding("ERP-TOOL-012", where, f"not a valid JSON Schema: {exc.message}")
+                where = pointer("inputSchema", *exc.absolute_path)
+                told = explain(exc, where)
+                yield tool.finding(
+                    "ERP-TOOL-012", where, f"not a valid JSON Schema: {told.message}", told.fix
+                )
 
 
 @check("ERP-TOOL-005")
@@ -96,12 +102,15 @@ def params_declared(ctx: CheckContext) -> Iterator[Finding]:
                     "ERP-TOOL-006",
                     "/handlerConfig/pathParams",
                     f"pathParams {name!r} has no {{{name}}} in the path {path!r}",
+                    f"write {{{name}}} into handlerConfig.path, or remove {name!r} from pathParams",
                 )
             if name not in properties or name not in required:
                 yield tool.finding(
                     "ERP-TOOL-006",
                     "/inputSchema",
                     f"path parameter {name!r} must be a required inputSchema property",
+                    f"declare {name!r} in inputSchema.properties and list it in "
+                    "inputSchema.required",
                 )
         for name in placeholders:
             if name not in path_params:
@@ -109,6 +118,7 @@ def params_declared(ctx: CheckContext) -> Iterator[Finding]:
                     "ERP-TOOL-006",
                     "/handlerConfig/path",
                     f"placeholder {{{name}}} is not listed in pathParams",
+                    f"add {name!r} to handlerConfig.pathParams",
                 )
         for name in _names(tool.handler.get("queryParams")):
             if name not in properties:
@@ -116,6 +126,7 @@ def params_declared(ctx: CheckContext) -> Iterator[Finding]:
                     "ERP-TOOL-006",
                     "/handlerConfig/queryParams",
                     f"queryParams {name!r} is not an inputSchema property",
+                    f"declare {name!r} in inputSchema.properties, or remove it from queryParams",
                 )
 
 
@@ -126,7 +137,13 @@ def placeholders_well_formed(ctx: CheckContext) -> Iterator[Finding]:
     for tool in ctx.plugin.tools:
         path = tool.handler.get("path")
         if isinstance(path, str) and (problem := placeholder_problem(path)):
-            yield tool.finding("ERP-TOOL-006", "/handlerConfig/path", f"path {path!r} {problem}")
+            yield tool.finding(
+                "ERP-TOOL-006",
+                "/handlerConfig/path",
+                f"path {path!r} {problem}",
+                "write each placeholder of handlerConfig.path once as {name}: one brace on each "
+                "side, no '/' inside",
+            )
 
 
 @check("ERP-TOOL-007")
@@ -212,14 +229,13 @@ def mutating_tools_not_low_risk(ctx: CheckContext) -> Iterator[Finding]:
 @check("ERP-TOOL-011")
 def high_risk_is_strict(ctx: CheckContext) -> Iterator[Finding]:
     for tool in ctx.plugin.tools:
-        if (
-            tool.data.get("riskLevel") == "HIGH"
-            and tool.data.get("strictPermissionCheck") is not True
-        ):
+        strict = tool.data.get("strictPermissionCheck")
+        if tool.data.get("riskLevel") == "HIGH" and strict is not True:
             yield tool.finding(
                 "ERP-TOOL-011",
                 "/strictPermissionCheck",
-                "a HIGH-risk tool should re-check its permission at call time",
+                f'found strictPermissionCheck {shown(strict)} on a riskLevel "HIGH" tool; '
+                "expected true, so the permission is re-checked at call time",
             )
 
 
@@ -239,6 +255,8 @@ def path_params_exclude_separators(ctx: CheckContext) -> Iterator[Finding]:
                     pointer("inputSchema", "properties", name),
                     f"path parameter {name!r} admits {', '.join(map(repr, accepted))}, which "
                     "the host refuses to send in a path",
+                    f"constrain inputSchema.properties.{name}: a pattern such as "
+                    "^[A-Za-z0-9_-]+$, an enum, or an integer type",
                 )
 
 

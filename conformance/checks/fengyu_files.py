@@ -61,6 +61,8 @@ def file_parameters_typed_as_paths(ctx: CheckContext) -> Iterator[Finding]:
                 parameter.schema_pointer + "/type",
                 f"{parameter.parameter!r} is a {parameter.file_class.value} parameter typed "
                 f"{actual}; the worker receives the resolved path, so type it {expected}",
+                f"declare {parameter.parameter!r} as {_schema_for(expected)} (its description "
+                "may say FileRef); the host puts the absolute path there before dispatch",
             )
 
 
@@ -108,3 +110,9 @@ def _type_of(schema: object) -> str:
         inner = items.get("type", "anything") if isinstance(items, dict) else "anything"
         return f"array of {inner}"
     return str(kind)
+
+
+def _schema_for(expected: str) -> str:
+    if expected == "string":
+        return '{"type": "string"}'
+    return '{"type": "array", "items": {"type": "string"}}'

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from conformance.fengyu.manifest import FENGYU_V1
 from conformance.findings import Finding
 from conformance.registry import CheckContext, check
+from conformance.schema_messages import label
 
 
 @check("FY-LEG-001")
@@ -25,7 +26,13 @@ def manifest_is_v2(ctx: CheckContext) -> Iterator[Finding]:
 @check("FY-LEG-002")
 def schema_strings_parse(ctx: CheckContext) -> Iterator[Finding]:
     for at, message in ctx.plugin.embedded_errors:
-        yield ctx.plugin.finding("FY-LEG-002", at, message)
+        yield ctx.plugin.finding(
+            "FY-LEG-002",
+            at,
+            message,
+            f"fix the escaped JSON in the {label(at)} string, or better, migrate to v2 where "
+            "schemas are plain JSON objects",
+        )
 
 
 @check("FY-LEG-003")

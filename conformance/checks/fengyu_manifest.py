@@ -28,6 +28,7 @@ def no_duplicate_keys(ctx: CheckContext) -> Iterator[Finding]:
             "FY-MAN-002",
             duplicate.pointer,
             f"key {duplicate.key!r} appears twice in one object; parsers keep only the last value",
+            f"remove one of the two {duplicate.key!r} keys, or rename one",
         )
 
 
@@ -42,7 +43,7 @@ def schema_findings(plugin: FengYuPlugin) -> list[Finding]:
     if plugin.profile == FENGYU_V1:
         for site in plugin.schemas:
             errors += validate(site.data, METHOD_SCHEMA, at=site.pointer)
-    return [plugin.finding(e.requirement, e.pointer, e.message) for e in errors]
+    return [plugin.finding(e.requirement, e.pointer, e.message, e.fix) for e in errors]
 
 
 @check(*sorted(set().union(*(annotated_requirements(f) for f in SCHEMA_FILES.values()))))

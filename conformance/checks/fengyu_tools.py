@@ -8,8 +8,8 @@ reproduction.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import assume
@@ -19,9 +19,11 @@ from jsonschema.exceptions import best_match
 
 from conformance.fengyu.harness import CallOutcome
 from conformance.fengyu.manifest import AiTool
-from conformance.findings import Finding, NotApplicable
+from conformance.findings import Finding, NotApplicable, shown
 from conformance.properties import Counterexample, find_counterexample
 from conformance.registry import CheckContext, check
+from conformance.schema_messages import explain
+from conformance.sources import pointer
 from conformance.strategies import to_json_schema
 from reference_host.filerefs import classify_parameters, resolve_refs
 
@@ -32,6 +34,15 @@ UNRESOLVED_REF = {
     "access": "read",
     "size": 1024,
 }
+# FY-TOOL-001 fails in two ways that need different changes: a bad answer or no answer.
+CRASH_FIX = (
+    "do not crash: catch the handler's exceptions and answer {success: false, summary} or a "
+    "JSON-RPC error; run the `reproduce:` command of the finding above to see the crash"
+)
+HANG_FIX = (
+    "answer within the tool's timeout (timeoutSeconds): fail fast, or split long work into "
+    "*_start / *_status jobs; run the `reproduce:` command of the finding above"
+)
 
 
 class ToolRun:
@@ -82,15 +93,11 @@ class ToolRun:
         if found is None:
             return
         outcome = found.outcome
-        reply = (
-            json.dumps(outcome.value, ensure_ascii=False)[:2000]
-            if outcome.kind in ("result", "rpc-error")
-            else outcome.message
-        )
+        reply = shown(outcome.value) if outcome.kind in ("result", "rpc-error") else outcome.message
         shrunk = "" if found.shrunk else " (not shrunk: the worker hangs)"
         lines = [
             f"tool {self.tool.name!r}: {found.problem}",
-            f"request{shrunk}: {json.dumps(outcome.request, ensure_ascii=False)[:2000]}",
+            f"request{shrunk}: {shown(outcome.request)}",
             f"reply: {reply}",
         ]
         if outcome.stderr:
@@ -98,7 +105,7 @@ class ToolRun:
             lines.append(f"worker stderr (last lines):\n{tail}")
         lines.append(f"reproduce: {self.harness.reproduction(outcome.request)}")
         message = self.files.as_shipped("\n".join(lines))
-        yield self.ctx.plugin.finding(rid, self.tool.pointer, message)
+        yield self.ctx.plugin.finding(rid, self.tool.pointer, message, found.fix)
 
 
 @check("FY-TOOL-001")
@@ -111,14 +118,15 @@ def valid_inputs_answered(ctx: CheckContext) -> Iterator[Finding]:
         params = run.space.draw_valid(data.draw)
         outcome = run.call(run.files.substitute(params, run.classes, data.draw))
         if broken := run.broken(outcome):
-            return broken
+            return replace(broken, fix=HANG_FIX if broken.hang else CRASH_FIX)
         if outcome.kind == "result" and validator is not None:
             error = best_match(validator.iter_errors(outcome.value))
             if error is not None:
-                where = "".join(f"/{p}" for p in error.absolute_path) or "/"
+                told = explain(error, pointer(*error.absolute_path), "the result")
                 return Counterexample(
-                    f"the result does not match the outputSchema at {where}: {error.message}",
+                    f"the result does not match the outputSchema: {told.message}",
                     outcome,
+                    fix=f"return a result that matches the tool's outputSchema: {told.fix}",
                 )
         return None
 
@@ -136,7 +144,12 @@ def invalid_inputs_rejected(ctx: CheckContext) -> Iterator[Finding]:
         why, broken = data.draw(st.sampled_from(mutations))
         changed = {k for k in params if broken.get(k, object()) != params[k]}
         outcome = run.call(run.files.substitute(broken, run.classes, data.draw, keep=changed))
-        return run.broken(outcome) or _accepted(outcome, f"accepted an invalid input ({why})")
+        accepted = _accepted(outcome, f"accepted an invalid input ({why})")
+        fix = (
+            f"validate params against the inputSchema of {run.tool.method!r} before acting "
+            f"({why}) and answer -32602; the Python SDK does it for you"
+        )
+        return run.broken(outcome) or (accepted and replace(accepted, fix=fix))
 
     yield from run.finding("FY-TOOL-002", find_counterexample(attempt, ctx.workers.settings))
 

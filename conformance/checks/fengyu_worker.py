@@ -29,9 +29,13 @@ class _LaunchFailed(Exception):
     pass
 
 
-def finding(ctx: CheckContext, rid: str, problem: str, exchange: Exchange | None) -> Finding:
+def finding(
+    ctx: CheckContext, rid: str, problem: str, exchange: Exchange | None, fix: str = ""
+) -> Finding:
     detail = f"{problem}\n{exchange.describe()}" if exchange else problem
-    return Finding(rid, f"{detail}\nworker: {ctx.workers.command}", ctx.workers.display, "")
+    return Finding(
+        rid, f"{detail}\nworker: {ctx.workers.command}", ctx.workers.display, "", fix=fix
+    )
 
 
 @check("FY-WRK-001")
@@ -42,7 +46,26 @@ def worker_starts(ctx: CheckContext) -> Iterator[Finding]:
         yield Finding("FY-WRK-001", str(exc), "backend/", "")
         return
     if not start.answered:
-        yield finding(ctx, "FY-WRK-001", "the worker did not answer its first request", start)
+        problem = "the worker did not answer its first request"
+        yield finding(ctx, "FY-WRK-001", problem, start, _start_fix(start))
+
+
+def _start_fix(start: Exchange) -> str:
+    """A worker that runs but does not answer: endless output, a crash, or silence."""
+    if any(line.overlong for line in start.replies):
+        return (
+            "end each response with a newline: the host reads stdout line by line, and a "
+            "line past 16 MiB is never read"
+        )
+    if start.stderr:
+        return (
+            "the worker's stderr, shown in the finding above, says why it stopped; fix that "
+            "and keep serving until stdin closes"
+        )
+    return (
+        "read requests from stdin line by line and write each response as one JSON line to "
+        "stdout, flushed at once, without waiting for more input"
+    )
 
 
 def _single_error(

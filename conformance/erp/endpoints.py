@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from conformance.findings import cut
 from conformance.properties import PropertySettings
 from reference_host.rest import DispatchError, RestHandler, build_request
 
@@ -34,7 +35,7 @@ class Answer:
         if self.status is None:
             return self.problem
         text = self.body.decode("utf-8", "replace")
-        return f"HTTP {self.status}: {text[:500]}"
+        return f"HTTP {self.status}: {cut(text)}"
 
 
 class EndpointServices:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.findings import Finding
+from conformance.findings import Finding, shown
 from conformance.sources import JsonDocument, JsonLoadError, load_json_file
 
 ERP = "erp"
@@ -49,8 +49,8 @@ class ErpTool:
         config = self.data.get("handlerConfig")
         return config if isinstance(config, dict) else {}
 
-    def finding(self, requirement: str, at: str, message: str) -> Finding:
-        return Finding(requirement, message, self.file, at, self.document.line_of(at))
+    def finding(self, requirement: str, at: str, message: str, fix: str = "") -> Finding:
+        return Finding(requirement, message, self.file, at, self.document.line_of(at), fix)
 
 
 @dataclass(eq=False)
@@ -94,7 +94,13 @@ def load_erp_plugin(root: Path) -> ErpPlugin:
             continue
         if not isinstance(document.data, dict):
             plugin.file_errors.append(
-                Finding(LOAD_REQUIREMENT, f"{display} must hold a JSON object", display, "", 1)
+                Finding(
+                    LOAD_REQUIREMENT,
+                    f"{display} must hold a JSON object, found {shown(document.data)}",
+                    display,
+                    "",
+                    1,
+                )
             )
             continue
         plugin.tools.append(ErpTool(display, document))

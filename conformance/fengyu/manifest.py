@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.findings import Finding
+from conformance.findings import Finding, shown
 from conformance.sources import (
     DuplicateKey,
     JsonDocument,
@@ -88,10 +88,10 @@ class FengYuPlugin:
         """The names this plugin offers to the model."""
         return {tool.name for tool in self.tools if isinstance(tool.name, str)}
 
-    def finding(self, requirement: str, at: str, message: str) -> Finding:
+    def finding(self, requirement: str, at: str, message: str, fix: str = "") -> Finding:
         """A finding in manifest.json; `outer#inner` pointers get the line of the outer value."""
         line = self.document.line_of(at.split("#", 1)[0]) if self.document else None
-        return Finding(requirement, message, MANIFEST, at, line)
+        return Finding(requirement, message, MANIFEST, at, line, fix)
 
 
 def load_fengyu_plugin(root: Path) -> FengYuPlugin:
@@ -103,7 +103,9 @@ def load_fengyu_plugin(root: Path) -> FengYuPlugin:
         plugin.load_error = exc
         return plugin
     if not isinstance(document.data, dict):
-        plugin.load_error = JsonLoadError(f"{MANIFEST} must hold a JSON object", 1)
+        plugin.load_error = JsonLoadError(
+            f"{MANIFEST} must hold a JSON object, found {shown(document.data)}", 1
+        )
         return plugin
     plugin.document = document
     plugin.duplicates = list(document.duplicates)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.fengyu.raw_worker import Line, RawWorker
+from conformance.findings import cut
 from reference_host.process import WorkerSpec
 from reference_host.worker.framing import MAX_FRAME_BYTES
 
@@ -41,8 +42,8 @@ class Exchange:
     stderr: str = ""
 
     def describe(self) -> str:
-        sent = " | ".join(_shorten(frame.decode("utf-8", "replace")) for frame in self.sent)
-        got = " | ".join(_shorten(line.text) for line in self.replies) or "nothing"
+        sent = " | ".join(cut(frame.decode("utf-8", "replace")) for frame in self.sent)
+        got = " | ".join(cut(line.text) for line in self.replies) or "nothing"
         text = f"sent: {sent}\ngot: {got}"
         if self.note:
             text += f"\nnote: {self.note}"
@@ -206,10 +207,6 @@ def _exchange(
     time.sleep(0.05)
     exchange.stderr = worker.stderr
     return exchange
-
-
-def _shorten(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _tail(text: str, lines: int = 20) -> str:

@@ -82,6 +82,33 @@ def test_must_failure_prints_file_pointer_requirement_and_fix(
     assert "Traceback" not in result.stdout.str()
 
 
+def test_each_distinct_fix_is_printed_once(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """Findings bring their own fix instead of the requirement's hint; findings that need the
+    same change print it once."""
+    manifest = sample_manifest()
+    manifest["license"] = "MIT"
+    for tool in manifest["aiTools"]:
+        tool["effect"] = "delete"
+    text = json.dumps(manifest, indent=2).replace('"effect": "delete"', '"effect": 1, "effect": 2')
+    plugin = plugin_with_manifest(tmp_path, text, "fixes")
+    result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(plugin), "-k", "FY-MAN-00")
+    lines = [line.strip() for line in result.stdout.lines if line.strip().startswith("fix (")]
+    assert 'fix (FY-MAN-003): remove "license" from the manifest, or correct its spelling ' in (
+        "\n".join(lines)
+    )
+    duplicate_fixes = [line for line in lines if line.startswith("fix (FY-MAN-002)")]
+    assert duplicate_fixes == [
+        "fix (FY-MAN-002): remove one of the two 'effect' keys, or rename one"
+    ]
+    assert result.stdout.str().count("key 'effect' appears twice") == 2
+    effect_fixes = [line for line in lines if line.startswith("fix (FY-MAN-005)")]
+    assert effect_fixes == [
+        f'fix (FY-MAN-005): set aiTools[{i}].effect to one of "read", "write", "external" (enum)'
+        for i in range(len(manifest["aiTools"]))
+    ]
+    assert load_catalog()["FY-MAN-005"].hint not in result.stdout.str()
+
+
 def test_keyword_selection_runs_one_requirement(pytester: pytest.Pytester, dangling: Path) -> None:
     result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(dangling), "-k", "FY-MAN-004")
     result.assert_outcomes(failed=1)

@@ -3,6 +3,10 @@
 Each folder in tests/fixtures/plugins is named `<REQUIREMENT-ID>-<what>` and is a minimal
 change from a valid manifest. The kit must report exactly that requirement on it (plus the
 FY-LEG-001 warning every v1 manifest gets), with the right status and a located finding.
+
+Each folder also holds an expect.toml: `value`, text the finding's message must quote (what
+was found), and `keyword`, text its fix must name (what to change), so that a message which
+hides the offending value or a fix meant for another kind of problem fails here.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 import re
 import socket
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +31,7 @@ ID_PREFIX = re.compile(r"^((?:FY|ERP)-[A-Z]+-\d{3})")
 LEGACY_WARNING = "FY-LEG-001"
 SAMPLE_PLUGIN = REPO / "sample_plugins" / "fan.summer.markdown"
 FIXTURES = sorted(p for p in FIXTURE_PLUGINS.iterdir() if p.is_dir() and p.name[0] not in "_.")
+EXPECT = "expect.toml"
 
 
 def requirement_of(folder: Path) -> str:
@@ -82,6 +88,11 @@ def kit_arguments(folder: Path, suite: str, base_url: str | None) -> list[str]:
     return ["--plugin-base-url", base_url] if base_url else []
 
 
+def expectation(folder: Path) -> dict[str, str]:
+    """The fixture's expect.toml: the value its finding quotes, the keyword its fix names."""
+    return tomllib.loads((folder / EXPECT).read_text("utf-8"))
+
+
 def expected_reports(folder: Path) -> set[str]:
     expected = {requirement_of(folder)}
     if is_v1(folder):
@@ -105,6 +116,25 @@ def test_fixture_reports_exactly_its_requirement(run_kit, folder: Path) -> None:
         assert finding["pointer"] or finding["file"], finding
     if requirement.level is Level.MUST:
         assert rid in result.result.stdout.str()
+    expect = expectation(folder)
+    messages = "\n".join(f["message"] for f in findings)
+    assert expect["value"] in messages, f"no finding quotes {expect['value']!r}:\n{messages}"
+    fixes = [f["fix"] for f in findings]
+    assert any(expect["keyword"] in fix for fix in fixes), f"no fix names {expect['keyword']!r}"
+    rendered = [
+        line for line in result.result.stdout.lines if line.lstrip().startswith(f"fix ({rid}):")
+    ]
+    assert any(expect["keyword"] in line for line in rendered), rendered
+
+
+def test_every_fixture_has_expectations() -> None:
+    """A new fixture must say which value its finding quotes and what its fix names."""
+    lacking = [f.name for f in FIXTURES if not (f / EXPECT).is_file()]
+    assert lacking == [], f"fixture folders without {EXPECT}: {lacking}"
+    for folder in FIXTURES:
+        expect = expectation(folder)
+        assert set(expect) == {"value", "keyword"}, folder.name
+        assert all(isinstance(v, str) and v.strip() for v in expect.values()), folder.name
 
 
 def test_every_requirement_has_a_fixture() -> None:
