@@ -104,6 +104,12 @@ def run_kit(pytester: pytest.Pytester):
     return run
 
 
+def failures(result: pytest.RunResult) -> str:
+    """A run's output before its short test summary, which repeats whole failure texts where
+    pytest sees a CI environment (CI=true), as on CI services and in .ci/run."""
+    return result.stdout.str().split(" short test summary info ")[0]
+
+
 def plugin_with_manifest(tmp_path: Path, manifest: Any, name: str = "plugin") -> Path:
     """A plugin folder holding the given manifest (dict/list -> JSON, str -> verbatim)."""
     root = tmp_path / name

@@ -145,14 +145,9 @@ class WorkerServices:
         if not prefix:
             return None
         if self._pair is None:
-            control = replace(
-                self.spec,
-                plugin_id=f"{self.spec.plugin_id}#control",
-                data_dir=self.workdir / "data-control",
-            )
+            control = replace(self.spec, data_dir=self.workdir / "data-control")
             isolated = replace(
                 self.spec,
-                plugin_id=f"{self.spec.plugin_id}#no-network",
                 argv=(*prefix, *self.spec.argv),
                 data_dir=self.workdir / "data-no-network",
             )

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from conformance.catalog import load_catalog
-from tests.conftest import FIXTURE_PLUGINS, REPO, plugin_with_manifest
+from tests.conftest import FIXTURE_PLUGINS, REPO, failures, plugin_with_manifest
 
 SAMPLE = REPO / "sample_plugins" / "fan.summer.markdown"
 DANGLING = FIXTURE_PLUGINS / "FY-MAN-004-dangling-method"
@@ -92,7 +92,8 @@ def test_each_distinct_fix_is_printed_once(pytester: pytest.Pytester, tmp_path: 
     text = json.dumps(manifest, indent=2).replace('"effect": "delete"', '"effect": 1, "effect": 2')
     plugin = plugin_with_manifest(tmp_path, text, "fixes")
     result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(plugin), "-k", "FY-MAN-00")
-    lines = [line.strip() for line in result.stdout.lines if line.strip().startswith("fix (")]
+    lines = [line.strip() for line in failures(result).splitlines()]
+    lines = [line for line in lines if line.startswith("fix (")]
     assert 'fix (FY-MAN-003): remove "license" from the manifest, or correct its spelling ' in (
         "\n".join(lines)
     )
@@ -100,7 +101,7 @@ def test_each_distinct_fix_is_printed_once(pytester: pytest.Pytester, tmp_path: 
     assert duplicate_fixes == [
         "fix (FY-MAN-002): remove one of the two 'effect' keys, or rename one"
     ]
-    assert result.stdout.str().count("key 'effect' appears twice") == 2
+    assert failures(result).count("key 'effect' appears twice") == 2
     effect_fixes = [line for line in lines if line.startswith("fix (FY-MAN-005)")]
     assert effect_fixes == [
         f'fix (FY-MAN-005): set aiTools[{i}].effect to one of "read", "write", "external" (enum)'

@@ -25,7 +25,7 @@ from conformance.properties import PropertySettings, find_counterexample
 from conformance.registry import CheckContext
 from conformance.rerun import rerun_command
 from tests.conformance.test_requirement_fixtures import served_backend, silent_url
-from tests.conftest import FIXTURE_PLUGINS, REPO, KitResult
+from tests.conftest import FIXTURE_PLUGINS, REPO, KitResult, failures
 
 SAMPLE = REPO / "sample_plugins" / "fan.summer.markdown"
 PER_TOOL_DYN = ("ERP-DYN-001", "ERP-DYN-002", "ERP-DYN-003")
@@ -145,7 +145,7 @@ RERUN = re.compile(r"^\s*rerun: (pytest .*)$", re.MULTILINE)
 
 def rerun_of(result: pytest.RunResult, rid: str) -> list[str]:
     """The argv of the rerun line printed for rid's failure (without `pytest`)."""
-    lines = [line for line in RERUN.findall(result.stdout.str()) if f":{rid}:" in line]
+    lines = [line for line in RERUN.findall(failures(result)) if f":{rid}:" in line]
     assert len(lines) == 1, result.stdout.str()[-3000:]
     argv = shlex.split(lines[0])
     assert argv[0] == "pytest"
@@ -153,12 +153,15 @@ def rerun_of(result: pytest.RunResult, rid: str) -> list[str]:
 
 
 def finding_lines(result: pytest.RunResult, marker: str) -> list[str]:
-    return [line.strip() for line in result.stdout.lines if line.strip().startswith(marker)]
+    lines = failures(result).splitlines()
+    return [line.strip() for line in lines if line.strip().startswith(marker)]
 
 
 def test_rerun_line_of_a_tool_property_reruns_and_fails_the_same_way(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A random search (CI unset: with CI set the kit derandomizes) prints the seed it chose."""
+    monkeypatch.delenv("CI", raising=False)
     plugin = FIXTURE_PLUGINS / "FY-TOOL-001-crashes-on-edge-input"
     first = pytester.runpytest("--plugin-dir", str(plugin), "-m", "tools")
     argv = rerun_of(first, "FY-TOOL-001")

@@ -60,8 +60,13 @@ def assert_minimal(env: dict[str, str], values: dict[str, str], data_dir: Path |
     assert env["PASSED_THROUGH"] == values["PASSED_THROUGH"]
     assert env["PATH"] == os.environ["PATH"]
     assert env["FENGYU_PLUGIN_ID"] == PLUGIN_ID
-    home = Path(env["HOME"])
-    assert home.parent == Path(env["TMPDIR"]) == Path(env["TMP"]) == Path(env["TEMP"])
+    home, tmp = Path(env["HOME"]), Path(env["TMPDIR"])
+    assert tmp == Path(env["TMP"]) == Path(env["TEMP"])
+    if "XDG_CONFIG_HOME" in env:  # a kit tool worker: a HOME of its own, watched (FY-EFF-001)
+        assert Path(env["XDG_CONFIG_HOME"]).parent == home != tmp
+        assert env["HTTP_PROXY"].startswith("http://127.0.0.1:")
+    else:
+        assert home.parent == tmp
     if data_dir is not None:  # a host's folders (the kit removes its own after the run)
         assert Path(env["TMPDIR"]) == data_dir and home.is_dir()
 
