@@ -169,36 +169,15 @@ def _pattern(e: ValidationError, where: str) -> tuple[str, str]:
     return f"a string matching {pattern}", f"change {where} to match {pattern}"
 
 
-def _min_length(e: ValidationError, where: str) -> tuple[str, str]:
-    n = e.validator_value
-    return (
-        f"at least {n} character(s), not {_length(e.instance)}",
-        f"make {where} at least {n} character(s) long",
-    )
+def _count(limit: str, unit: str, fix: str) -> Callable[[ValidationError, str], tuple[str, str]]:
+    """An explainer for a length or item-count bound; fix is a template of where and n."""
 
+    def explainer(e: ValidationError, where: str) -> tuple[str, str]:
+        n = e.validator_value
+        expected = f"{limit} {n} {unit}, not {_length(e.instance)}"
+        return expected, fix.format(where=where, n=n)
 
-def _max_length(e: ValidationError, where: str) -> tuple[str, str]:
-    n = e.validator_value
-    return (
-        f"at most {n} character(s), not {_length(e.instance)}",
-        f"shorten {where} to at most {n} character(s)",
-    )
-
-
-def _min_items(e: ValidationError, where: str) -> tuple[str, str]:
-    n = e.validator_value
-    return (
-        f"at least {n} item(s), not {_length(e.instance)}",
-        f"give {where} at least {n} item(s)",
-    )
-
-
-def _max_items(e: ValidationError, where: str) -> tuple[str, str]:
-    n = e.validator_value
-    return (
-        f"at most {n} item(s), not {_length(e.instance)}",
-        f"give {where} at most {n} item(s)",
-    )
+    return explainer
 
 
 def _unique(e: ValidationError, where: str) -> tuple[str, str]:
@@ -241,10 +220,10 @@ _EXPLAINERS: dict[str, Callable[[ValidationError, str], tuple[str, str]]] = {
     "enum": _enum,
     "type": _type,
     "pattern": _pattern,
-    "minLength": _min_length,
-    "maxLength": _max_length,
-    "minItems": _min_items,
-    "maxItems": _max_items,
+    "minLength": _count("at least", "character(s)", "make {where} at least {n} character(s) long"),
+    "maxLength": _count("at most", "character(s)", "shorten {where} to at most {n} character(s)"),
+    "minItems": _count("at least", "item(s)", "give {where} at least {n} item(s)"),
+    "maxItems": _count("at most", "item(s)", "give {where} at most {n} item(s)"),
     "uniqueItems": _unique,
     "required": _required,
     "additionalProperties": _additional,
