@@ -53,18 +53,19 @@ def observed(run: ToolRun) -> list[Observation]:
 
 
 def _changed(run: ToolRun, rid: str, declared: str, what: str) -> Iterator[Finding]:
-    calls = observed(run)
-    if run.workers.effects.unwatched:
-        raise NotApplicable(run.workers.effects.unwatched)
-    for observation in calls:
-        if observation.changes:
-            shown = [f"  {c.describe()}" for c in observation.changes[:SHOWN_CHANGES]]
-            more = len(observation.changes) - SHOWN_CHANGES
-            if more > 0:
-                shown.append(f"  ... and {more} more")
-            problem = f"declares effect {declared!r}, but a call {what}:\n" + "\n".join(shown)
+    for observation in observed(run):
+        for during, found in ((True, observation.changes), (False, observation.late)):
+            if not found:
+                continue
+            shown = [f"  {c.describe()}" for c in found[:SHOWN_CHANGES]]
+            if len(found) > SHOWN_CHANGES:
+                shown.append(f"  ... and {len(found) - SHOWN_CHANGES} more")
+            when = "a call" if during else "after a call answered, something it started"
+            problem = f"declares effect {declared!r}, but {when} {what}:\n" + "\n".join(shown)
             yield from run.finding(rid, Counterexample(problem, observation.outcome))
             return
+    if run.workers.effects.unwatched:
+        raise NotApplicable(run.workers.effects.unwatched)
 
 
 @check("FY-EFF-001")

@@ -30,10 +30,13 @@ MAX_ENTRIES = 20_000  # per area: a plugin folder is far smaller once NOT_WALKED
 
 @dataclass(frozen=True)
 class Area:
-    """A watched folder, named as findings name it ("the plugin folder", "HOME")."""
+    """A watched folder, named as findings name it ("the plugin folder", "HOME"); tooling:
+    whether the folders NOT_WALKED are left out (only in the plugin folder, where a
+    developer's checkout keeps them; elsewhere a tool could hide its writes in them)."""
 
     root: Path
     name: str
+    tooling: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,10 @@ Snapshot = dict[str, tuple[str, Record]]  # by path, as a string: Path objects c
 class TooManyEntries(Exception):
     """An area holds more entries than a snapshot reads: it cannot be watched whole."""
 
-    def __init__(self, area: Area) -> None:
+    def __init__(self, area: Area, limit: int) -> None:
+        self.area, self.limit = area, limit
         super().__init__(
-            f"{area.name} ({area.root}) holds more than {MAX_ENTRIES} entries, too many to "
+            f"{area.name} ({area.root}) holds more than {limit} entries, too many to "
             "watch on every call"
         )
 
@@ -98,8 +102,8 @@ def snapshot(areas: Iterable[Area], skip: Iterable[Path] = ()) -> Snapshot:
                     continue
                 seen[path] = (area.name, record)
                 if len(seen) > limit:
-                    raise TooManyEntries(area)
-                if record[0] == "d" and entry.name not in NOT_WALKED:
+                    raise TooManyEntries(area, MAX_ENTRIES)
+                if record[0] == "d" and not (area.tooling and entry.name in NOT_WALKED):
                     stack.append(path)
     return seen
 

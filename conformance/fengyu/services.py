@@ -145,14 +145,23 @@ class WorkerServices:
         if not prefix:
             return None
         if self._pair is None:
-            control = replace(self.spec, data_dir=self.workdir / "data-control")
-            isolated = replace(
-                self.spec,
-                argv=(*prefix, *self.spec.argv),
-                data_dir=self.workdir / "data-no-network",
-            )
+            control = self._copy("control", self.spec.argv)
+            isolated = self._copy("no-network", (*prefix, *self.spec.argv))
             self._pair = (ToolHarness(control), ToolHarness(isolated))
         return self._pair
+
+    def _copy(self, name: str, argv: tuple[str, ...]) -> WorkerSpec:
+        """The worker's spec with a data folder and HOME of its own (unwatched: what a copy
+        writes there while it starts is not the tools' doing)."""
+        assert self.spec is not None
+        home = self.workdir / f"home-{name}"
+        return replace(
+            self.spec,
+            argv=argv,
+            data_dir=self.workdir / f"data-{name}",
+            home_dir=home,
+            extra_env={**self.spec.extra_env, **xdg_folders(home)},
+        )
 
     def host_session(self) -> HostSession:
         if self._host is None:

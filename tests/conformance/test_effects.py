@@ -7,6 +7,7 @@ import http.server
 import json
 import socket
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +28,7 @@ def test_watch_names_created_modified_and_deleted_files(tmp_path: Path) -> None:
     (tmp_path / "gone.txt").write_text("a")
     (tmp_path / "granted").mkdir()
     (tmp_path / "__pycache__").mkdir()
-    area = Area(tmp_path, "the plugin folder")
+    area = Area(tmp_path, "the plugin folder", tooling=True)
     before = snapshot([area], skip=[tmp_path / "granted"])
 
     with (tmp_path / "edited.txt").open("a") as file:
@@ -200,3 +201,96 @@ def test_an_area_too_big_to_watch_is_said_not_passed(tmp_path: Path, monkeypatch
         recorder.close()
     assert "more than 3 entries" in watch.unwatched
     assert [o.changes for o in watch.observed("t")] == [()]
+
+
+def _watch_call(tmp_path: Path, make_changes) -> list:
+    from conformance.fengyu.effects import EffectWatch
+    from conformance.fengyu.harness import CallOutcome
+
+    (tmp_path / "plugin").mkdir(exist_ok=True)
+    (tmp_path / "home").mkdir(exist_ok=True)
+    recorder = NetRecorder()
+    try:
+        watch = EffectWatch(tmp_path / "plugin", tmp_path / "home", recorder)
+
+        def call() -> CallOutcome:
+            make_changes()
+            return CallOutcome("result", {}, "", "", {})
+
+        watch.observe("t", tmp_path / "scratch", (), call)
+        return watch.observed("t")
+    finally:
+        recorder.close()
+
+
+def test_a_flood_of_files_during_a_call_is_a_change(tmp_path: Path, monkeypatch) -> None:
+    """A call cannot switch the watch off by growing HOME past the limit unseen."""
+    from conformance.fengyu import file_watch
+
+    monkeypatch.setattr(file_watch, "MAX_ENTRIES", 3)
+
+    def flood() -> None:
+        for index in range(5):
+            (tmp_path / "home" / f"f{index}").write_text("x")
+
+    (observation,) = _watch_call(tmp_path, flood)
+    assert [c.describe() for c in observation.changes] == [
+        f"created {tmp_path / 'home'} (HOME: over 3 entries)"
+    ]
+
+
+def test_folders_left_out_of_the_plugin_folder_are_walked_in_home(tmp_path: Path) -> None:
+    def hide() -> None:
+        (tmp_path / "home" / "__pycache__").mkdir(exist_ok=True)
+        (tmp_path / "home" / "__pycache__" / "x").write_text("x")
+        (tmp_path / "plugin" / "__pycache__").mkdir(exist_ok=True)
+        (tmp_path / "plugin" / "__pycache__" / "m.pyc").write_text("x")
+
+    (tmp_path / "home" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "plugin" / "__pycache__").mkdir(parents=True)
+    (observation,) = _watch_call(tmp_path, hide)
+    assert [c.path for c in observation.changes] == [tmp_path / "home" / "__pycache__" / "x"]
+
+
+def test_a_write_after_the_call_answered_is_laid_at_its_door(tmp_path: Path) -> None:
+    def later() -> None:
+        timer = threading.Timer(0.2, (tmp_path / "plugin" / "late.txt").write_text, ("x",))
+        timer.start()
+
+    from conformance.fengyu.effects import EffectWatch
+    from conformance.fengyu.harness import CallOutcome
+
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "home").mkdir()
+    recorder = NetRecorder()
+    try:
+        watch = EffectWatch(tmp_path / "plugin", tmp_path / "home", recorder)
+        outcome = CallOutcome("result", {}, "", "", {})
+        watch.observe("t", tmp_path / "scratch", (), lambda: (later(), outcome)[1])
+        deadline = time.monotonic() + 10
+        while not (tmp_path / "plugin" / "late.txt").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (observation,) = watch.observed("t")
+    finally:
+        recorder.close()
+    assert observation.changes == ()
+    assert [c.describe() for c in observation.late] == [
+        f"created {tmp_path / 'plugin' / 'late.txt'} (the plugin folder)"
+    ]
+
+
+def test_a_late_write_fails_the_read_tool(run_kit, tmp_path: Path) -> None:
+    plugin = copy_plugin(FIXTURE_PLUGINS / "FY-EFF-001-writes-under-home", tmp_path)
+    worker = plugin / "backend" / "worker"
+    source = worker.read_text("utf-8")
+    source = source.replace(
+        "def lookup(params):\n",
+        "import threading\n\n\ndef lookup(params):\n    threading.Timer(0.3, _late).start()\n"
+        "    return {'success': True, 'summary': 'looked up'}\n\n\ndef _late():\n",
+    )
+    source = source.replace('params["word"]', '"late"')
+    worker.write_text(source.replace('os.environ["HOME"]', 'os.environ["FENGYU_PLUGIN_ROOT"]'))
+    result = run_kit([plugin], "-k", "FY-EFF-001 or FY-TOOL")
+    assert result.reported() == {"FY-EFF-001"}
+    (finding,) = result.findings("FY-EFF-001")
+    assert "after a call answered" in finding["message"] and ".fixture-cache" in finding["message"]
