@@ -104,32 +104,40 @@ def read_and_write_tools_stay_offline(ctx: CheckContext) -> Iterator[Finding]:
             "only proxy-aware clients could be watched, and they opened no connection; "
             f"a worker without network cannot be started here: {isolation()[1]}"
         )
+    succeeded = [o for o in calls if o.succeeded]
+    others = [o for o in calls if not o.succeeded] if pair.traced else []
     compared = 0
-    for observation in [o for o in calls if o.succeeded][:COMPARED_CALLS]:
+    for observation in [*succeeded, *others][:COMPARED_CALLS]:
         params = observation.outcome.request["params"]
-        control, offline = (
-            harness.call(run.tool.method, run.files.fresh_outputs(params), run.timeout)
-            for harness in pair
-        )
-        if not _succeeded(control):
-            continue
-        compared += 1
-        if _succeeded(offline):
-            continue
-        got = json.dumps(offline.value, ensure_ascii=False) if offline.value else offline.message
-        problem = (
-            f"declares effect {declared!r}, but it needs the network: a fresh copy of the "
-            f"worker answers this call with success, and a copy with no network (an empty "
-            f"network namespace, `{' '.join(isolation()[0][:-1])}`) given the same calls "
-            f"answered {offline.kind}: {got[:500]}"
-        )
-        yield from run.finding("FY-EFF-003", Counterexample(problem, observation.outcome))
-        return
-    if not compared:
+        paired = pair.call(run.tool.method, params, run.timeout, run.files.fresh_outputs)
+        compared += _succeeded(paired.control)
+        problems = []
+        if paired.attempts:
+            problems.append(
+                f"tried to connect to {', '.join(paired.attempts[:5])} (its system calls traced "
+                "with strace in a copy of the worker without network)"
+            )
+        if _succeeded(paired.control) and not _succeeded(paired.offline):
+            offline = paired.offline
+            got = (
+                json.dumps(offline.value, ensure_ascii=False) if offline.value else offline.message
+            )
+            problems.append(
+                "needs the network: a fresh copy of the worker answers this call with success, "
+                "and a copy with no network (an empty network namespace, "
+                f"`{' '.join(isolation()[0][:-1])}`) given the same calls answered "
+                f"{offline.kind}: {got[:500]}"
+            )
+        if problems:
+            problem = f"declares effect {declared!r}, but a call " + "; and it ".join(problems)
+            yield from run.finding("FY-EFF-003", Counterexample(problem, observation.outcome))
+            return
+    if not compared and not pair.traced:
         raise NotApplicable(
             "no call that succeeded also succeeded in a fresh copy of the worker (the tool may "
             "need earlier calls, or no call succeeded at all), so none could be compared with "
-            "a copy without network; the proxy saw no connection"
+            "a copy without network; the proxy saw no connection (strace, which would see "
+            "attempts, is not available here)"
         )
 
 

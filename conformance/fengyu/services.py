@@ -18,6 +18,8 @@ from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.fengyu.net_namespace import isolation
 from conformance.fengyu.net_recorder import NetRecorder
+from conformance.fengyu.net_trace import tracer, tracing
+from conformance.fengyu.network_pair import NetworkPair
 from conformance.fengyu.probe import Exchange, Transcript, run_probe
 from conformance.fengyu.tool_files import ToolFiles
 from conformance.fengyu.worker import declared_methods, declares_worker, worker_spec
@@ -70,7 +72,7 @@ class WorkerServices:
         except WorkerLaunchError as exc:
             self.launch_error = exc.message
         self._harness: ToolHarness | None = None
-        self._pair: tuple[ToolHarness, ToolHarness] | None = None
+        self._pair: NetworkPair | None = None
         self._host: HostSession | None = None
         self._files: dict[str, ToolFiles] = {}
         self._spaces: dict[str, InputSpace | None] = {}
@@ -135,19 +137,22 @@ class WorkerServices:
             self._harness = ToolHarness(self.spec)
         return self._harness
 
-    def network_pair(self) -> tuple[ToolHarness, ToolHarness] | None:
-        """Two fresh copies of the worker, one with the network and one without
-        (net_namespace), each with a data folder of its own; None where the second cannot be
-        made. Given the same calls in the same order, they hold the same state, so a call
-        that succeeds in the first and fails in the second failed for want of network."""
+    def network_pair(self) -> NetworkPair | None:
+        """Two fresh copies of the worker, with and without network (network_pair.py), the
+        second traced where strace can; None where no copy without network can be made."""
         assert self.spec is not None
         prefix, _ = isolation()
         if not prefix:
             return None
         if self._pair is None:
-            control = self._copy("control", self.spec.argv)
-            isolated = self._copy("no-network", (*prefix, *self.spec.argv))
-            self._pair = (ToolHarness(control), ToolHarness(isolated))
+            strace = tracing()
+            trace = self.workdir / "no-network.trace" if strace else None
+            traced = tracer(strace, trace) if trace is not None else ()
+            self._pair = NetworkPair(
+                ToolHarness(self._copy("control", self.spec.argv)),
+                ToolHarness(self._copy("no-network", (*prefix, *traced, *self.spec.argv))),
+                trace,
+            )
         return self._pair
 
     def _copy(self, name: str, argv: tuple[str, ...]) -> WorkerSpec:
@@ -204,9 +209,9 @@ class WorkerServices:
         if self._host is not None:
             self._host.close()
             self._host = None
-        for harness in (self._harness, *(self._pair or ())):
-            if harness is not None:
-                harness.close()
+        for services in (self._harness, self._pair):
+            if services is not None:
+                services.close()
         self._harness, self._pair = None, None
         self.recorder.close()
         shutil.rmtree(self.workdir, ignore_errors=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import json
 import socket
+import tempfile
 import threading
 import time
 import urllib.request
@@ -294,3 +295,44 @@ def test_a_late_write_fails_the_read_tool(run_kit, tmp_path: Path) -> None:
     assert result.reported() == {"FY-EFF-001"}
     (finding,) = result.findings("FY-EFF-001")
     assert "after a call answered" in finding["message"] and ".fixture-cache" in finding["message"]
+
+
+def test_trace_lines_give_internet_targets_only() -> None:
+    from conformance.fengyu.net_trace import attempts
+
+    trace = "\n".join(
+        [
+            '7 connect(3, {sa_family=AF_UNIX, sun_path="/var/run/nscd/socket"}, 110) = -1 ENOENT',
+            '7 connect(3, {sa_family=AF_INET, sin_port=htons(9), sin_addr=inet_addr("127.0.0.1")'
+            "}, 16) = -1 ENETUNREACH (Network is unreachable)",
+            "7 connect(4, {sa_family=AF_INET6, sin6_port=htons(443), sin6_flowinfo=htonl(0), "
+            'inet_pton(AF_INET6, "::1", &sin6_addr), sin6_scope_id=0}, 28) = -1 EADDRNOTAVAIL',
+            '8 sendto(5, "x", 1, 0, {sa_family=AF_INET, sin_port=htons(53), '
+            'sin_addr=inet_addr("10.1.2.3")}, 16) = -1 ENETUNREACH',
+            '7 connect(3, {sa_family=AF_INET, sin_port=htons(9), sin_addr=inet_addr("127.0.0.1")'
+            "}, 16) = -1 ENETUNREACH (Network is unreachable)",
+        ]
+    )
+    assert attempts(trace) == ["127.0.0.1:9", "[::1]:443", "10.1.2.3:53"]
+
+
+def test_the_traced_copy_sees_a_quiet_attempt_or_says_why_not() -> None:
+    import subprocess
+    import sys
+
+    from conformance.fengyu.net_trace import attempts, tracer, tracing
+
+    strace = tracing()
+    if not strace:
+        pytest.skip("strace cannot trace in a network namespace here")
+    prefix, _ = isolation()
+    code = (
+        "import socket\ntry:\n    socket.create_connection(('127.0.0.1', 9), timeout=2)\n"
+        "except OSError:\n    pass\n"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        output = Path(folder) / "trace"
+        argv = [*prefix, *tracer(strace, output), sys.executable, "-c", code]
+        done = subprocess.run(argv, capture_output=True, timeout=30)
+        assert done.returncode == 0
+        assert attempts(output.read_text()) == ["127.0.0.1:9"]
