@@ -88,7 +88,7 @@ class EffectWatch:
         start = time.monotonic()
         outcome = call()
         found: list[Change] = []
-        after = (self._after(self.shared, [], found), self._after(own, skipped, found))
+        after = (self._snapshot(self.shared, (), found), self._snapshot(own, skipped, found))
         for old, new in zip(before, after, strict=True):
             if old is not None and new is not None:
                 found += changes(old, new)
@@ -97,22 +97,6 @@ class EffectWatch:
             log.append(Observation(outcome, tuple(found), tuple(self.recorder.since(start))))
             self._last = _Last(tool, len(log) - 1, after[0])
         return outcome
-
-    def _after(
-        self, areas: list[Area], skipped: list[Path], found: list[Change]
-    ) -> Snapshot | None:
-        """The snapshot after a call; an area that grew past the limit during the call is a
-        change of its own (and ends the watch), so a flood of files cannot hide a write."""
-        if self.unwatched:
-            return None
-        try:
-            return snapshot(areas, skipped)
-        except TooManyEntries as exc:
-            self.unwatched = str(exc)
-            found.append(
-                Change("created", exc.area.root, f"{exc.area.name}: over {exc.limit} entries")
-            )
-            return None
 
     def settle(self) -> Snapshot | None:
         """Lay what changed in the shared folders since the latest call at that call's door;
@@ -136,12 +120,20 @@ class EffectWatch:
         self.settle()
         return list(self.log.get(tool, ()))
 
-    def _snapshot(self, areas: list[Area], skipped: Iterable[Path] = ()) -> Snapshot | None:
-        """A snapshot, or None once some area proved too big to watch (unwatched says why)."""
+    def _snapshot(
+        self, areas: list[Area], skipped: Iterable[Path] = (), found: list[Change] | None = None
+    ) -> Snapshot | None:
+        """A snapshot, or None once some area proved too big to watch (unwatched says why).
+        After a call (found given), an area that grew past the limit during it is a change of
+        its own, so a flood of files cannot hide a write."""
         if self.unwatched:
             return None
         try:
             return snapshot(areas, skipped)
         except TooManyEntries as exc:
             self.unwatched = str(exc)
+            if found is not None:
+                found.append(
+                    Change("created", exc.area.root, f"{exc.area.name}: over {exc.limit} entries")
+                )
             return None
