@@ -6,6 +6,7 @@ import datetime
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -15,6 +16,34 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BENCHMARKS = Path(__file__).resolve().parent
 WORKERS = BENCHMARKS / "workers"
+
+
+def run_kit_process(argv: list[str], timeout: float) -> tuple[float, list[str]]:
+    """Run a kit command from the repository, timed from spawn to exit; returns the wall
+    seconds and the non-blank stdout lines. A failing run is an error. The sample workers
+    start with `#!/usr/bin/env python3`, so this interpreter leads PATH, as in CI."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    start = time.perf_counter()
+    done = subprocess.run(
+        argv,
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    elapsed = time.perf_counter() - start
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(argv)} exited with {done.returncode}:\n"
+            + "\n".join(lines[-20:])
+            + done.stderr[-2000:]
+        )
+    return elapsed, lines
 
 
 @dataclass(frozen=True)

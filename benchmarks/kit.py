@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import os
 import resource
-import subprocess
 import sys
-import time
-from pathlib import Path
 
-from benchmarks.common import REPO, Row, Settings, median
+from benchmarks.common import REPO, Row, Settings, median, run_kit_process
 
 SECTION = "3 kit on the Excel sample"
 PLUGIN = REPO / "sample_plugins" / "fan.summer.excel"
@@ -48,30 +45,8 @@ def run_once(parallel: bool, extra: tuple[str, ...] = ()) -> tuple[float, float,
     """Wall seconds of one kit run, the CPU seconds of its processes (pytest, xdist workers,
     plugin workers), and its summary line; a failing run is an error."""
     cpu = _children_cpu()
-    env = dict(os.environ)
-    # The sample worker starts with `#!/usr/bin/env python3`: this interpreter, as in CI.
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    start = time.perf_counter()
-    done = subprocess.run(
-        command(parallel, extra),
-        cwd=REPO,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    elapsed = time.perf_counter() - start
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
-    summary = lines[-1] if lines else ""
-    if done.returncode != 0:
-        raise RuntimeError(
-            f"{' '.join(command(parallel, extra))} exited with {done.returncode}:\n"
-            + "\n".join(lines[-20:])
-            + done.stderr[-2000:]
-        )
-    return elapsed, _children_cpu() - cpu, summary
+    elapsed, lines = run_kit_process(command(parallel, extra), RUN_TIMEOUT)
+    return elapsed, _children_cpu() - cpu, lines[-1] if lines else ""
 
 
 def _alternate(runs: int, extra: tuple[str, ...], summaries: set[str]) -> dict[bool, Runs]:

@@ -16,15 +16,12 @@ default 25 examples is that constant times about 5 and says nothing more about s
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.common import REPO, Row, Settings, median
+from benchmarks.common import Row, Settings, median, run_kit_process
 from benchmarks.many_tools import write_plugin
 
 SECTION = "5 kit on a 1,000-tool plugin"
@@ -46,31 +43,11 @@ class KitTime:
 
 def run_kit(root: Path, extra: tuple[str, ...]) -> KitTime:
     """One kit run on root, timed; a failing run is an error."""
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     report = root.parent / f"{root.name}-report"
     argv = [sys.executable, "-m", "pytest", "--plugin-dir", str(root), "-q"]
     argv += ["-p", "no:cacheprovider", "-p", "no:asyncio", "--conformance-derandomize"]
     argv += ["--conformance-report", str(report), *extra]
-    start = time.perf_counter()
-    done = subprocess.run(
-        argv,
-        cwd=REPO,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    elapsed = time.perf_counter() - start
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
-    if done.returncode != 0:
-        raise RuntimeError(
-            f"{' '.join(argv)} exited with {done.returncode}:\n"
-            + "\n".join(lines[-20:])
-            + done.stderr[-2000:]
-        )
+    elapsed, lines = run_kit_process(argv, RUN_TIMEOUT)
     suites: dict[str, float] = {}
     for record in json.loads(report.with_suffix(".json").read_text("utf-8"))["results"]:
         suites[record["suite"]] = suites.get(record["suite"], 0.0) + record["seconds"]
