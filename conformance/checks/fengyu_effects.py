@@ -8,21 +8,19 @@ when it is empty (when they run alone, say with -k FY-EFF).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from hypothesis import strategies as st
 
 from conformance.checks.fengyu_tools import ToolRun
 from conformance.fengyu.effects import Observation
-from conformance.fengyu.harness import CallOutcome
 from conformance.fengyu.net_namespace import isolation
-from conformance.findings import Finding, NotApplicable
+from conformance.findings import Finding, NotApplicable, shown
 from conformance.properties import Counterexample, find_counterexample
 from conformance.registry import CheckContext, check
 
 SHOWN_CHANGES = 10
-COMPARED_CALLS = 3  # successful calls repeated without network, per tool
+COMPARED_CALLS = 3  # calls repeated without network, per tool (successful ones first)
 
 
 def effect_run(ctx: CheckContext, effects: tuple[str, ...]) -> ToolRun:
@@ -104,29 +102,27 @@ def read_and_write_tools_stay_offline(ctx: CheckContext) -> Iterator[Finding]:
             "only proxy-aware clients could be watched, and they opened no connection; "
             f"a worker without network cannot be started here: {isolation()[1]}"
         )
-    succeeded = [o for o in calls if o.succeeded]
-    others = [o for o in calls if not o.succeeded] if pair.traced else []
+    succeeded = [o for o in calls if o.outcome.succeeded]
+    others = [o for o in calls if not o.outcome.succeeded] if pair.traced else []
     compared = 0
     for observation in [*succeeded, *others][:COMPARED_CALLS]:
         params = observation.outcome.request["params"]
         paired = pair.call(run.tool.method, params, run.timeout, run.files.fresh_outputs)
-        compared += _succeeded(paired.control)
+        compared += paired.control.succeeded
         problems = []
         if paired.attempts:
             problems.append(
                 f"tried to connect to {', '.join(paired.attempts[:5])} (its system calls traced "
                 "with strace in a copy of the worker without network)"
             )
-        if _succeeded(paired.control) and not _succeeded(paired.offline):
+        if paired.control.succeeded and not paired.offline.succeeded:
             offline = paired.offline
-            got = (
-                json.dumps(offline.value, ensure_ascii=False) if offline.value else offline.message
-            )
+            got = shown(offline.value, 500) if offline.value else offline.message
             problems.append(
                 "needs the network: a fresh copy of the worker answers this call with success, "
                 "and a copy with no network (an empty network namespace, "
                 f"`{' '.join(isolation()[0][:-1])}`) given the same calls answered "
-                f"{offline.kind}: {got[:500]}"
+                f"{offline.kind}: {got}"
             )
         if problems:
             problem = f"declares effect {declared!r}, but a call " + "; and it ".join(problems)
@@ -139,10 +135,3 @@ def read_and_write_tools_stay_offline(ctx: CheckContext) -> Iterator[Finding]:
             "a copy without network; the proxy saw no connection (strace, which would see "
             "attempts, is not available here)"
         )
-
-
-def _succeeded(outcome: CallOutcome) -> bool:
-    value = outcome.value
-    return outcome.kind == "result" and not (
-        isinstance(value, dict) and value.get("success") is False
-    )

@@ -180,8 +180,4 @@ def unresolved_refs_rejected(ctx: CheckContext) -> Iterator[Finding]:
 
 def _accepted(outcome: CallOutcome, problem: str) -> Counterexample | None:
     """A result that does not say success false counts as accepting the input."""
-    if outcome.kind != "result":
-        return None
-    if isinstance(outcome.value, dict) and outcome.value.get("success") is False:
-        return None
-    return Counterexample(problem, outcome)
+    return Counterexample(problem, outcome) if outcome.succeeded else None

@@ -43,14 +43,6 @@ class Observation:
     connections: tuple[Connection, ...]
     late: tuple[Change, ...] = ()
 
-    @property
-    def succeeded(self) -> bool:
-        """A result that does not say success false."""
-        value = self.outcome.value
-        return self.outcome.kind == "result" and not (
-            isinstance(value, dict) and value.get("success") is False
-        )
-
 
 @dataclass
 class _Last:

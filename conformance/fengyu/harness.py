@@ -35,6 +35,14 @@ class CallOutcome:
     request: dict[str, Any]
 
     @property
+    def succeeded(self) -> bool:
+        """A result that does not say success false: the tool did what it was asked."""
+        value = self.value
+        return self.kind == "result" and not (
+            isinstance(value, dict) and value.get("success") is False
+        )
+
+    @property
     def failed_badly(self) -> bool:
         """A crash, a hang or broken framing: never acceptable, whatever the input."""
         return self.kind in ("timeout", "crash", "protocol", "launch")
