@@ -205,11 +205,15 @@ class KitRun:
             return f"the plugin's files did not load ({plugin.load_requirement})"
         return None
 
+    def peers(self, plugin: Any) -> list[Any]:
+        """The other plugins of the run that loaded: what cross-plugin checks compare with."""
+        return [p for p in self.plugins if p is not plugin and p.load_error is None]
+
     def static_failures(self, plugin: Any) -> tuple[str, ...]:
         """The static MUST requirements the plugin fails, judged once per plugin: a host
         would refuse or misrepresent such a plugin, so the host suite waits on them."""
         if id(plugin) not in self._static_failures:
-            peers = [p for p in self.plugins if p is not plugin and p.load_error is None]
+            peers = self.peers(plugin)
             static = [
                 r
                 for r in self.requirements_for(plugin)
@@ -271,9 +275,8 @@ class KitRun:
         plugin, requirement = target.plugin, target.requirement
         if blocked := self.blocked(plugin, requirement):
             return blocked
-        peers = [p for p in self.plugins if p is not plugin and p.load_error is None]
         workers = self._services(plugin, requirement.suite)
-        context = CheckContext(plugin, requirement, peers, workers, target.tool)
+        context = CheckContext(plugin, requirement, self.peers(plugin), workers, target.tool)
         try:
             with failing_seeds() as seeds:
                 findings = run_checks(context)

@@ -8,6 +8,7 @@ seen with its target.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,9 @@ class NetworkPair:
     def traced(self) -> bool:
         return self.trace is not None
 
-    def call(self, method: str, params: Any, timeout: float, fresh: Any) -> PairedCall:
+    def call(
+        self, method: str, params: Any, timeout: float, fresh: Callable[[Any], Any]
+    ) -> PairedCall:
         """The same call to both copies; fresh(params) gives each copy its own writable
         folders. What a copy does while it starts is not the call's doing."""
         for harness in (self.control, self.offline):
