@@ -33,11 +33,12 @@ from typing import Any
 import httpx
 
 from benchmarks.common import REPO, Row, Settings, median
+from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.app import create_app
 from reference_host.host import Host, HostConfig
 from reference_host.loopback import serve_on_loopback
-from reference_host.tools import CallContext, Effect, ToolDefinition
+from reference_host.tools import CallContext
 
 SECTION = "4 chat stream (SSE)"
 START_TIMEOUT = 10.0

@@ -25,7 +25,7 @@ from conformance.findings import Finding, NotApplicable, named_requirements
 from conformance.properties import PropertySettings, failing_seeds
 from conformance.registry import CheckContext, run_checks
 from conformance.upgrade import Upgrade, compare, current_manifest, read_previous
-from reference_host.sources_json import JsonFileError
+from plugin_spec.json_files import JsonFileError
 
 
 def load_plugin(root: Path) -> Any:

@@ -3,7 +3,7 @@
 Findings name a file, an RFC 6901 JSON pointer and a line, so a plugin author can jump
 straight to the value; this module is where pointers meet lines.
 
-A plugin folder is untrusted input, so reading is bounded (reference_host.sources_json: only
+A plugin folder is untrusted input, so reading is bounded (plugin_spec.json_files: only
 regular files, at most MAX_FILE_BYTES) and a text nested deeper than MAX_DEPTH is refused
 before anything recurses into it.
 """
@@ -20,8 +20,8 @@ from typing import Any
 import json_source_map
 
 from conformance.findings import shown
-from conformance.json_depth import too_deep
-from reference_host.sources_json import JsonFileError, read_bounded
+from plugin_spec.json_depth import too_deep
+from plugin_spec.json_files import JsonFileError, read_bounded
 
 # Far above any real manifest or tool file, far below where jsonschema's recursion (several
 # frames per level) meets Python's recursion limit; System.Text.Json's default is also 64.

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reference_host.erp import is_erp_folder, read_erp_manifest
-from reference_host.sources_json import JsonFileError, read_json_object
-from reference_host.workflow.catalog import CatalogDiff, diff
-from reference_host.workflow.entries import from_manifest
+from plugin_spec.catalog import CatalogDiff, diff, from_manifest
+from plugin_spec.erp_decls import is_erp_folder, read_erp_manifest
+from plugin_spec.json_files import JsonFileError, read_json_object
 
 
 class PreviousError(Exception):

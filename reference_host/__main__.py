@@ -35,9 +35,9 @@ from reference_host.http_access import (
     is_loopback,
     is_valid_token,
 )
-from reference_host.kit_validation import kit_validator
 from reference_host.plugins import PluginError
 from reference_host.process.environment import WorkerEnvError, check_names
+from reference_host.validators import installed_validator
 
 SCRIPTED_REPLY = (
     "Hello from the reference host's scripted model. It makes no tool calls; start the host "
@@ -260,7 +260,7 @@ async def serve(args: argparse.Namespace) -> int:
     )
     web = httpx.AsyncClient(follow_redirects=False)
     search = SearxngProvider(args.searxng_url, web) if args.searxng_url else None
-    host = Host(config, validator=kit_validator, builtins=builtin_tools(web, search))
+    host = Host(config, validator=installed_validator(), builtins=builtin_tools(web, search))
     closers: list[Callable[[], Awaitable[None]]] = []
     closed = False
 

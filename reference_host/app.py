@@ -61,11 +61,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import StreamingResponse
 from starlette.routing import Match
 
+from plugin_spec.filerefs import FileRefError
 from reference_host import events
 from reference_host.agent.models import ChatModel
 from reference_host.api_doc import document, error
 from reference_host.events import CONNECTED, KEEP_ALIVE, Event
-from reference_host.filerefs import FileRefError
 from reference_host.host import Host
 from reference_host.http_access import guard
 from reference_host.http_errors import MESSAGE_LIMIT, error_response

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from reference_host.tools import Effect
+from plugin_spec.tool_definition import Effect
 
 
 class Decision(StrEnum):

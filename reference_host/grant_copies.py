@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plugin_spec.filerefs import FileRefError
 from reference_host import beneath
-from reference_host.filerefs import FileRefError
 
 COPIES = "filerefs"  # the folder in each plugin's data folder that holds its grants' copies
 MAX_ENTRIES = 10_000  # files and folders in one copied or committed tree

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from plugin_spec.filerefs import FileClass, FileRefError, is_file_ref
 from reference_host import beneath
-from reference_host.filerefs import FileClass, FileRefError, is_file_ref
 from reference_host.grant_copies import GrantCopies, commit
 
 ACCESS = ("read", "write", "read-write")

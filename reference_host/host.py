@@ -16,16 +16,18 @@ from typing import Any
 
 import httpx
 
+from plugin_spec.catalog import CatalogEntry
+from plugin_spec.erp_decls import erp_decls
+from plugin_spec.fengyu_decls import call_timeout, tool_decls
 from reference_host.actors import ActorDirectory
 from reference_host.agent.loop import RunSettings, run_agent
 from reference_host.agent.models import ChatModel, Message
 from reference_host.approval import ApprovalBroker, ApprovalPolicy
-from reference_host.erp import RestToolCallback, erp_decls
+from reference_host.erp import RestToolCallback
 from reference_host.events import Event
 from reference_host.grant_copies import COPIES
 from reference_host.grants import GrantStore
 from reference_host.http_access import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY_BYTES
-from reference_host.manifests import call_timeout, tool_decls
 from reference_host.plugin_tools import WorkerToolCallback
 from reference_host.plugins import PluginInfo, PluginService, Validator
 from reference_host.process import PluginProcessManager, WorkerLaunchError, WorkerSpec
@@ -35,7 +37,6 @@ from reference_host.process.record import LineageRecord
 from reference_host.registry import ToolRegistry
 from reference_host.store import PluginRow, Store
 from reference_host.tools import CallContext, ToolCallback
-from reference_host.workflow.catalog import CatalogEntry
 from reference_host.workflow.entries import from_snapshot
 
 SYSTEM_PROMPT = "You are the assistant of a desktop host; use the tools when they help."

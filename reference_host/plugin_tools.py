@@ -11,9 +11,9 @@ import asyncio
 import json
 from collections.abc import Callable
 
-from reference_host.filerefs import FileRefError
+from plugin_spec.fengyu_decls import ToolDecl
+from plugin_spec.filerefs import FileRefError
 from reference_host.grants import GrantStore
-from reference_host.manifests import ToolDecl
 from reference_host.process import PluginProcessManager, WorkerError
 from reference_host.tools import CallContext, failure, parse_arguments, unavailable
 

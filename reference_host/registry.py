@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from plugin_spec.tool_definition import ToolDefinition
 from reference_host.store import PluginRow, Store
-from reference_host.tools import ToolCallback, ToolDefinition
+from reference_host.tools import ToolCallback
 
 CallbackFactory = Callable[[PluginRow], list[ToolCallback]]
 

@@ -8,45 +8,10 @@ layer: every failure comes back as the `{"success": false, "error": ...}` envelo
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-
-class Effect(StrEnum):
-    """Approval class of a tool: read runs at once, write and external may need approval."""
-
-    READ = "read"
-    WRITE = "write"
-    EXTERNAL = "external"
-
-    @classmethod
-    def parse(cls, value: Any) -> Effect:
-        """A declared effect; a missing or unknown one counts as external (SPEC F7)."""
-        try:
-            return cls(value)
-        except ValueError:
-            return cls.EXTERNAL
-
-
-@dataclass(frozen=True)
-class ToolDefinition:
-    """A tool as offered to the model: name, description and parsed input schema."""
-
-    name: str
-    description: str
-    input_schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
-
-    def to_openai(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": dict(self.input_schema),
-            },
-        }
+from plugin_spec.tool_definition import Effect, ToolDefinition
 
 
 @dataclass(frozen=True)

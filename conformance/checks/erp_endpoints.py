@@ -13,7 +13,7 @@ from conformance.findings import Finding, NotApplicable
 from conformance.properties import Counterexample, find_counterexample
 from conformance.registry import CheckContext, check
 from conformance.strategies import InputSpace
-from reference_host.rest import RestHandler
+from plugin_spec.rest_handler import RestHandler
 
 
 def _services(ctx: CheckContext) -> EndpointServices:

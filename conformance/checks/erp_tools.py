@@ -15,9 +15,9 @@ from conformance.registry import CheckContext, check
 from conformance.schema_messages import explain
 from conformance.schema_validation import annotated_requirements, schema_uri, validate
 from conformance.sources import pointer
-from reference_host.builtin_tools import BUILTIN_TOOL_NAMES
-from reference_host.namespace import namespace_problem
-from reference_host.rest import DispatchError, encode_segment, placeholder_problem
+from plugin_spec.builtin_names import BUILTIN_TOOL_NAMES
+from plugin_spec.namespace import namespace_problem
+from plugin_spec.rest_handler import DispatchError, encode_segment, placeholder_problem
 
 TOOL_SCHEMA = "erp-tool.schema.json"
 PORTABLE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

@@ -10,7 +10,7 @@ from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.findings import Finding
 from conformance.registry import CheckContext, check
 from conformance.sources import pointer
-from reference_host.filerefs import FileClass, classify_parameters
+from plugin_spec.filerefs import FileClass, classify_parameters
 
 
 @dataclass(frozen=True)

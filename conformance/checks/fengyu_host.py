@@ -13,7 +13,7 @@ from conformance.fengyu.manifest import AiTool
 from conformance.findings import Finding, NotApplicable
 from conformance.registry import CheckContext, check
 from conformance.strategies import GeneratorGap, InputSpace
-from reference_host.filerefs import FileClass, classify_parameters
+from plugin_spec.filerefs import FileClass, classify_parameters
 from reference_host.tools import CallContext
 
 

@@ -9,7 +9,7 @@ from conformance.fengyu.manifest import FENGYU_V1, MANIFEST, SCHEMA_FILES, FengY
 from conformance.findings import Finding
 from conformance.registry import CheckContext, check
 from conformance.schema_validation import annotated_requirements, schema_uri, validate
-from reference_host.builtin_tools import BUILTIN_TOOL_NAMES
+from plugin_spec.builtin_names import BUILTIN_TOOL_NAMES
 
 METHOD_SCHEMA = schema_uri("fengyu-manifest-v2.schema.json#/$defs/methodSchema")
 

@@ -25,7 +25,7 @@ from conformance.registry import CheckContext, check
 from conformance.schema_messages import explain
 from conformance.sources import pointer
 from conformance.strategies import to_json_schema
-from reference_host.filerefs import classify_parameters, resolve_refs
+from plugin_spec.filerefs import classify_parameters, resolve_refs
 
 UNRESOLVED_REF = {
     "id": "ref_conformance-unresolved",

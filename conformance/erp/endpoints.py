@@ -12,7 +12,8 @@ import httpx
 
 from conformance.findings import cut
 from conformance.properties import PropertySettings
-from reference_host.rest import DispatchError, RestHandler, build_request
+from plugin_spec.rest_handler import DispatchError, RestHandler
+from reference_host.rest import build_request
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from typing import Any
 
 from conformance.fengyu.raw_worker import Line, RawWorker
 from conformance.findings import cut
+from plugin_spec.framing import MAX_FRAME_BYTES
 from reference_host.process import WorkerSpec
-from reference_host.worker.framing import MAX_FRAME_BYTES
 
 SENTINEL_METHOD = "conformance/sentinel"
 REPLY_SECONDS = 5.0

@@ -17,10 +17,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from plugin_spec.framing import MAX_FRAME_BYTES, decode_line
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.lineage import end_lineage, new_token
 from reference_host.process.tree import kill_group, kill_tree
-from reference_host.worker.framing import MAX_FRAME_BYTES, decode_line
 
 KILL_WAIT = 5.0  # a blocked write ends this soon after the worker is killed
 

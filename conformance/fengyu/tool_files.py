@@ -19,7 +19,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from reference_host.filerefs import FileClass
+from plugin_spec.filerefs import FileClass
 
 EXAMPLES = Path("conformance") / "examples"
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from reference_host.tools import ToolDefinition
+from plugin_spec.tool_definition import ToolDefinition
 
 Role = Literal["system", "user", "assistant", "tool"]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
+from plugin_spec.tool_definition import ToolDefinition
 from reference_host.agent.models import Message, ModelError, ModelTurn, ToolCall
-from reference_host.tools import ToolDefinition
 
 DEFAULT_TIMEOUT = 120.0
 EXCERPT_CHARS = 500

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import httpx
 
-from reference_host.builtin_tools import BUILTIN_TOOL_NAMES, WEB_FETCH, WEB_SEARCH
+from plugin_spec.builtin_names import BUILTIN_TOOL_NAMES, WEB_FETCH, WEB_SEARCH
 from reference_host.builtins.html_text import html_to_text
 from reference_host.builtins.web_fetch import WEB_FETCH_DEFINITION, WebFetchTool
 from reference_host.builtins.web_search import (

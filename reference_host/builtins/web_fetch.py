@@ -10,10 +10,11 @@ from typing import Any
 
 import httpx
 
-from reference_host.builtin_tools import WEB_FETCH
+from plugin_spec.builtin_names import WEB_FETCH
+from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.builtins._args import optional_integer, required_string
 from reference_host.builtins.html_text import html_to_text
-from reference_host.tools import CallContext, Effect, ToolDefinition, failure, parse_arguments
+from reference_host.tools import CallContext, failure, parse_arguments
 
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS_CAP = 100_000

@@ -8,9 +8,10 @@ from typing import Any, Protocol
 
 import httpx
 
-from reference_host.builtin_tools import WEB_SEARCH
+from plugin_spec.builtin_names import WEB_SEARCH
+from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.builtins._args import optional_integer, required_string
-from reference_host.tools import CallContext, Effect, ToolDefinition, failure, parse_arguments
+from reference_host.tools import CallContext, failure, parse_arguments
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 10

@@ -23,6 +23,7 @@ import logging
 from collections import deque
 from typing import Any
 
+from plugin_spec.framing import MAX_FRAME_BYTES, decode_line
 from reference_host.process.errors import (
     WorkerCrashed,
     WorkerError,
@@ -37,7 +38,6 @@ from reference_host.process.record import LineageRecord
 from reference_host.process.spawn import Spawned, spawn
 from reference_host.process.tail import StderrTail
 from reference_host.process.tree import kill_group, kill_pipe_holders, kill_tree
-from reference_host.worker.framing import MAX_FRAME_BYTES, decode_line
 
 __all__ = ["WorkerConnection"]
 

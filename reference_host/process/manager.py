@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reference_host.filerefs import resolve_refs
+from plugin_spec.filerefs import resolve_refs
 from reference_host.process.connection import WorkerConnection
 from reference_host.process.errors import WorkerLaunchError
 from reference_host.process.launch import WorkerSpec

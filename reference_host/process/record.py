@@ -20,8 +20,8 @@ from typing import Any
 
 import psutil
 
+from plugin_spec.json_files import JsonFileError, read_bounded
 from reference_host.process.lineage import TOKEN, end_lineage
-from reference_host.sources_json import JsonFileError, read_bounded
 
 log = logging.getLogger("reference_host.worker")
 _OPEN: set[str] = set()  # owners of the records open in this process

@@ -18,6 +18,7 @@ from typing import Any, BinaryIO, TextIO
 
 from jsonschema import Draft202012Validator
 
+from plugin_spec.framing import read_frames
 from reference_host.worker.errors import (
     HANDLER_ERROR,
     INVALID_PARAMS,
@@ -26,7 +27,6 @@ from reference_host.worker.errors import (
     PARSE_ERROR,
     RpcError,
 )
-from reference_host.worker.framing import read_frames
 
 SET_LEVEL = "$/fengyu/logging/setLevel"
 LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "WARN": 30, "WARNING": 30, "ERROR": 40, "OFF": 100}

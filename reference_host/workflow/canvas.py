@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from reference_host.workflow.catalog import CatalogEntry
+from plugin_spec.catalog import CatalogEntry
 from reference_host.workflow.entries import from_snapshot
 from reference_host.workflow.store import WorkflowStore
 

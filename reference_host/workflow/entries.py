@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from reference_host.erp import erp_decls
-from reference_host.manifests import tool_decls
+from plugin_spec.catalog import BUILTIN, CatalogEntry
 from reference_host.registry import Snapshot
-from reference_host.workflow.catalog import BUILTIN, CatalogEntry
 
 
 def from_snapshot(snapshot: Snapshot) -> list[CatalogEntry]:
@@ -28,30 +24,3 @@ def from_snapshot(snapshot: Snapshot) -> list[CatalogEntry]:
             )
         )
     return entries
-
-
-def from_manifest(plugin_id: str, manifest: dict[str, Any]) -> list[CatalogEntry]:
-    """The entries a plugin would contribute (for upgrade checks without installing it)."""
-    if "erpTools" in manifest:
-        return [
-            CatalogEntry.of(
-                plugin_id,
-                d.code,
-                d.definition.description,
-                d.effect.value,
-                dict(d.definition.input_schema),
-                None,
-            )
-            for d in erp_decls(manifest)
-        ]
-    return [
-        CatalogEntry.of(
-            plugin_id,
-            d.definition.name,
-            d.definition.description,
-            d.effect.value,
-            dict(d.definition.input_schema),
-            d.output_schema,
-        )
-        for d in tool_decls(manifest)
-    ]

@@ -24,10 +24,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import reference_host.plugins
+from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.events import Event
 from reference_host.host import Host, HostConfig
-from reference_host.tools import CallContext, Effect, ToolDefinition
+from reference_host.tools import CallContext
 from sample_plugins.erp_backends import serve_backends
 from tests.faults.conftest import GOOD_TOOL, ProcessGuard
 from tests.faults.erp import PREFIX, erp_host, write_erp_plugin

@@ -19,8 +19,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from conformance.install_validation import kit_validator
 from reference_host.host import Host
-from reference_host.kit_validation import kit_validator
 from reference_host.rest import dispatch
 from sample_plugins.erp_backends import serve_backends
 from tests.faults.erp import PREFIX, erp_host, write_erp_plugin

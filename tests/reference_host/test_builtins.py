@@ -29,7 +29,8 @@ from starlette.responses import (
 from starlette.routing import Route
 
 from conformance.schema_validation import schema_uri, validate
-from reference_host.builtin_tools import BUILTIN_TOOL_NAMES
+from plugin_spec.builtin_names import BUILTIN_TOOL_NAMES
+from plugin_spec.tool_definition import Effect
 from reference_host.builtins import (
     SearchError,
     SearchResult,
@@ -40,7 +41,7 @@ from reference_host.builtins import (
     html_to_text,
 )
 from reference_host.loopback import serve_on_loopback
-from reference_host.tools import CallContext, Effect, is_failure
+from reference_host.tools import CallContext, is_failure
 
 CONTEXT = CallContext(conversation_id="c1", run_id="r1")
 MIB = 1024 * 1024

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from conformance.install_validation import kit_validator
 from reference_host.actors import Actor, ActorDirectory
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.host import Host, HostConfig
-from reference_host.kit_validation import kit_validator
 from reference_host.plugins import PluginError
 from sample_plugins.erp_backends import serve_backends
 from tests.conftest import FIXTURE_PLUGINS, REPO

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reference_host.filerefs import FileClass, classify_parameter, classify_parameters
+from plugin_spec.filerefs import FileClass, classify_parameter, classify_parameters
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reference_host.filerefs import FileClass, FileRefError
+from plugin_spec.filerefs import FileClass, FileRefError
 from reference_host.grants import GrantStore
 
 

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from conformance.install_validation import kit_validator
+from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.events import Event
 from reference_host.host import Host, HostConfig
-from reference_host.kit_validation import kit_validator
 from reference_host.plugins import PluginError
-from reference_host.tools import CallContext, Effect, ToolDefinition
+from reference_host.tools import CallContext
 from tests.conftest import FIXTURE_PLUGINS, REPO
 
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"

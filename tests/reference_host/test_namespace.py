@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference_host.namespace import ALLOWED_PREFIXES, namespace_problem
+from plugin_spec.namespace import ALLOWED_PREFIXES, namespace_problem
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ import httpx
 import pytest
 import respx
 
+from plugin_spec.tool_definition import ToolDefinition
 from reference_host.agent.models import Message, ModelError, ModelTurn, ToolCall
 from reference_host.agent.openai_model import OpenAICompatibleModel
-from reference_host.tools import ToolDefinition
 
 BASE = "http://127.0.0.1:8000"
 URL = f"{BASE}/v1/chat/completions"

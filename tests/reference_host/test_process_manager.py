@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from reference_host.filerefs import FileRefError
+from plugin_spec.filerefs import FileRefError
 from reference_host.process import (
     PluginProcessManager,
     WorkerCrashed,

@@ -23,7 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from reference_host.rest import DispatchError, RestHandler, dispatch, encode_segment
+from plugin_spec.rest_handler import DispatchError, RestHandler, encode_segment
+from reference_host.rest import dispatch
 from reference_host.tools import is_failure
 from sample_plugins.erp_backends import load_tool, serve_backends, tool_files
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from plugin_spec.framing import read_frames
 from reference_host.worker import RpcError, Worker
-from reference_host.worker.framing import read_frames
 
 SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
 

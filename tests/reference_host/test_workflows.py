@@ -21,6 +21,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from plugin_spec.catalog import CatalogEntry, from_manifest, revision
+from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.agent.models import ScriptedModel
 from reference_host.app import create_app
 from reference_host.approval import ApprovalPolicy, Decision
@@ -28,10 +30,8 @@ from reference_host.events import Event
 from reference_host.host import Host, HostConfig
 from reference_host.sse import SSEEvent, parse
 from reference_host.store import Store
-from reference_host.tools import CallContext, Effect, ToolDefinition
+from reference_host.tools import CallContext
 from reference_host.workflow.canvas import Canvas, WorkflowError
-from reference_host.workflow.catalog import CatalogEntry, revision
-from reference_host.workflow.entries import from_manifest
 from reference_host.workflow.routes import workflow_router
 from reference_host.workflow.runner import run_saved
 from reference_host.workflow.store import WorkflowStore

@@ -22,7 +22,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from conformance.schema_validation import schema_uri, validate
-from reference_host.rest import RestHandler, dispatch
+from plugin_spec.rest_handler import RestHandler
+from reference_host.rest import dispatch
 from reference_host.tools import is_failure
 from sample_plugins.erp_backends import (
     PLUGINS,

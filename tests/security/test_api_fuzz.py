@@ -31,12 +31,12 @@ from schemathesis.config._checks import POSITIVE_DATA_ACCEPTANCE_EXPECTED_STATUS
 from schemathesis.core.failures import Failure, FailureGroup
 from schemathesis.generation import GenerationMode
 
+from conformance.install_validation import kit_validator
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.app import create_app
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.host import Host, HostConfig
 from reference_host.http_access import DEFAULT_ALLOWED_HOSTS
-from reference_host.kit_validation import kit_validator
 from tests.security.conftest import MARKDOWN, copy_sample
 
 PLUGIN = "fan.summer.markdown"

@@ -26,11 +26,11 @@ from typing import Any
 import pytest
 
 from conformance.baseline import Baseline
+from conformance.install_validation import kit_validator
 from conformance.kit import KitRun, Status, Verdict
 from reference_host.actors import ActorDirectory
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.host import Host, HostConfig
-from reference_host.kit_validation import kit_validator
 from reference_host.plugins import PluginError
 from tests.security.conftest import (
     SEC_PLUGIN,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from plugin_spec.filerefs import FileClass, FileRefError
 from reference_host import grant_copies
-from reference_host.filerefs import FileClass, FileRefError
 from reference_host.grants import GrantStore
 from reference_host.host import Host, HostConfig
 

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from conformance.baseline import Baseline
 from conformance.catalog import load_catalog
 from conformance.kit import KitRun, Status
-from reference_host.sources_json import MAX_FILE_BYTES
+from plugin_spec.json_files import MAX_FILE_BYTES
 from tests.conftest import REPO, TESTS
 
 SECONDS_PER_EXAMPLE = 10.0

@@ -19,13 +19,13 @@ from typing import Any
 import httpx
 import pytest
 
+from conformance.install_validation import kit_validator
+from plugin_spec.tool_definition import ToolDefinition
 from reference_host.agent.models import Message, ModelTurn, ScriptedModel
 from reference_host.app import create_app
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.host import Host, HostConfig
-from reference_host.kit_validation import kit_validator
 from reference_host.sse import SSEEvent, parse
-from reference_host.tools import ToolDefinition
 from sample_plugins.erp_backends import serve_backends
 from tests.security.conftest import (
     SEC_PLUGIN,

@@ -1,22 +1,22 @@
-"""The host's install validator: the conformance kit's own static checks.
+"""The kit's manifest suite as the reference host's install validator.
 
-The one place the host reaches into the kit (the composition root passes it to Host), so
-the host core stays free of kit imports and the kit keeps depending on the host.
+The kit registers `kit_validator` in the `reference_host.validators` entry-point group, and
+the host's command line loads what that group holds: the host never imports the kit, and a
+host installed without the kit simply installs without validation.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from conformance.baseline import Baseline
+from conformance.catalog import Level
+from conformance.kit import KitRun, Status
 from reference_host.plugins import ValidationReport
 
 
 def kit_validator(root: Path) -> ValidationReport:
     """MUST findings of the kit's manifest suite are errors; SHOULD findings are warnings."""
-    from conformance.baseline import Baseline
-    from conformance.catalog import Level
-    from conformance.kit import KitRun, Status
-
     root = root.resolve()
     run = KitRun.load([str(root)], Baseline(None), strict=False, base=root)
     errors: list[str] = []

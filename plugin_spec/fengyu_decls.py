@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference_host.filerefs import FileClass, classify_parameters
-from reference_host.tools import Effect, ToolDefinition
+from plugin_spec.filerefs import FileClass, classify_parameters
+from plugin_spec.tool_definition import Effect, ToolDefinition
 
 
 @dataclass(frozen=True)

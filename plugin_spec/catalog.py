@@ -14,6 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from plugin_spec.erp_decls import erp_decls
+from plugin_spec.fengyu_decls import tool_decls
+
 BUILTIN = "builtin"
 
 
@@ -145,3 +148,30 @@ def diff(before: Iterable[CatalogEntry], after: Iterable[CatalogEntry]) -> Catal
         if change.breaking or change.revision_changed:
             changes.append(change)
     return CatalogDiff(tuple(changes), tuple(sorted(set(new) - set(old))))
+
+
+def from_manifest(plugin_id: str, manifest: dict[str, Any]) -> list[CatalogEntry]:
+    """The entries a plugin would contribute (for upgrade checks without installing it)."""
+    if "erpTools" in manifest:
+        return [
+            CatalogEntry.of(
+                plugin_id,
+                d.code,
+                d.definition.description,
+                d.effect.value,
+                dict(d.definition.input_schema),
+                None,
+            )
+            for d in erp_decls(manifest)
+        ]
+    return [
+        CatalogEntry.of(
+            plugin_id,
+            d.definition.name,
+            d.definition.description,
+            d.effect.value,
+            dict(d.definition.input_schema),
+            d.output_schema,
+        )
+        for d in tool_decls(manifest)
+    ]

@@ -1,0 +1,6 @@
+"""The rules both sides share: what a plugin declares and how it is read (SPEC F, E).
+
+The conformance kit checks these rules and the reference host applies them, so they live
+here, below both, with nothing but the standard library: neither side can drift from the
+other, and neither imports the other to learn a rule.
+"""
