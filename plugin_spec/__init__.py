@@ -3,4 +3,6 @@
 The conformance kit checks these rules and the reference host applies them, so they live
 here, below both, with nothing but the standard library: neither side can drift from the
 other, and neither imports the other to learn a rule.
+
+PYTEST_DONT_REWRITE: the rules report through return values, not assert statements.
 """
