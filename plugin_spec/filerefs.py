@@ -78,19 +78,32 @@ def is_file_ref(value: Any) -> bool:
     )
 
 
-def resolve_refs(params: Any, lookup: Callable[[str], Path | None], plugin_id: str) -> Any:
-    """params with every FileRef object replaced by its granted absolute path (SPEC F8).
+HandOver = Callable[[Mapping[str, Any]], str]
+"""What a caller gives the worker for one FileRef: its path, or FileRefError."""
 
-    Walks maps and lists recursively and returns a new structure. lookup answers the path
-    granted to this plugin for a ref id, or None; a ref it does not know fails the call.
+
+def resolve_refs(value: Any, hand_over: HandOver) -> Any:
+    """value with every FileRef object replaced by the path hand_over gives for it (SPEC F8).
+
+    The one walk over maps and lists, shared by the host (whose grant store hands over copies)
+    and the kit (which hands over its own fixture files); it returns a new structure.
     """
-    if is_file_ref(params):
-        path = lookup(params["id"])
+    if is_file_ref(value):
+        return hand_over(value)
+    if isinstance(value, Mapping):
+        return {key: resolve_refs(item, hand_over) for key, item in value.items()}
+    if isinstance(value, list):
+        return [resolve_refs(item, hand_over) for item in value]
+    return value
+
+
+def by_id(paths: Mapping[str, Path], plugin_id: str) -> HandOver:
+    """A hand-over from paths granted by ref id; a ref it does not know fails the call."""
+
+    def hand_over(ref: Mapping[str, Any]) -> str:
+        path = paths.get(ref["id"])
         if path is None:
-            raise FileRefError(f"FileRef {params['id']} is not granted to plugin {plugin_id}")
+            raise FileRefError(f"FileRef {ref['id']} is not granted to plugin {plugin_id}")
         return str(Path(path).resolve())
-    if isinstance(params, Mapping):
-        return {key: resolve_refs(value, lookup, plugin_id) for key, value in params.items()}
-    if isinstance(params, list):
-        return [resolve_refs(value, lookup, plugin_id) for value in params]
-    return params
+
+    return hand_over

@@ -18,10 +18,11 @@ import uuid
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from plugin_spec.filerefs import FileClass, FileRefError, is_file_ref
+from plugin_spec.filerefs import FileClass, FileRefError, is_file_ref, resolve_refs
 from reference_host import beneath
 from reference_host.grant_copies import GrantCopies, commit
 
@@ -240,11 +241,14 @@ class GrantStore:
                     f"parameter {name!r} takes a FileRef granted in this conversation, not a path"
                 )
         return {
-            name: self._resolve_tree(
-                conversation_id,
-                plugin_id,
+            name: resolve_refs(
                 value,
-                file_classes.get(name) is FileClass.WRITE_DIRECTORY,
+                partial(
+                    self.hand_over,
+                    conversation_id,
+                    plugin_id,
+                    write=file_classes.get(name) is FileClass.WRITE_DIRECTORY,
+                ),
             )
             for name, value in args.items()
         }
@@ -282,18 +286,6 @@ class GrantStore:
             "parameter asks for a FileRef or DirectoryRef:\n"
             + json.dumps(listed, ensure_ascii=False, indent=1)
         )
-
-    def _resolve_tree(self, conversation_id: str, plugin_id: str, value: Any, write: bool) -> Any:
-        if is_file_ref(value):
-            return self.hand_over(conversation_id, plugin_id, value, write)
-        if isinstance(value, Mapping):
-            return {
-                k: self._resolve_tree(conversation_id, plugin_id, v, write)
-                for k, v in value.items()
-            }
-        if isinstance(value, list):
-            return [self._resolve_tree(conversation_id, plugin_id, v, write) for v in value]
-        return value
 
 
 def _close_all(fds: dict[Path, int]) -> None:

@@ -25,7 +25,7 @@ from conformance.registry import CheckContext, check
 from conformance.schema_messages import explain
 from conformance.sources import pointer
 from conformance.strategies import to_json_schema
-from plugin_spec.filerefs import classify_parameters, resolve_refs
+from plugin_spec.filerefs import by_id, classify_parameters, resolve_refs
 
 UNRESOLVED_REF = {
     "id": "ref_conformance-unresolved",
@@ -69,7 +69,7 @@ class ToolRun:
 
     def call(self, params: Any) -> CallOutcome:
         """Call the tool with params, their FileRefs resolved to the granted paths."""
-        return self.send(resolve_refs(params, self.files.grants.get, self.workers.plugin_id))
+        return self.send(resolve_refs(params, by_id(self.files.grants, self.workers.plugin_id)))
 
     def send(self, params: Any) -> CallOutcome:
         """Call the tool with params as they are, watching what the call does (effects.py);
@@ -167,7 +167,9 @@ def unresolved_refs_rejected(ctx: CheckContext) -> Iterator[Finding]:
         params[name] = UNRESOLVED_REF
         outcome = run.send(
             {
-                k: v if k == name else resolve_refs(v, run.files.grants.get, run.workers.plugin_id)
+                k: v
+                if k == name
+                else resolve_refs(v, by_id(run.files.grants, run.workers.plugin_id))
                 for k, v in params.items()
             }
         )

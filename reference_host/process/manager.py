@@ -1,7 +1,8 @@
 """PluginProcessManager: one lazily started worker per plugin, restarted after a failure.
 
 A timeout or a crash costs the pending calls and the process, never the host: the next call
-starts a fresh worker. FileRefs in the params are resolved to paths just before dispatch.
+starts a fresh worker. Params arrive with their FileRefs already handed over as paths
+(grants.GrantStore.prepare).
 Whatever a stopped worker started is ended with it (connection.py, lineage.py).
 """
 
@@ -9,17 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from plugin_spec.filerefs import resolve_refs
 from reference_host.process.connection import WorkerConnection
 from reference_host.process.errors import WorkerLaunchError
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.record import LineageRecord
 from reference_host.process.timeouts import effective_timeout
-
-RefLookup = Callable[[str], Path | None]
 
 
 class PluginProcessManager:
@@ -72,19 +69,15 @@ class PluginProcessManager:
         *,
         tool_timeout: float | None = None,
         caller_timeout: float | None = None,
-        refs: RefLookup | None = None,
     ) -> Any:
         """Call method on the plugin's worker and return its result.
 
         Raises a WorkerError subclass: WorkerRpcError for a JSON-RPC error (the worker stays
-        up), WorkerTimeout or WorkerCrashed otherwise (the next call restarts the worker), and
-        FileRefError when params hold a FileRef not granted to this plugin.
+        up), and WorkerTimeout or WorkerCrashed otherwise (the next call restarts the worker).
         """
         spec = self._specs.get(plugin_id)
         if spec is None:
             raise WorkerLaunchError(f"plugin {plugin_id} has no worker")
-        if refs is not None:
-            params = resolve_refs(params, refs, plugin_id)
         timeout = effective_timeout(tool_timeout, caller_timeout, spec.call_timeout)
         for observe in self.observers:
             observe(plugin_id, method, params)

@@ -10,7 +10,6 @@ from pathlib import Path
 import psutil
 import pytest
 
-from plugin_spec.filerefs import FileRefError
 from reference_host.process import (
     PluginProcessManager,
     WorkerCrashed,
@@ -197,19 +196,6 @@ async def test_worker_ignoring_eof_is_killed_on_close(tmp_path: Path) -> None:
     assert connection is not None
     await connection.close(grace=0.2)
     assert connection.process.returncode is not None and gone(connection.process.pid)
-
-
-async def test_refs_are_resolved_before_dispatch(
-    manager: PluginProcessManager, tmp_path: Path
-) -> None:
-    granted = tmp_path / "in.xlsx"
-    granted.write_bytes(b"")
-    ref = {"id": "ref_1", "name": "in.xlsx", "kind": "file", "access": "read", "size": 0}
-    lookup = {"ref_1": granted}.get
-    result = await manager.invoke("fan.summer.fake", "echo", {"files": [ref], "x": 1}, refs=lookup)
-    assert result == {"files": [str(granted)], "x": 1}
-    with pytest.raises(FileRefError, match=r"ref_2 is not granted to plugin fan\.summer\.fake"):
-        await manager.invoke("fan.summer.fake", "echo", {"f": {**ref, "id": "ref_2"}}, refs=lookup)
 
 
 async def test_launch_failure_is_clear(tmp_path: Path) -> None:

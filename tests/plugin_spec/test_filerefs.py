@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from plugin_spec.filerefs import FileClass, classify_parameter, classify_parameters
+from plugin_spec.filerefs import (
+    FileClass,
+    FileRefError,
+    by_id,
+    classify_parameter,
+    classify_parameters,
+    resolve_refs,
+)
 
 
 @pytest.mark.parametrize(
@@ -43,3 +52,13 @@ def test_classify_parameters_keeps_only_file_class() -> None:
 def test_kinds_and_writes() -> None:
     assert FileClass.WRITE_DIRECTORY.kind == "directory" and FileClass.WRITE_DIRECTORY.writes
     assert FileClass.FILE_LIST.kind == "file" and not FileClass.READ_FILE.writes
+
+
+def test_refs_are_resolved_by_the_hand_over(tmp_path: Path) -> None:
+    granted = tmp_path / "in.xlsx"
+    granted.write_bytes(b"")
+    ref = {"id": "ref_1", "name": "in.xlsx", "kind": "file", "access": "read", "size": 0}
+    hand_over = by_id({"ref_1": granted}, "fan.summer.fake")
+    assert resolve_refs({"files": [ref], "x": 1}, hand_over) == {"files": [str(granted)], "x": 1}
+    with pytest.raises(FileRefError, match=r"ref_2 is not granted to plugin fan\.summer\.fake"):
+        resolve_refs({"f": {**ref, "id": "ref_2"}}, hand_over)
