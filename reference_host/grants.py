@@ -40,7 +40,7 @@ class Grant:
 
     @property
     def kind(self) -> str:
-        return self.ref["kind"]
+        return str(self.ref["kind"])
 
     @property
     def writable(self) -> bool:
@@ -109,15 +109,16 @@ class GrantStore:
                 f"{path} has other hard links, which may lie outside the folders this host "
                 "may share; only a file with one name can be granted"
             )
+        ref_id = f"ref_{uuid.uuid4()}"
         ref = {
-            "id": f"ref_{uuid.uuid4()}",
+            "id": ref_id,
             "name": real.name,
             "kind": kind,
             "access": access,
             "size": status.st_size if kind == "file" else 0,
         }
         with self._lock:
-            self._grants[ref["id"]] = Grant(
+            self._grants[ref_id] = Grant(
                 conversation_id, plugin_id, ref, real, root, real.relative_to(root).parts
             )
         return dict(ref)

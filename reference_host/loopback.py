@@ -18,12 +18,13 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 
 LOOPBACK = "127.0.0.1"
 AppFactory = Callable[[], contextlib.AbstractAsyncContextManager[Any]]
+Lifespan = Literal["auto", "on", "off"]
 
 
 @dataclass
@@ -40,7 +41,7 @@ def serve_on_loopback(
     app: Any = None,
     *,
     make_app: AppFactory | None = None,
-    lifespan: str = "off",
+    lifespan: Lifespan = "off",
     port: int = 0,
     name: str = "loopback server",
     start_timeout: float = 10.0,
@@ -80,7 +81,9 @@ async def _given(app: Any) -> AsyncIterator[Any]:
     yield app
 
 
-async def _serve(factory: AppFactory, sock: socket.socket, lifespan: str, state: _Serving) -> None:
+async def _serve(
+    factory: AppFactory, sock: socket.socket, lifespan: Lifespan, state: _Serving
+) -> None:
     try:
         async with factory() as app:
             config = uvicorn.Config(

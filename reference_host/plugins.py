@@ -15,7 +15,7 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -307,7 +307,7 @@ class PluginService:
             self._check_names(plugin_id, manifest)
         return enabled
 
-    def _check_ownership(self, plugin_id: str, codes: list[str]) -> None:
+    def _check_ownership(self, plugin_id: str, codes: Sequence[str]) -> None:
         owned = self._store.tool_codes()
         clashes = [
             f"toolCode {code!r} is already owned by {_owner_text(owned[code][0])}"

@@ -101,7 +101,7 @@ def build_request(
     request = client.build_request(
         handler.method,
         base_url.rstrip("/") + path,
-        params=query_items(handler, arguments),
+        params=tuple(query_items(handler, arguments)),
         headers=headers,
         content=content,
         timeout=timeout,
@@ -132,7 +132,7 @@ async def dispatch(
     client: httpx.AsyncClient,
     base_url: str,
     handler: RestHandler,
-    arguments: dict,
+    arguments: dict[str, Any],
     *,
     tenant: str,
     actor: str,

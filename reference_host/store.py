@@ -77,9 +77,7 @@ class Store:
 
     def generation(self) -> int:
         with self._lock:
-            return self._db.execute(
-                "SELECT value FROM counters WHERE name = 'generation'"
-            ).fetchone()[0]
+            return _generation(self._db)
 
     def plugins(self, *, enabled_only: bool = False) -> list[PluginRow]:
         query = "SELECT * FROM plugins" + (" WHERE enabled = 1" if enabled_only else "")
@@ -168,7 +166,11 @@ class Store:
 
 def _bump(db: sqlite3.Connection) -> int:
     db.execute("UPDATE counters SET value = value + 1 WHERE name = 'generation'")
-    return db.execute("SELECT value FROM counters WHERE name = 'generation'").fetchone()[0]
+    return _generation(db)
+
+
+def _generation(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT value FROM counters WHERE name = 'generation'").fetchone()[0])
 
 
 def _row(row: tuple[Any, ...]) -> PluginRow:

@@ -190,8 +190,8 @@ def _content_text(content: Any, where: str) -> str:
 
 
 def _error_text(error: Any) -> str:
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return error["message"]
+    if isinstance(error, dict) and isinstance(message := error.get("message"), str):
+        return message
     return error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
 
 

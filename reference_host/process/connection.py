@@ -120,9 +120,12 @@ class WorkerConnection:
         finally:
             self.pending.pop(request_id, None)
         if "error" in message:
-            error = message["error"] if isinstance(message["error"], dict) else {}
+            detail = message["error"] if isinstance(message["error"], dict) else {}
             raise WorkerRpcError(
-                error.get("code", 0), str(error.get("message", "")), error.get("data"), self.stderr
+                detail.get("code", 0),
+                str(detail.get("message", "")),
+                detail.get("data"),
+                self.stderr,
             )
         return message.get("result")
 

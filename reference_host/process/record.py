@@ -104,6 +104,6 @@ def _owner_runs(entry: dict[str, Any]) -> bool:
     if not isinstance(pid, int) or pid == os.getpid():
         return False
     try:
-        return psutil.Process(pid).create_time() == started
+        return bool(psutil.Process(pid).create_time() == started)
     except (psutil.Error, ValueError):
         return False

@@ -139,7 +139,9 @@ class Jobs:
             for job_id in finished[: max(0, len(finished) - self._keep_finished)]:
                 del self._jobs[job_id]
 
-    def snapshot(self, job_id: str, cursor: int = 0, limit: int | None = None) -> dict | None:
+    def snapshot(
+        self, job_id: str, cursor: int = 0, limit: int | None = None
+    ) -> dict[str, Any] | None:
         """The job's state and its log lines from cursor on (at most limit), or None if unknown.
 
         cursor counts lines since the job started; the answer's cursor is where the next

@@ -127,8 +127,9 @@ class Worker:
         except RecursionError:
             return _encode(_error(None, RpcError(PARSE_ERROR, "Parse error: nested too deeply")))
         if not isinstance(request, dict):
-            problem = "Invalid Request: expected an object"
-            return _encode(_error(None, RpcError(INVALID_REQUEST, problem)))
+            return _encode(
+                _error(None, RpcError(INVALID_REQUEST, "Invalid Request: expected an object"))
+            )
         request_id = request.get("id", _MISSING)
         id_ok = request_id is _MISSING or _valid_id(request_id)
         problem = _request_problem(request) if id_ok else "id must be a string, number or null"
