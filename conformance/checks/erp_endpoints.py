@@ -77,7 +77,7 @@ def json_answers(ctx: CheckContext) -> Iterator[Finding]:
     def attempt(data: st.DataObject) -> Counterexample | None:
         params = space.draw_valid(data.draw)
         mutations = space.mutations(params, _textual(handler))
-        if mutations and data.draw(st.booleans()):
+        if bool(mutations) and data.draw(st.booleans()):
             params = data.draw(st.sampled_from(mutations))[1]
         answer = services.call(handler, params)
         assume(answer.status is not None)  # nothing came back: no answer to judge
@@ -101,10 +101,12 @@ def invalid_input_rejected(ctx: CheckContext) -> Iterator[Finding]:
         why, broken = data.draw(st.sampled_from(mutations))
         answer = services.call(handler, broken)
         # The host itself refuses to send it (e.g. a path param missing): nothing to judge.
-        assume(answer.status is not None)
-        if not 400 <= answer.status < 500:
+        status = answer.status
+        assume(status is not None)
+        assert status is not None  # assume ended the example otherwise
+        if not 400 <= status < 500:
             return Counterexample(
-                f"an invalid input ({why}) got HTTP {answer.status}",
+                f"an invalid input ({why}) got HTTP {status}",
                 answer,
                 fix=f"validate the request against the tool's inputSchema ({why}) and answer "
                 "400 with a JSON error",

@@ -92,8 +92,9 @@ def params_declared(ctx: CheckContext) -> Iterator[Finding]:
             continue
         schema = tool.data.get("inputSchema")
         schema = schema if isinstance(schema, dict) else {}
-        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        required = schema.get("required") if isinstance(schema.get("required"), list) else []
+        declared, listed = schema.get("properties"), schema.get("required")
+        properties = declared if isinstance(declared, dict) else {}
+        required = listed if isinstance(listed, list) else []
         path_params = _names(tool.handler.get("pathParams"))
         placeholders = PLACEHOLDER.findall(path)
         for name in path_params:

@@ -37,11 +37,14 @@ def file_parameters(plugin: FengYuPlugin) -> list[FileParameter]:
     """Every file-class parameter of every tool; route B needs exactly one per tool (F9)."""
     found = []
     for tool in plugin.tools:
+        site = tool.input_schema
+        if site is None:
+            continue  # no schema, no file-class parameters
         classes = _classes(tool)
         route = "B (host injects a matching grant)" if len(classes) == 1 else "A (model fills it)"
         for name, file_class in classes.items():
-            at = tool.input_schema.pointer + pointer("properties", name)
-            schema = tool.input_schema.data["properties"][name]
+            at = site.pointer + pointer("properties", name)
+            schema = site.data["properties"][name]
             found.append(FileParameter(str(tool.name), name, file_class, at, schema, route))
     return found
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool
+from conformance.fengyu.services import WorkerServices
+from conformance.fengyu.tool_files import ToolFiles
 from conformance.findings import Finding, NotApplicable
 from conformance.registry import CheckContext, check
 from conformance.strategies import GeneratorGap, InputSpace
@@ -18,12 +20,17 @@ from reference_host.tools import CallContext
 
 
 def session(ctx: CheckContext) -> HostSession:
+    return _workers(ctx).host_session()
+
+
+def _workers(ctx: CheckContext) -> WorkerServices:
+    """The plugin's worker services, when its worker starts and answers."""
     workers = ctx.workers
     if workers is None or not workers.declared:
         raise NotApplicable("the plugin declares no worker")
     if workers.launch_error is not None or not workers.answers_at_start:
         raise NotApplicable(workers.start_failure())
-    return workers.host_session()
+    return workers
 
 
 def finding(ctx: CheckContext, message: str) -> Finding:
@@ -45,10 +52,10 @@ def works_inside_a_host(ctx: CheckContext) -> Iterator[Finding]:
         )
         return
     snapshot = host.host.registry.snapshot()
-    for tool in ctx.fengyu.tools:
-        offered = snapshot.get(str(tool.name))
-        if offered is None or offered.definition.description != tool.entry.get("description"):
-            yield finding(ctx, f"tool {tool.name!r} is not in the host's snapshot as declared")
+    for declared in ctx.fengyu.tools:
+        offered = snapshot.get(str(declared.name))
+        if offered is None or offered.definition.description != declared.entry.get("description"):
+            yield finding(ctx, f"tool {declared.name!r} is not in the host's snapshot as declared")
     tool = _simplest_tool(ctx.fengyu.tools)
     if tool is not None:
         events = host.run(str(tool.name), _arguments(tool), "kit-host-001")
@@ -77,13 +84,14 @@ def route_b_injection_accepted(ctx: CheckContext) -> Iterator[Finding]:
     candidates = [t for t in ctx.fengyu.tools if len(_classes(t)) == 1]
     if not candidates:
         raise NotApplicable("no tool has exactly one file-class parameter")
-    host = session(ctx)
+    workers = _workers(ctx)
+    host = workers.host_session()
     if host.info is None or host.worker_answers():
         raise NotApplicable("the plugin does not work inside a host (FY-HOST-001)")
     for index, tool in enumerate(candidates):
         ((name, file_class),) = _classes(tool).items()
-        files = ctx.workers.files_for(str(tool.name))
-        expected = _attach(host, f"kit-host-002-{index}", file_class, files)
+        files = workers.files_for(str(tool.name))
+        expected = _attach(host, host.info.id, f"kit-host-002-{index}", file_class, files)
         arguments = {k: v for k, v in _arguments(tool).items() if k != name}
         host.dispatched.clear()
         events = host.run(str(tool.name), arguments, f"kit-host-002-{index}")
@@ -107,11 +115,12 @@ def route_b_injection_accepted(ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
-def _attach(host: HostSession, conversation: str, file_class: FileClass, files: Any) -> Any:
+def _attach(
+    host: HostSession, plugin_id: str, conversation: str, file_class: FileClass, files: ToolFiles
+) -> Any:
     """Grant the tool's files; returns what the worker must get: the paths of the host's
     copies of them in the plugin's data folder (a staging folder for a writable one)."""
     grants = host.host.grants
-    plugin_id = host.info.id
     if file_class is FileClass.FILE_LIST:
         refs = [grants.attach(conversation, plugin_id, path, "read") for path in files.files]
         return [grants.copy_path(plugin_id, ref) for ref in refs]

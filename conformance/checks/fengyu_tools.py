@@ -58,9 +58,10 @@ class ToolRun:
         if not isinstance(tool.method, str):
             raise NotApplicable("the tool names no method (FY-MAN-004)")
         self.ctx, self.tool, self.workers = ctx, tool, workers
-        self.space = workers.input_space(tool)
-        if self.space is None:
+        space = workers.input_space(tool)
+        if space is None or tool.input_schema is None:  # no space without an inputSchema
             raise NotApplicable("the tool has no inputSchema object (FY-MAN-010)")
+        self.space = space
         self.classes = classify_parameters(tool.input_schema.data)
         self.files = workers.files_for(str(tool.name))
         self.harness = workers.harness()

@@ -182,7 +182,7 @@ def run_probe(
     steps = script(methods)[:1] if start_only else script(methods)
     for index, (name, frames, seconds) in enumerate(steps):
         started = worker is None or not worker.alive()
-        if started:
+        if worker is None or started:
             if worker is not None:
                 worker.kill()
             worker = RawWorker(spec)

@@ -101,7 +101,7 @@ class WorkerServices:
     @cached_property
     def _transcript(self) -> Transcript:
         assert self.spec is not None
-        quick = self.__dict__.get("_start_only")
+        quick: Transcript | None = self.__dict__.get("_start_only")
         if quick is not None and not quick.exchanges[Step.START].answered:
             return quick  # the full probe would stop at the same unanswered first request
         return run_probe(self.spec, self.methods)
