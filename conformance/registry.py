@@ -44,14 +44,16 @@ class CheckContext:
     def fengyu(self) -> FengYuPlugin:
         """The plugin of a FengYu requirement; the catalog runs those on FengYu plugins only."""
         if not isinstance(self.plugin, FengYuPlugin):
-            raise TypeError(f"{self.requirement.id} checks FengYu plugins, not {self.plugin!r}")
+            profile = self.plugin.profile
+            raise TypeError(f"{self.requirement.id} checks FengYu plugins, not {profile}")
         return self.plugin
 
     @property
     def erp(self) -> ErpPlugin:
         """The plugin of an ERP requirement; the catalog runs those on ERP plugins only."""
         if not isinstance(self.plugin, ErpPlugin):
-            raise TypeError(f"{self.requirement.id} checks ERP plugins, not {self.plugin!r}")
+            profile = self.plugin.profile
+            raise TypeError(f"{self.requirement.id} checks ERP plugins, not {profile}")
         return self.plugin
 
     def finding(

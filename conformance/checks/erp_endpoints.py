@@ -29,7 +29,7 @@ def _setup(ctx: CheckContext) -> tuple[EndpointServices, ErpTool, RestHandler, I
         raise NotApplicable(f"no server answered at {services.base_url} (ERP-DYN-004)")
     tool = ctx.tool
     if not isinstance(tool, ErpTool):
-        raise TypeError(f"{ctx.requirement.id} checks one ERP tool, not {tool!r}")
+        raise TypeError(f"{ctx.requirement.id} checks one ERP tool, not {type(tool).__name__}")
     try:
         handler = RestHandler.from_config(tool.handler)
     except ValueError as exc:
