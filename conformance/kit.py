@@ -6,7 +6,7 @@ read in one place and can be tested without pytest's machinery.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
@@ -17,20 +17,19 @@ from conformance.baseline import Baseline, ExpectedFailure
 from conformance.catalog import Level, Requirement, load_catalog
 from conformance.checks.fengyu_files import file_parameters
 from conformance.erp.endpoints import EndpointServices
-from conformance.erp.plugin import ERP, is_erp_plugin, load_erp_plugin
-from conformance.fengyu.manifest import FENGYU_V1, FENGYU_V2, load_fengyu_plugin
+from conformance.erp.plugin import ErpPlugin
+from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
 from conformance.fengyu.migrate import MigrationError, migrate_v1
 from conformance.fengyu.services import WorkerServices
 from conformance.findings import Finding, NotApplicable, named_requirements
+from conformance.profiles import Plugin, Tool, load_plugin
 from conformance.properties import PropertySettings, failing_seeds
 from conformance.registry import CheckContext, run_checks
 from conformance.upgrade import Upgrade, compare, current_manifest, read_previous
 from plugin_spec.json_files import JsonFileError
 
-
-def load_plugin(root: Path) -> Any:
-    """The plugin in root, by profile: ERP when it has metadata/tool/ and no manifest.json."""
-    return load_erp_plugin(root) if is_erp_plugin(root) else load_fengyu_plugin(root)
+# A plugin's live services: its worker's (FengYu) or its endpoints' (ERP).
+Services = WorkerServices | EndpointServices
 
 
 class KitUsageError(Exception):
@@ -79,9 +78,9 @@ class EndpointSettings:
 class Target:
     """One thing to check: a requirement on a plugin, or on one of its tools."""
 
-    plugin: Any
+    plugin: Plugin
     requirement: Requirement
-    tool: Any = None
+    tool: Tool | None = None
 
     @property
     def tool_name(self) -> str | None:
@@ -90,7 +89,7 @@ class Target:
 
 @dataclass
 class KitRun:
-    plugins: list[Any]
+    plugins: list[Plugin]
     baseline: Baseline
     strict: bool = False
     worker_override: str | None = None
@@ -100,7 +99,7 @@ class KitRun:
     worker_env: tuple[str, ...] = ()
     labels: dict[int, str] = field(default_factory=dict)
     _upgrades: dict[int, Upgrade] = field(default_factory=dict)
-    _workers: dict[int, Any] = field(default_factory=dict)
+    _workers: dict[int, Services] = field(default_factory=dict)
     _static_failures: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
@@ -137,13 +136,13 @@ class KitRun:
         run.labels = _unique_labels(run.plugins)
         return run
 
-    def label(self, plugin: Any) -> str:
+    def label(self, plugin: Plugin) -> str:
         return self.labels[id(plugin)]
 
-    def requirements_for(self, plugin: Any) -> list[Requirement]:
+    def requirements_for(self, plugin: Plugin) -> list[Requirement]:
         return [r for r in load_catalog().values() if r.applies_to(plugin.profile)]
 
-    def targets(self, plugin: Any) -> list[Target]:
+    def targets(self, plugin: Plugin) -> list[Target]:
         """What to check on a plugin: each requirement once, per-tool ones once per tool."""
         tools = [t for t in plugin.tools if isinstance(t.name, str)]
         return [
@@ -152,7 +151,7 @@ class KitRun:
             for tool in (tools if requirement.per_tool else [None])
         ]
 
-    def workers(self, plugin: Any) -> Any:
+    def workers(self, plugin: Plugin) -> Services:
         """The plugin's live services, created on first use and closed by close(): its worker
         (FengYu) or its endpoints (ERP)."""
         if id(plugin) not in self._workers:
@@ -163,21 +162,26 @@ class KitRun:
                     self.endpoints.actor,
                     self.settings,
                 )
-                if plugin.profile == ERP
+                if isinstance(plugin, ErpPlugin)
                 else WorkerServices(plugin, self.worker_override, self.settings, self.worker_env)
             )
         return self._workers[id(plugin)]
 
-    def _services(self, plugin: Any, suite: str) -> Any:
-        """What a suite's checks get as ctx.workers: nothing for static checks, the upgrade
-        comparison for upgrade checks, the plugin's live services for the rest."""
-        if suite == "manifest":
-            return None
-        if suite == "upgrade":
-            return self.upgrade(plugin)
-        return self.workers(plugin)
+    def context(self, target: Target) -> CheckContext:
+        """What the target's checks get: static checks nothing live, upgrade checks the
+        comparison with the previous version, the rest the plugin's live services."""
+        plugin, requirement = target.plugin, target.requirement
+        context = CheckContext(plugin, requirement, self.peers(plugin), tool=target.tool)
+        if requirement.suite == "manifest":
+            return context
+        if requirement.suite == "upgrade":
+            return replace(context, upgrade=self.upgrade(plugin))
+        services = self.workers(plugin)
+        if isinstance(services, EndpointServices):
+            return replace(context, endpoints=services)
+        return replace(context, workers=services)
 
-    def upgrade(self, plugin: Any) -> Upgrade | None:
+    def upgrade(self, plugin: Plugin) -> Upgrade | None:
         """The comparison with --previous-manifest (None without it); read once per plugin."""
         if self.previous is None:
             return None
@@ -199,17 +203,17 @@ class KitRun:
     def collectable(self) -> set[tuple[str, str]]:
         return {(self.label(p), r.id) for p in self.plugins for r in self.requirements_for(p)}
 
-    def skip_reason(self, plugin: Any, requirement: Requirement) -> str | None:
+    def skip_reason(self, plugin: Plugin, requirement: Requirement) -> str | None:
         """Why a requirement cannot be checked at all: the plugin's files did not load."""
         if plugin.load_error is not None and requirement.id != plugin.load_requirement:
             return f"the plugin's files did not load ({plugin.load_requirement})"
         return None
 
-    def peers(self, plugin: Any) -> list[Any]:
+    def peers(self, plugin: Plugin) -> list[Plugin]:
         """The other plugins of the run that loaded: what cross-plugin checks compare with."""
         return [p for p in self.plugins if p is not plugin and p.load_error is None]
 
-    def static_failures(self, plugin: Any) -> tuple[str, ...]:
+    def static_failures(self, plugin: Plugin) -> tuple[str, ...]:
         """The static MUST requirements the plugin fails, judged once per plugin: a host
         would refuse or misrepresent such a plugin, so the host suite waits on them."""
         if id(plugin) not in self._static_failures:
@@ -224,7 +228,7 @@ class KitRun:
             )
         return self._static_failures[id(plugin)]
 
-    def blocked(self, plugin: Any, requirement: Requirement) -> Verdict | None:
+    def blocked(self, plugin: Plugin, requirement: Requirement) -> Verdict | None:
         """The skip verdict of an item another requirement's failure keeps from running."""
         if reason := self.skip_reason(plugin, requirement):
             return Verdict.skipped(reason, named_requirements(reason))
@@ -243,7 +247,7 @@ class KitRun:
         file parameters and, for a legacy manifest, its v2 equivalent."""
         return [self._summary(p) for p in self.plugins]
 
-    def _summary(self, plugin: Any) -> dict[str, Any]:
+    def _summary(self, plugin: Plugin) -> dict[str, Any]:
         summary: dict[str, Any] = {
             "label": self.label(plugin),
             "profile": plugin.profile,
@@ -260,7 +264,7 @@ class KitRun:
                 "revised": upgrade.changes.revised,
                 "added": list(upgrade.changes.added),
             }
-        if plugin.profile not in (FENGYU_V1, FENGYU_V2):
+        if not isinstance(plugin, FengYuPlugin):
             return summary
         summary["file_parameters"] = [f.to_json() for f in file_parameters(plugin)]
         if plugin.profile == FENGYU_V1:
@@ -275,8 +279,7 @@ class KitRun:
         plugin, requirement = target.plugin, target.requirement
         if blocked := self.blocked(plugin, requirement):
             return blocked
-        workers = self._services(plugin, requirement.suite)
-        context = CheckContext(plugin, requirement, self.peers(plugin), workers, target.tool)
+        context = self.context(target)
         try:
             with failing_seeds() as seeds:
                 findings = run_checks(context)
@@ -302,7 +305,7 @@ def _fails(context: CheckContext) -> bool:
         return False
 
 
-def _unique_labels(plugins: list[Any]) -> dict[int, str]:
+def _unique_labels(plugins: list[Plugin]) -> dict[int, str]:
     """Plugin labels for test ids; two folders with one plugin id get their folder appended."""
     counts: dict[str, int] = {}
     for plugin in plugins:

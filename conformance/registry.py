@@ -9,10 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from conformance.catalog import Requirement, load_catalog
+from conformance.erp.plugin import ErpPlugin, ErpTool
+from conformance.fengyu.manifest import FengYuPlugin
 from conformance.findings import Finding
+from conformance.profiles import Plugin, Tool
+
+if TYPE_CHECKING:  # services start workers and HTTP clients: only their types are needed here
+    from conformance.erp.endpoints import EndpointServices
+    from conformance.fengyu.services import WorkerServices
+    from conformance.upgrade import Upgrade
 
 CheckFn = Callable[["CheckContext"], Iterable[Finding]]
 
@@ -20,13 +28,47 @@ CheckFn = Callable[["CheckContext"], Iterable[Finding]]
 @dataclass(frozen=True)
 class CheckContext:
     """What a check may look at: the plugin, the requirement, the other plugins in the run,
-    the plugin's worker services (started on first use) and, for per-tool checks, the tool."""
+    the live services its suite needs (started on first use) and, for per-tool checks, the
+    tool. workers serves FengYu worker, tool and host checks, endpoints ERP endpoint checks,
+    upgrade the upgrade checks (None without --previous-manifest)."""
 
-    plugin: Any
+    plugin: Plugin
     requirement: Requirement
-    peers: Sequence[Any] = field(default_factory=tuple)
-    workers: Any = None
-    tool: Any = None
+    peers: Sequence[Plugin] = field(default_factory=tuple)
+    workers: WorkerServices | None = None
+    tool: Tool | None = None
+    endpoints: EndpointServices | None = None
+    upgrade: Upgrade | None = None
+
+    @property
+    def fengyu(self) -> FengYuPlugin:
+        """The plugin of a FengYu requirement; the catalog runs those on FengYu plugins only."""
+        if not isinstance(self.plugin, FengYuPlugin):
+            profile = self.plugin.profile
+            raise TypeError(f"{self.requirement.id} checks FengYu plugins, not {profile}")
+        return self.plugin
+
+    @property
+    def erp(self) -> ErpPlugin:
+        """The plugin of an ERP requirement; the catalog runs those on ERP plugins only."""
+        if not isinstance(self.plugin, ErpPlugin):
+            profile = self.plugin.profile
+            raise TypeError(f"{self.requirement.id} checks ERP plugins, not {profile}")
+        return self.plugin
+
+    def finding(
+        self, message: str, file: str, pointer: str = "", line: int | None = None, fix: str = ""
+    ) -> Finding:
+        """A finding of the requirement being checked: a check names its id only in @check."""
+        return Finding(self.requirement.id, message, file, pointer, line, fix)
+
+    def manifest_finding(self, at: str, message: str, fix: str = "") -> Finding:
+        """A finding at pointer `at` of the FengYu plugin's manifest.json, with its line."""
+        return self.fengyu.finding(self.requirement.id, at, message, fix)
+
+    def tool_finding(self, tool: ErpTool, at: str, message: str, fix: str = "") -> Finding:
+        """A finding at pointer `at` of one ERP tool file, with its line."""
+        return tool.finding(self.requirement.id, at, message, fix)
 
 
 _CHECKS: dict[str, list[CheckFn]] = {}

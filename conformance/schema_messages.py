@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
-from jsonschema import ValidationError
+from jsonschema.exceptions import SchemaError, ValidationError
 
 from conformance.findings import shown
 from conformance.sources import pointer_tokens
 
 SHOWN_CHOICES = 12
+
+# A bad instance (ValidationError) and a bad schema (SchemaError) carry the same fields.
+JsonSchemaError: TypeAlias = ValidationError | SchemaError
 
 # What to use instead of a JSON Schema keyword outside the FengYu subset (FY-MAN-011).
 SUBSET_ADVICE = {
@@ -61,7 +64,7 @@ def choices(values: list[Any]) -> str:
     return ", ".join(shown(v, 60) for v in values[:SHOWN_CHOICES]) + more
 
 
-def explain(error: ValidationError, at: str, root: str = "the document") -> Explained:
+def explain(error: JsonSchemaError, at: str, root: str = "the document") -> Explained:
     """The error at pointer at, told by its keyword; unknown keywords keep jsonschema's text.
 
     root names the validated value itself in the fix (the document, the result).
@@ -101,7 +104,7 @@ def unknown(at: str, name: str, known: list[str], root: str = "the document") ->
     )
 
 
-def bad_name(at: str, name: str, error: ValidationError, subset: bool) -> Explained:
+def bad_name(at: str, name: str, error: JsonSchemaError, subset: bool) -> Explained:
     """A property name propertyNames refuses; in a method schema (subset) it is a keyword."""
     holder = at.rsplit("/", 1)[0]
     rule = f"propertyNames {error.validator} {shown(error.validator_value)}"
@@ -119,16 +122,16 @@ def bad_name(at: str, name: str, error: ValidationError, subset: bool) -> Explai
     )
 
 
-def _const(e: ValidationError, where: str) -> tuple[str, str]:
+def _const(e: JsonSchemaError, where: str) -> tuple[str, str]:
     return shown(e.validator_value), f"set {where} to {shown(e.validator_value)}"
 
 
-def _enum(e: ValidationError, where: str) -> tuple[str, str]:
-    options = choices(list(e.validator_value))
+def _enum(e: JsonSchemaError, where: str) -> tuple[str, str]:
+    options = choices(list(keyword_value(e)))
     return f"one of {options}", f"set {where} to one of {options}"
 
 
-def _type(e: ValidationError, where: str) -> tuple[str, str]:
+def _type(e: JsonSchemaError, where: str) -> tuple[str, str]:
     wanted = e.validator_value
     kinds = " or ".join(wanted) if isinstance(wanted, list) else str(wanted)
     found = _a(_json_type(e.instance))
@@ -138,21 +141,21 @@ def _type(e: ValidationError, where: str) -> tuple[str, str]:
     return f"{_a(kinds)}, not {found}", advice
 
 
-def _required(e: ValidationError, where: str) -> tuple[str, str]:
+def _required(e: JsonSchemaError, where: str) -> tuple[str, str]:
     """A required error outside a holder the caller can see into (a result, a schema)."""
     present = e.instance if isinstance(e.instance, dict) else {}
-    names = choices([n for n in e.validator_value if n not in present])
+    names = choices([n for n in keyword_value(e) if n not in present])
     return f"the properties {names}", f"add {names} to {where}"
 
 
-def _additional(e: ValidationError, where: str) -> tuple[str, str]:
+def _additional(e: JsonSchemaError, where: str) -> tuple[str, str]:
     declared = e.schema.get("properties", {}) if isinstance(e.schema, dict) else {}
     present = e.instance if isinstance(e.instance, dict) else {}
     extra = choices([k for k in present if k not in declared])
     return f"no properties beyond {choices(sorted(declared))}", f"remove {extra} from {where}"
 
 
-def _alternatives(e: ValidationError, where: str) -> tuple[str, str]:
+def _alternatives(e: JsonSchemaError, where: str) -> tuple[str, str]:
     """anyOf / oneOf: what each alternative expected; the fix of the first one."""
     told = [
         _EXPLAINERS[str(sub.validator)](sub, where)
@@ -164,15 +167,15 @@ def _alternatives(e: ValidationError, where: str) -> tuple[str, str]:
     return " or ".join(expected for expected, _ in told), told[0][1]
 
 
-def _pattern(e: ValidationError, where: str) -> tuple[str, str]:
+def _pattern(e: JsonSchemaError, where: str) -> tuple[str, str]:
     pattern = shown(e.validator_value)
     return f"a string matching {pattern}", f"change {where} to match {pattern}"
 
 
-def _count(limit: str, unit: str, fix: str) -> Callable[[ValidationError, str], tuple[str, str]]:
+def _count(limit: str, unit: str, fix: str) -> Callable[[JsonSchemaError, str], tuple[str, str]]:
     """An explainer for a length or item-count bound; fix is a template of where and n."""
 
-    def explainer(e: ValidationError, where: str) -> tuple[str, str]:
+    def explainer(e: JsonSchemaError, where: str) -> tuple[str, str]:
         n = e.validator_value
         expected = f"{limit} {n} {unit}, not {_length(e.instance)}"
         return expected, fix.format(where=where, n=n)
@@ -180,12 +183,12 @@ def _count(limit: str, unit: str, fix: str) -> Callable[[ValidationError, str], 
     return explainer
 
 
-def _unique(e: ValidationError, where: str) -> tuple[str, str]:
+def _unique(e: JsonSchemaError, where: str) -> tuple[str, str]:
     return "no repeated items", f"remove the repeated entries of {where}"
 
 
-def _bound(advice: str) -> Callable[[ValidationError, str], tuple[str, str]]:
-    def explainer(e: ValidationError, where: str) -> tuple[str, str]:
+def _bound(advice: str) -> Callable[[JsonSchemaError, str], tuple[str, str]]:
+    def explainer(e: JsonSchemaError, where: str) -> tuple[str, str]:
         bound = shown(e.validator_value)
         return f"{advice} {bound}", f"make {where} {advice} {bound}"
 
@@ -194,6 +197,19 @@ def _bound(advice: str) -> Callable[[ValidationError, str], tuple[str, str]]:
 
 def _a(noun: str) -> str:
     return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+
+
+def keyword_value(error: JsonSchemaError) -> Any:
+    """The failing keyword's value: jsonschema sets it on every error it yields, though its
+    stubs allow the unset default."""
+    value: Any = error.validator_value
+    return value
+
+
+def instance_of(error: JsonSchemaError) -> Any:
+    """The value that failed; set on every error jsonschema yields, like keyword_value."""
+    value: Any = error.instance
+    return value
 
 
 def _json_type(value: Any) -> str:
@@ -215,7 +231,7 @@ def _length(value: Any) -> int:
     return len(value) if isinstance(value, str | list | dict) else 0
 
 
-_EXPLAINERS: dict[str, Callable[[ValidationError, str], tuple[str, str]]] = {
+_EXPLAINERS: dict[str, Callable[[JsonSchemaError, str], tuple[str, str]]] = {
     "const": _const,
     "enum": _enum,
     "type": _type,

@@ -17,10 +17,18 @@ from importlib import resources
 from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
-from referencing import Registry, Resource
+from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from conformance.schema_messages import Explained, bad_name, explain, missing, unknown
+from conformance.schema_messages import (
+    Explained,
+    bad_name,
+    explain,
+    instance_of,
+    keyword_value,
+    missing,
+    unknown,
+)
 from conformance.sources import pointer
 
 ANNOTATION = "x-requirement"
@@ -50,7 +58,7 @@ def _registry() -> Registry:
     for entry in resources.files("conformance").joinpath("schemas").iterdir():
         if entry.name.endswith(".schema.json"):
             contents = json.loads(entry.read_text("utf-8"))
-            resources_.append((contents["$id"], Resource(contents, DRAFT202012)))
+            resources_.append((contents["$id"], DRAFT202012.create_resource(contents)))
     return Registry().with_resources(resources_)
 
 
@@ -93,8 +101,10 @@ def _attribute(error: ValidationError, uri: str, at: str) -> Iterator[SchemaErro
     path = list(error.absolute_schema_path)
     keyword = path[-1] if path else None
     nodes = _schema_nodes(path, {"$ref": uri})
-    requirement = next(
-        (n[ANNOTATION] for n, _ in reversed(nodes) if isinstance(n, dict) and ANNOTATION in n), None
+    # Every shipped schema is annotated at each entry point, so the fallback never shows; an
+    # error it did reach would belong to no requirement and be reported by none.
+    requirement: str = next(
+        (n[ANNOTATION] for n, _ in reversed(nodes) if isinstance(n, dict) and ANNOTATION in n), ""
     )
     where = at + pointer(*error.absolute_path)
     root = "the manifest" if "manifest" in uri else "the tool file"
@@ -102,7 +112,12 @@ def _attribute(error: ValidationError, uri: str, at: str) -> Iterator[SchemaErro
     if keyword == "required":
         for name in _missing(error):
             target = holder.get("properties", {}).get(name)
-            if isinstance(target, dict) and ANNOTATION not in target and "$ref" in target:
+            if (
+                isinstance(target, dict)
+                and ANNOTATION not in target
+                and "$ref" in target
+                and resolver is not None
+            ):
                 target = resolver.lookup(target["$ref"]).contents
             owner = target.get(ANNOTATION) if isinstance(target, dict) else None
             at_name = where + pointer(name)
@@ -113,8 +128,8 @@ def _attribute(error: ValidationError, uri: str, at: str) -> Iterator[SchemaErro
             at_extra = where + pointer(extra)
             yield SchemaError.of(requirement, at_extra, unknown(at_extra, extra, known, root))
     elif "propertyNames" in path:
-        at_name = where + pointer(error.instance)
-        told = bad_name(at_name, error.instance, error, requirement == SUBSET_REQUIREMENT)
+        at_name = where + pointer(instance_of(error))
+        told = bad_name(at_name, instance_of(error), error, requirement == SUBSET_REQUIREMENT)
         yield SchemaError.of(requirement, at_name, told)
     else:
         yield SchemaError.of(requirement, where, explain(error, where, root))
@@ -143,7 +158,7 @@ def _missing(error: ValidationError) -> list[str]:
     instance = error.instance if isinstance(error.instance, dict) else {}
     return [
         name
-        for name in error.validator_value
+        for name in keyword_value(error)
         if name not in instance and repr(name) in error.message
     ]
 

@@ -10,7 +10,8 @@ type, bounds, lengths, required properties, items, a few formats); anything else
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeGuard
 
 FORMATS = {
     "date": "2000-01-01",
@@ -92,7 +93,7 @@ def _number(schema: dict[str, Any], integer: bool) -> int | float:
     return value
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -115,7 +116,7 @@ def _object(schema: dict[str, Any]) -> dict[str, Any]:
     return {name: simplest_instance(properties.get(name, {})) for name in required}
 
 
-BUILDERS = {
+BUILDERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "object": _object,
     "string": _string,
     "integer": lambda schema: _number(schema, integer=True),

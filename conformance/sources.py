@@ -66,7 +66,8 @@ class JsonDocument:
 
     @cached_property
     def _source_map(self) -> dict[str, Any]:
-        return json_source_map.calculate(self.text)
+        source_map: dict[str, Any] = json_source_map.calculate(self.text)  # pointer -> Entry
+        return source_map
 
     def line_of(self, ptr: str) -> int | None:
         """1-based line of the value at ptr, or of its nearest existing ancestor."""
@@ -74,7 +75,8 @@ class JsonDocument:
         while True:
             entry = self._source_map.get("".join("/" + t for t in tokens))
             if entry is not None:
-                return entry.value_start.line + 1
+                line: int = entry.value_start.line
+                return line + 1
             if not tokens:
                 return None
             tokens.pop()

@@ -60,9 +60,8 @@ def classify_parameters(input_schema: Any) -> dict[str, FileClass]:
 
 
 def _description(schema: Any) -> str:
-    if isinstance(schema, Mapping) and isinstance(schema.get("description"), str):
-        return schema["description"].lower()
-    return ""
+    description = schema.get("description") if isinstance(schema, Mapping) else None
+    return description.lower() if isinstance(description, str) else ""
 
 
 class FileRefError(Exception):

@@ -50,6 +50,7 @@ def too_deep(text: str, limit: int) -> TooDeep | None:
 def _decoded(token: str) -> str:
     """A string token's value; its raw text when its escapes are not valid JSON."""
     try:
-        return json.loads(token)
+        decoded: str = json.loads(token)  # a string token decodes to a str
     except ValueError:
         return token[1:-1]
+    return decoded

@@ -33,7 +33,7 @@ class RestHandler:
     body_from_input: bool = False
 
     @classmethod
-    def from_config(cls, handler_config: dict) -> RestHandler:
+    def from_config(cls, handler_config: object) -> RestHandler:
         """Read a `handlerConfig` object; a ValueError says what is wrong with it."""
         if not isinstance(handler_config, Mapping):
             raise ValueError("handlerConfig must be an object")

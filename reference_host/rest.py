@@ -67,7 +67,7 @@ async def _read_capped(response: httpx.Response, limit: int) -> bytes:
 
 
 def build_request(
-    client: httpx.AsyncClient,
+    client: httpx.Client | httpx.AsyncClient,
     base_url: str,
     handler: RestHandler,
     arguments: Mapping[str, Any],

@@ -17,7 +17,7 @@ from plugin_spec.rest_handler import RestHandler
 
 
 def _services(ctx: CheckContext) -> EndpointServices:
-    services: EndpointServices | None = ctx.workers
+    services = ctx.endpoints
     if services is None or not services.base_url:
         raise NotApplicable("pass --plugin-base-url URL to call the plugin's endpoints")
     return services
@@ -27,7 +27,9 @@ def _setup(ctx: CheckContext) -> tuple[EndpointServices, ErpTool, RestHandler, I
     services = _services(ctx)
     if services.silence is not None:
         raise NotApplicable(f"no server answered at {services.base_url} (ERP-DYN-004)")
-    tool: ErpTool = ctx.tool
+    tool = ctx.tool
+    if not isinstance(tool, ErpTool):
+        raise TypeError(f"{ctx.requirement.id} checks one ERP tool, not {type(tool).__name__}")
     try:
         handler = RestHandler.from_config(tool.handler)
     except ValueError as exc:
@@ -35,14 +37,14 @@ def _setup(ctx: CheckContext) -> tuple[EndpointServices, ErpTool, RestHandler, I
     return services, tool, handler, InputSpace.of(tool.data.get("inputSchema"))
 
 
-def _report(rid: str, tool: ErpTool, found: Counterexample | None) -> Iterator[Finding]:
+def _report(ctx: CheckContext, tool: ErpTool, found: Counterexample | None) -> Iterator[Finding]:
     if found is None:
         return
     answer: Answer = found.outcome
     lines = [f"{tool.code}: {found.problem}", f"answer: {answer.describe()}"]
     if answer.request is not None:
         lines.append(f"reproduce: {EndpointServices.curl(answer.request)}")
-    yield tool.finding(rid, "/handlerConfig", "\n".join(lines), found.fix)
+    yield ctx.tool_finding(tool, "/handlerConfig", "\n".join(lines), found.fix)
 
 
 @check("ERP-DYN-004")
@@ -50,7 +52,7 @@ def backend_answers(ctx: CheckContext) -> Iterator[Finding]:
     services = _services(ctx)
     if services.silence is not None:
         message = f"no server answered at {services.base_url}: {services.silence}"
-        yield Finding("ERP-DYN-004", message, str(services.base_url))
+        yield ctx.finding(message, str(services.base_url))
 
 
 @check("ERP-DYN-001")
@@ -65,7 +67,7 @@ def no_server_errors(ctx: CheckContext) -> Iterator[Finding]:
             return Counterexample(f"a valid input got HTTP {answer.status}", answer)
         return None
 
-    yield from _report("ERP-DYN-001", tool, find_counterexample(attempt, services.settings))
+    yield from _report(ctx, tool, find_counterexample(attempt, services.settings))
 
 
 @check("ERP-DYN-002")
@@ -75,7 +77,7 @@ def json_answers(ctx: CheckContext) -> Iterator[Finding]:
     def attempt(data: st.DataObject) -> Counterexample | None:
         params = space.draw_valid(data.draw)
         mutations = space.mutations(params, _textual(handler))
-        if mutations and data.draw(st.booleans()):
+        if bool(mutations) and data.draw(st.booleans()):
             params = data.draw(st.sampled_from(mutations))[1]
         answer = services.call(handler, params)
         assume(answer.status is not None)  # nothing came back: no answer to judge
@@ -85,7 +87,7 @@ def json_answers(ctx: CheckContext) -> Iterator[Finding]:
             )
         return None
 
-    yield from _report("ERP-DYN-002", tool, find_counterexample(attempt, services.settings))
+    yield from _report(ctx, tool, find_counterexample(attempt, services.settings))
 
 
 @check("ERP-DYN-003")
@@ -99,17 +101,19 @@ def invalid_input_rejected(ctx: CheckContext) -> Iterator[Finding]:
         why, broken = data.draw(st.sampled_from(mutations))
         answer = services.call(handler, broken)
         # The host itself refuses to send it (e.g. a path param missing): nothing to judge.
-        assume(answer.status is not None)
-        if not 400 <= answer.status < 500:
+        status = answer.status
+        assume(status is not None)
+        assert status is not None  # assume ended the example otherwise
+        if not 400 <= status < 500:
             return Counterexample(
-                f"an invalid input ({why}) got HTTP {answer.status}",
+                f"an invalid input ({why}) got HTTP {status}",
                 answer,
                 fix=f"validate the request against the tool's inputSchema ({why}) and answer "
                 "400 with a JSON error",
             )
         return None
 
-    yield from _report("ERP-DYN-003", tool, find_counterexample(attempt, services.settings))
+    yield from _report(ctx, tool, find_counterexample(attempt, services.settings))
 
 
 def _textual(handler: RestHandler) -> set[str]:

@@ -28,18 +28,18 @@ UNSENDABLE_PROBES = ("a/b", "/", "1/2", "..", ".", "a\\b", "..;", "\uff0e\uff0e"
 
 @check("ERP-TOOL-001")
 def tool_files_load(ctx: CheckContext) -> Iterator[Finding]:
-    plugin: ErpPlugin = ctx.plugin
+    plugin = ctx.erp
     if plugin.load_error is not None:
-        yield Finding("ERP-TOOL-001", plugin.load_error.message, "metadata/tool/", "")
+        yield ctx.finding(plugin.load_error.message, "metadata/tool/")
     yield from plugin.file_errors
 
 
 @check("ERP-TOOL-002")
 def no_duplicate_keys(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.plugin.tools:
+    for tool in ctx.erp.tools:
         for duplicate in tool.document.duplicates:
-            yield tool.finding(
-                "ERP-TOOL-002",
+            yield ctx.tool_finding(
+                tool,
                 duplicate.pointer,
                 f"key {duplicate.key!r} appears twice in one object",
                 f"remove one of the two {duplicate.key!r} keys, or rename one; only the last "
@@ -58,12 +58,12 @@ def schema_findings(plugin: ErpPlugin) -> list[Finding]:
 
 @check(*sorted(annotated_requirements(TOOL_SCHEMA)))
 def tool_file_schema(ctx: CheckContext) -> list[Finding]:
-    return schema_findings(ctx.plugin)
+    return schema_findings(ctx.erp)
 
 
 @check("ERP-TOOL-012")
 def input_schema_is_json_schema(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.plugin.tools:
+    for tool in ctx.erp.tools:
         schema = tool.data.get("inputSchema")
         if isinstance(schema, dict):
             try:
@@ -71,42 +71,43 @@ def input_schema_is_json_schema(ctx: CheckContext) -> Iterator[Finding]:
             except SchemaError as exc:
                 where = pointer("inputSchema", *exc.absolute_path)
                 told = explain(exc, where)
-                yield tool.finding(
-                    "ERP-TOOL-012", where, f"not a valid JSON Schema: {told.message}", told.fix
+                yield ctx.tool_finding(
+                    tool, where, f"not a valid JSON Schema: {told.message}", told.fix
                 )
 
 
 @check("ERP-TOOL-005")
 def namespace_rule(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.plugin.tools:
+    for tool in ctx.erp.tools:
         path = tool.handler.get("path")
         if isinstance(path, str) and (problem := namespace_problem(path)):
-            yield tool.finding("ERP-TOOL-005", "/handlerConfig/path", f"path {path!r} {problem}")
+            yield ctx.tool_finding(tool, "/handlerConfig/path", f"path {path!r} {problem}")
 
 
 @check("ERP-TOOL-006")
 def params_declared(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.plugin.tools:
+    for tool in ctx.erp.tools:
         path = tool.handler.get("path")
         if not isinstance(path, str):
             continue
         schema = tool.data.get("inputSchema")
         schema = schema if isinstance(schema, dict) else {}
-        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        required = schema.get("required") if isinstance(schema.get("required"), list) else []
+        declared, listed = schema.get("properties"), schema.get("required")
+        properties = declared if isinstance(declared, dict) else {}
+        required = listed if isinstance(listed, list) else []
         path_params = _names(tool.handler.get("pathParams"))
         placeholders = PLACEHOLDER.findall(path)
         for name in path_params:
             if name not in placeholders:
-                yield tool.finding(
-                    "ERP-TOOL-006",
+                yield ctx.tool_finding(
+                    tool,
                     "/handlerConfig/pathParams",
                     f"pathParams {name!r} has no {{{name}}} in the path {path!r}",
                     f"write {{{name}}} into handlerConfig.path, or remove {name!r} from pathParams",
                 )
             if name not in properties or name not in required:
-                yield tool.finding(
-                    "ERP-TOOL-006",
+                yield ctx.tool_finding(
+                    tool,
                     "/inputSchema",
                     f"path parameter {name!r} must be a required inputSchema property",
                     f"declare {name!r} in inputSchema.properties and list it in "
@@ -114,16 +115,16 @@ def params_declared(ctx: CheckContext) -> Iterator[Finding]:
                 )
         for name in placeholders:
             if name not in path_params:
-                yield tool.finding(
-                    "ERP-TOOL-006",
+                yield ctx.tool_finding(
+                    tool,
                     "/handlerConfig/path",
                     f"placeholder {{{name}}} is not listed in pathParams",
                     f"add {name!r} to handlerConfig.pathParams",
                 )
         for name in _names(tool.handler.get("queryParams")):
             if name not in properties:
-                yield tool.finding(
-                    "ERP-TOOL-006",
+                yield ctx.tool_finding(
+                    tool,
                     "/handlerConfig/queryParams",
                     f"queryParams {name!r} is not an inputSchema property",
                     f"declare {name!r} in inputSchema.properties, or remove it from queryParams",
@@ -134,11 +135,11 @@ def params_declared(ctx: CheckContext) -> Iterator[Finding]:
 def placeholders_well_formed(ctx: CheckContext) -> Iterator[Finding]:
     """A path the platform cannot split into text and {name} placeholders is unusable: the
     reference host refuses such a handlerConfig, so no call of the tool could ever be made."""
-    for tool in ctx.plugin.tools:
+    for tool in ctx.erp.tools:
         path = tool.handler.get("path")
         if isinstance(path, str) and (problem := placeholder_problem(path)):
-            yield tool.finding(
-                "ERP-TOOL-006",
+            yield ctx.tool_finding(
+                tool,
                 "/handlerConfig/path",
                 f"path {path!r} {problem}",
                 "write each placeholder of handlerConfig.path once as {name}: one brace on each "
@@ -149,11 +150,11 @@ def placeholders_well_formed(ctx: CheckContext) -> Iterator[Finding]:
 @check("ERP-TOOL-007")
 def unique_tool_codes(ctx: CheckContext) -> Iterator[Finding]:
     first: dict[str, str] = {}
-    for tool in ctx.plugin.tools:
+    for tool in ctx.erp.tools:
         if isinstance(tool.code, str):
             if tool.code in first:
-                yield tool.finding(
-                    "ERP-TOOL-007",
+                yield ctx.tool_finding(
+                    tool,
                     "/toolCode",
                     f"toolCode {tool.code!r} is also declared in {first[tool.code]}",
                 )
@@ -162,7 +163,7 @@ def unique_tool_codes(ctx: CheckContext) -> Iterator[Finding]:
 
 @check("ERP-TOOL-008")
 def namespaced_tool_code(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.plugin.tools:
+    for tool in ctx.erp.tools:
         code, app = tool.code, tool.data.get("applicationCode")
         if not isinstance(code, str) or not isinstance(app, str):
             continue
@@ -172,8 +173,8 @@ def namespaced_tool_code(ctx: CheckContext) -> Iterator[Finding]:
             or not all(re.fullmatch(r"[a-z0-9][a-z0-9_-]*", p) for p in parts)
             or (not app.startswith(parts[0]))
         ):
-            yield tool.finding(
-                "ERP-TOOL-008",
+            yield ctx.tool_finding(
+                tool,
                 "/toolCode",
                 f"toolCode {code!r} is not <plugin>.<noun>.<verb> for applicationCode {app!r}",
             )
@@ -187,27 +188,27 @@ def model_facing_names(ctx: CheckContext) -> Iterator[Finding]:
             offered.setdefault(name, f"plugin {peer.label} ({peer.root})")
     seen: dict[str, str] = {}
     codes: set[str] = set()
-    for tool in ctx.plugin.tools:
+    for tool in ctx.erp.tools:
         if not isinstance(tool.code, str) or tool.code in codes:
             continue  # a repeated toolCode is ERP-TOOL-007's finding
         codes.add(tool.code)
         name = model_name(tool.code)
         if not PORTABLE_NAME.match(name):
-            yield tool.finding(
-                "ERP-TOOL-009",
+            yield ctx.tool_finding(
+                tool,
                 "/toolCode",
                 f"the model would see {name!r}, which model APIs refuse "
                 "(letters, digits, '_' and '-', at most 64)",
             )
         elif name in seen:
-            yield tool.finding(
-                "ERP-TOOL-009",
+            yield ctx.tool_finding(
+                tool,
                 "/toolCode",
                 f"the model would see {name!r} for this tool and for {seen[name]}",
             )
         elif name in offered:
-            yield tool.finding(
-                "ERP-TOOL-009",
+            yield ctx.tool_finding(
+                tool,
                 "/toolCode",
                 f"the model would see {name!r}, also offered by {offered[name]}",
             )
@@ -216,11 +217,11 @@ def model_facing_names(ctx: CheckContext) -> Iterator[Finding]:
 
 @check("ERP-TOOL-010")
 def mutating_tools_not_low_risk(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.plugin.tools:
+    for tool in ctx.erp.tools:
         method = tool.handler.get("method")
         if method in MUTATING and tool.data.get("riskLevel") == "LOW":
-            yield tool.finding(
-                "ERP-TOOL-010",
+            yield ctx.tool_finding(
+                tool,
                 "/riskLevel",
                 f"{method} {tool.handler.get('path')} changes data but is LOW risk",
             )
@@ -228,11 +229,11 @@ def mutating_tools_not_low_risk(ctx: CheckContext) -> Iterator[Finding]:
 
 @check("ERP-TOOL-011")
 def high_risk_is_strict(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.plugin.tools:
+    for tool in ctx.erp.tools:
         strict = tool.data.get("strictPermissionCheck")
         if tool.data.get("riskLevel") == "HIGH" and strict is not True:
-            yield tool.finding(
-                "ERP-TOOL-011",
+            yield ctx.tool_finding(
+                tool,
                 "/strictPermissionCheck",
                 f'found strictPermissionCheck {shown(strict)} on a riskLevel "HIGH" tool; '
                 "expected true, so the permission is re-checked at call time",
@@ -243,15 +244,15 @@ def high_risk_is_strict(ctx: CheckContext) -> Iterator[Finding]:
 def path_params_exclude_separators(ctx: CheckContext) -> Iterator[Finding]:
     """A value the schema admits but the host will not put in a path fails at run time,
     after the model chose it; the schema should rule it out up front."""
-    for tool in ctx.plugin.tools:
+    for tool in ctx.erp.tools:
         schema = tool.data.get("inputSchema")
         properties = schema.get("properties") if isinstance(schema, dict) else None
         if not isinstance(properties, dict):
             continue
         for name in _names(tool.handler.get("pathParams")):
             if accepted := _unsendable_values(properties.get(name)):
-                yield tool.finding(
-                    "ERP-TOOL-013",
+                yield ctx.tool_finding(
+                    tool,
                     pointer("inputSchema", "properties", name),
                     f"path parameter {name!r} admits {', '.join(map(repr, accepted))}, which "
                     "the host refuses to send in a path",

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from conformance.checks.fengyu_tools import ToolRun
 from conformance.fengyu.effects import Observation
+from conformance.fengyu.manifest import AiTool
 from conformance.fengyu.net_namespace import isolation
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.properties import Counterexample, find_counterexample
@@ -27,7 +28,7 @@ def effect_run(ctx: CheckContext, effects: tuple[str, ...]) -> ToolRun:
     """The tool's run, when it declares one of effects (a missing effect counts as external,
     SPEC F7); otherwise there is nothing to hold it to."""
     tool = ctx.tool
-    declared = tool.effect if tool is not None and tool.effect is not None else "external"
+    declared = tool.effect if isinstance(tool, AiTool) and tool.effect is not None else "external"
     if declared not in effects:
         raise NotApplicable(f"the tool declares effect {declared!r}")
     return ToolRun(ctx)
@@ -50,7 +51,7 @@ def observed(run: ToolRun) -> list[Observation]:
     return calls
 
 
-def _changed(run: ToolRun, rid: str, declared: str, what: str) -> Iterator[Finding]:
+def _changed(run: ToolRun, declared: str, what: str) -> Iterator[Finding]:
     for observation in observed(run):
         for during, found in ((True, observation.changes), (False, observation.late)):
             if not found:
@@ -60,7 +61,7 @@ def _changed(run: ToolRun, rid: str, declared: str, what: str) -> Iterator[Findi
                 shown.append(f"  ... and {len(found) - SHOWN_CHANGES} more")
             when = "a call" if during else "after a call answered, something it started"
             problem = f"declares effect {declared!r}, but {when} {what}:\n" + "\n".join(shown)
-            yield from run.finding(rid, Counterexample(problem, observation.outcome))
+            yield from run.finding(Counterexample(problem, observation.outcome))
             return
     if run.workers.effects.unwatched:
         raise NotApplicable(run.workers.effects.unwatched)
@@ -69,15 +70,13 @@ def _changed(run: ToolRun, rid: str, declared: str, what: str) -> Iterator[Findi
 @check("FY-EFF-001")
 def read_tools_change_no_file(ctx: CheckContext) -> Iterator[Finding]:
     run = effect_run(ctx, ("read",))
-    yield from _changed(run, "FY-EFF-001", "read", "changed files outside its data folder (TMP)")
+    yield from _changed(run, "read", "changed files outside its data folder (TMP)")
 
 
 @check("FY-EFF-002")
 def write_tools_change_only_grants(ctx: CheckContext) -> Iterator[Finding]:
     run = effect_run(ctx, ("write",))
-    yield from _changed(
-        run, "FY-EFF-002", "write", "changed files outside its writable grants and TMP"
-    )
+    yield from _changed(run, "write", "changed files outside its writable grants and TMP")
 
 
 @check("FY-EFF-003")
@@ -94,7 +93,7 @@ def read_and_write_tools_stay_offline(ctx: CheckContext) -> Iterator[Finding]:
                 f"{', '.join(targets)} (through the proxy the kit sets in HTTP_PROXY):\n"
                 + "\n".join(lines)
             )
-            yield from run.finding("FY-EFF-003", Counterexample(problem, observation.outcome))
+            yield from run.finding(Counterexample(problem, observation.outcome))
             return
     pair = run.workers.network_pair()
     if pair is None:
@@ -126,7 +125,7 @@ def read_and_write_tools_stay_offline(ctx: CheckContext) -> Iterator[Finding]:
             )
         if problems:
             problem = f"declares effect {declared!r}, but a call " + "; and it ".join(problems)
-            yield from run.finding("FY-EFF-003", Counterexample(problem, observation.outcome))
+            yield from run.finding(Counterexample(problem, observation.outcome))
             return
     if not compared and not pair.traced:
         raise NotApplicable(

@@ -37,11 +37,14 @@ def file_parameters(plugin: FengYuPlugin) -> list[FileParameter]:
     """Every file-class parameter of every tool; route B needs exactly one per tool (F9)."""
     found = []
     for tool in plugin.tools:
+        site = tool.input_schema
+        if site is None:
+            continue  # no schema, no file-class parameters
         classes = _classes(tool)
         route = "B (host injects a matching grant)" if len(classes) == 1 else "A (model fills it)"
         for name, file_class in classes.items():
-            at = tool.input_schema.pointer + pointer("properties", name)
-            schema = tool.input_schema.data["properties"][name]
+            at = site.pointer + pointer("properties", name)
+            schema = site.data["properties"][name]
             found.append(FileParameter(str(tool.name), name, file_class, at, schema, route))
     return found
 
@@ -49,15 +52,14 @@ def file_parameters(plugin: FengYuPlugin) -> list[FileParameter]:
 @check("FY-FILE-001")
 def file_parameters_typed_as_paths(ctx: CheckContext) -> Iterator[Finding]:
     seen: set[str] = set()
-    for parameter in file_parameters(ctx.plugin):
+    for parameter in file_parameters(ctx.fengyu):
         if parameter.schema_pointer in seen:
             continue
         seen.add(parameter.schema_pointer)
         expected = "array of string" if parameter.file_class is FileClass.FILE_LIST else "string"
         actual = _type_of(parameter.schema)
         if actual != expected:
-            yield ctx.plugin.finding(
-                "FY-FILE-001",
+            yield ctx.manifest_finding(
                 parameter.schema_pointer + "/type",
                 f"{parameter.parameter!r} is a {parameter.file_class.value} parameter typed "
                 f"{actual}; the worker receives the resolved path, so type it {expected}",
@@ -68,11 +70,10 @@ def file_parameters_typed_as_paths(ctx: CheckContext) -> Iterator[Finding]:
 
 @check("FY-FILE-002")
 def writing_tools_need_approval(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.plugin.tools:
+    for tool in ctx.fengyu.tools:
         writes = [name for name, cls in _classes(tool).items() if cls.writes]
         if writes and tool.effect == "read":
-            yield ctx.plugin.finding(
-                "FY-FILE-002",
+            yield ctx.manifest_finding(
                 f"{tool.pointer}/effect",
                 f"tool {tool.name!r} writes through {', '.join(writes)} but declares effect "
                 "'read', which runs without approval",
@@ -81,16 +82,15 @@ def writing_tools_need_approval(ctx: CheckContext) -> Iterator[Finding]:
 
 @check("FY-FILE-003")
 def file_permissions_declared(ctx: CheckContext) -> Iterator[Finding]:
-    declared = ctx.plugin.data.get("permissions")
+    declared = ctx.fengyu.data.get("permissions")
     declared = declared if isinstance(declared, list) else []
     needs: dict[str, str] = {}
-    for parameter in file_parameters(ctx.plugin):
+    for parameter in file_parameters(ctx.fengyu):
         permission = "files.write" if parameter.file_class.writes else "files.read"
         needs.setdefault(permission, f"{parameter.tool}.{parameter.parameter}")
     for permission, example in sorted(needs.items()):
         if permission not in declared:
-            yield ctx.plugin.finding(
-                "FY-FILE-003",
+            yield ctx.manifest_finding(
                 "/permissions",
                 f"{permission} is not declared, but {example} takes a "
                 f"{'writable directory' if permission == 'files.write' else 'granted file'}",

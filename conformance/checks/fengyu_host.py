@@ -10,6 +10,8 @@ from typing import Any
 
 from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool
+from conformance.fengyu.services import WorkerServices
+from conformance.fengyu.tool_files import ToolFiles
 from conformance.findings import Finding, NotApplicable
 from conformance.registry import CheckContext, check
 from conformance.strategies import GeneratorGap, InputSpace
@@ -18,76 +20,78 @@ from reference_host.tools import CallContext
 
 
 def session(ctx: CheckContext) -> HostSession:
+    return _workers(ctx).host_session()
+
+
+def _workers(ctx: CheckContext) -> WorkerServices:
+    """The plugin's worker services, when its worker starts and answers."""
     workers = ctx.workers
     if workers is None or not workers.declared:
         raise NotApplicable("the plugin declares no worker")
     if workers.launch_error is not None or not workers.answers_at_start:
         raise NotApplicable(workers.start_failure())
-    return workers.host_session()
+    return workers
 
 
-def finding(ctx: CheckContext, rid: str, message: str) -> Finding:
-    return ctx.plugin.finding(rid, "", message)
+def finding(ctx: CheckContext, message: str) -> Finding:
+    return ctx.manifest_finding("", message)
 
 
 @check("FY-HOST-001")
 def works_inside_a_host(ctx: CheckContext) -> Iterator[Finding]:
-    if _simplest_tool(ctx.plugin.tools) is None:
+    if _simplest_tool(ctx.fengyu.tools) is None:
         raise NotApplicable("the plugin declares no tools: there is nothing for a host to offer")
     host = session(ctx)
     if host.info is None:
-        yield finding(ctx, "FY-HOST-001", f"the host refused the install:\n{host.install_error}")
+        yield finding(ctx, f"the host refused the install:\n{host.install_error}")
         return
     if problem := host.worker_answers():
         yield finding(
             ctx,
-            "FY-HOST-001",
             f"the worker does not start from the installed copy {host.info.root}:\n{problem}",
         )
         return
     snapshot = host.host.registry.snapshot()
-    for tool in ctx.plugin.tools:
-        offered = snapshot.get(str(tool.name))
-        if offered is None or offered.definition.description != tool.entry.get("description"):
-            yield finding(
-                ctx, "FY-HOST-001", f"tool {tool.name!r} is not in the host's snapshot as declared"
-            )
-    tool = _simplest_tool(ctx.plugin.tools)
+    for declared in ctx.fengyu.tools:
+        offered = snapshot.get(str(declared.name))
+        if offered is None or offered.definition.description != declared.entry.get("description"):
+            yield finding(ctx, f"tool {declared.name!r} is not in the host's snapshot as declared")
+    tool = _simplest_tool(ctx.fengyu.tools)
     if tool is not None:
         events = host.run(str(tool.name), _arguments(tool), "kit-host-001")
         phases = [(e.data.get("phase"), e.data.get("id")) for e in events if e.type == "tool"]
         if phases != [("call", "call-kit-1"), ("result", "call-kit-1")]:
             yield finding(
                 ctx,
-                "FY-HOST-001",
                 f"a scripted call of {tool.name!r} gave the tool "
                 f"events {phases}, not one call and its result",
             )
     host.loop.run(host.host.disable(host.info.id))
-    left = set(host.host.registry.snapshot().names()) & set(ctx.plugin.tool_names())
+    left = set(host.host.registry.snapshot().names()) & set(ctx.fengyu.tool_names())
     if left:
-        yield finding(ctx, "FY-HOST-001", f"after disable the snapshot still has {sorted(left)}")
+        yield finding(ctx, f"after disable the snapshot still has {sorted(left)}")
     old = snapshot.get(str(tool.name)) if tool is not None else None
     if old is not None:
         output = host.loop.run(old.call("{}", CallContext("kit-host-001")))
         expected = f"Plugin tool is no longer available: {host.info.id}"
         if json.loads(output).get("error") != expected:
-            yield finding(ctx, "FY-HOST-001", f"a disabled tool answered {output}")
+            yield finding(ctx, f"a disabled tool answered {output}")
     host.loop.run(host.host.enable(host.info.id))
 
 
 @check("FY-HOST-002")
 def route_b_injection_accepted(ctx: CheckContext) -> Iterator[Finding]:
-    candidates = [t for t in ctx.plugin.tools if len(_classes(t)) == 1]
+    candidates = [t for t in ctx.fengyu.tools if len(_classes(t)) == 1]
     if not candidates:
         raise NotApplicable("no tool has exactly one file-class parameter")
-    host = session(ctx)
+    workers = _workers(ctx)
+    host = workers.host_session()
     if host.info is None or host.worker_answers():
         raise NotApplicable("the plugin does not work inside a host (FY-HOST-001)")
     for index, tool in enumerate(candidates):
         ((name, file_class),) = _classes(tool).items()
-        files = ctx.workers.files_for(str(tool.name))
-        expected = _attach(host, f"kit-host-002-{index}", file_class, files)
+        files = workers.files_for(str(tool.name))
+        expected = _attach(host, host.info.id, f"kit-host-002-{index}", file_class, files)
         arguments = {k: v for k, v in _arguments(tool).items() if k != name}
         host.dispatched.clear()
         events = host.run(str(tool.name), arguments, f"kit-host-002-{index}")
@@ -99,7 +103,6 @@ def route_b_injection_accepted(ctx: CheckContext) -> Iterator[Finding]:
         if sent != [expected]:
             yield finding(
                 ctx,
-                "FY-HOST-002",
                 f"{tool.name!r}.{name} reached the worker as "
                 f"{sent!r}, not the host's copy of the grant {expected!r}",
             )
@@ -108,16 +111,16 @@ def route_b_injection_accepted(ctx: CheckContext) -> Iterator[Finding]:
         if "(code -32602)" in output:
             yield finding(
                 ctx,
-                "FY-HOST-002",
                 f"{tool.name!r} rejected the injected path {expected!r} for {name!r}: {output}",
             )
 
 
-def _attach(host: HostSession, conversation: str, file_class: FileClass, files: Any) -> Any:
+def _attach(
+    host: HostSession, plugin_id: str, conversation: str, file_class: FileClass, files: ToolFiles
+) -> Any:
     """Grant the tool's files; returns what the worker must get: the paths of the host's
     copies of them in the plugin's data folder (a staging folder for a writable one)."""
     grants = host.host.grants
-    plugin_id = host.info.id
     if file_class is FileClass.FILE_LIST:
         refs = [grants.attach(conversation, plugin_id, path, "read") for path in files.files]
         return [grants.copy_path(plugin_id, ref) for ref in refs]

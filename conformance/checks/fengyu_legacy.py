@@ -12,22 +12,20 @@ from conformance.schema_messages import label
 
 @check("FY-LEG-001")
 def manifest_is_v2(ctx: CheckContext) -> Iterator[Finding]:
-    if ctx.plugin.profile != FENGYU_V1:
+    if ctx.fengyu.profile != FENGYU_V1:
         return
-    yield ctx.plugin.finding(
-        "FY-LEG-001",
+    yield ctx.manifest_finding(
         "/schemaVersion",
         "schemaVersion 1 is the legacy format (schemas as escaped strings on aiTools, "
-        f"backend.command); `python -m conformance migrate {ctx.plugin.root}` prints the "
+        f"backend.command); `python -m conformance migrate {ctx.fengyu.root}` prints the "
         "equivalent v2 manifest",
     )
 
 
 @check("FY-LEG-002")
 def schema_strings_parse(ctx: CheckContext) -> Iterator[Finding]:
-    for at, message in ctx.plugin.embedded_errors:
-        yield ctx.plugin.finding(
-            "FY-LEG-002",
+    for at, message in ctx.fengyu.embedded_errors:
+        yield ctx.manifest_finding(
             at,
             message,
             f"fix the escaped JSON in the {label(at)} string, or better, migrate to v2 where "
@@ -37,10 +35,9 @@ def schema_strings_parse(ctx: CheckContext) -> Iterator[Finding]:
 
 @check("FY-LEG-003")
 def tools_declare_effect(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.plugin.tools:
+    for tool in ctx.fengyu.tools:
         if "effect" not in tool.entry:
-            yield ctx.plugin.finding(
-                "FY-LEG-003",
+            yield ctx.manifest_finding(
                 f"{tool.pointer}/effect",
                 f"tool {tool.name!r} declares no effect, so hosts treat it as external",
             )

@@ -16,16 +16,15 @@ METHOD_SCHEMA = schema_uri("fengyu-manifest-v2.schema.json#/$defs/methodSchema")
 
 @check("FY-MAN-001")
 def manifest_loads(ctx: CheckContext) -> Iterator[Finding]:
-    error = ctx.plugin.load_error
+    error = ctx.fengyu.load_error
     if error is not None:
-        yield Finding("FY-MAN-001", error.message, MANIFEST, error.pointer, error.line)
+        yield ctx.finding(error.message, MANIFEST, error.pointer, error.line)
 
 
 @check("FY-MAN-002")
 def no_duplicate_keys(ctx: CheckContext) -> Iterator[Finding]:
-    for duplicate in ctx.plugin.duplicates:
-        yield ctx.plugin.finding(
-            "FY-MAN-002",
+    for duplicate in ctx.fengyu.duplicates:
+        yield ctx.manifest_finding(
             duplicate.pointer,
             f"key {duplicate.key!r} appears twice in one object; parsers keep only the last value",
             f"remove one of the two {duplicate.key!r} keys, or rename one",
@@ -48,21 +47,20 @@ def schema_findings(plugin: FengYuPlugin) -> list[Finding]:
 
 @check(*sorted(set().union(*(annotated_requirements(f) for f in SCHEMA_FILES.values()))))
 def manifest_schema(ctx: CheckContext) -> list[Finding]:
-    return schema_findings(ctx.plugin)
+    return schema_findings(ctx.fengyu)
 
 
 @check("FY-MAN-004")
 def ai_tool_methods_resolve(ctx: CheckContext) -> Iterator[Finding]:
-    rpc = ctx.plugin.data.get("rpc")
+    rpc = ctx.fengyu.data.get("rpc")
     methods = rpc.get("methods", {}) if isinstance(rpc, dict) else {}
     if not isinstance(methods, dict):
         return  # a malformed method table is the schema's finding (FY-MAN-003), not ours
     declared = set(methods)  # a set: one lookup per tool, not a scan of every method
     known = _known_methods(methods)
-    for tool in ctx.plugin.tools:
+    for tool in ctx.fengyu.tools:
         if isinstance(tool.method, str) and tool.method not in declared:
-            yield ctx.plugin.finding(
-                "FY-MAN-004",
+            yield ctx.manifest_finding(
                 f"{tool.pointer}/method",
                 f"method {tool.method!r} is not a key of rpc.methods (declared: {known})",
             )
@@ -71,12 +69,11 @@ def ai_tool_methods_resolve(ctx: CheckContext) -> Iterator[Finding]:
 @check("FY-MAN-007")
 def tool_names_unique(ctx: CheckContext) -> Iterator[Finding]:
     first: dict[str, str] = {}
-    for tool in ctx.plugin.tools:
+    for tool in ctx.fengyu.tools:
         if not isinstance(tool.name, str):
             continue
         if tool.name in first:
-            yield ctx.plugin.finding(
-                "FY-MAN-007",
+            yield ctx.manifest_finding(
                 f"{tool.pointer}/name",
                 f"tool name {tool.name!r} is already used at {first[tool.name]}",
             )
@@ -90,10 +87,9 @@ def tool_names_do_not_clash(ctx: CheckContext) -> Iterator[Finding]:
     for peer in ctx.peers:
         for name in peer.tool_names():
             offered_by.setdefault(name, f"plugin {peer.label} ({peer.root})")
-    for tool in ctx.plugin.tools:
+    for tool in ctx.fengyu.tools:
         if isinstance(tool.name, str) and tool.name in offered_by:
-            yield ctx.plugin.finding(
-                "FY-MAN-008",
+            yield ctx.manifest_finding(
                 f"{tool.pointer}/name",
                 f"tool name {tool.name!r} is also offered by {offered_by[tool.name]}",
             )

@@ -49,18 +49,19 @@ class ToolRun:
     """One tool's check run: its input space, files, worker harness and timeout."""
 
     def __init__(self, ctx: CheckContext) -> None:
-        tool: AiTool | None = ctx.tool
+        tool = ctx.tool
         workers = ctx.workers
-        if tool is None or workers is None or not workers.declared:
+        if not isinstance(tool, AiTool) or workers is None or not workers.declared:
             raise NotApplicable("the plugin declares no worker")
         if workers.launch_error is not None or not workers.answers_at_start:
             raise NotApplicable(workers.start_failure())
         if not isinstance(tool.method, str):
             raise NotApplicable("the tool names no method (FY-MAN-004)")
         self.ctx, self.tool, self.workers = ctx, tool, workers
-        self.space = workers.input_space(tool)
-        if self.space is None:
+        space = workers.input_space(tool)
+        if space is None or tool.input_schema is None:  # no space without an inputSchema
             raise NotApplicable("the tool has no inputSchema object (FY-MAN-010)")
+        self.space = space
         self.classes = classify_parameters(tool.input_schema.data)
         self.files = workers.files_for(str(tool.name))
         self.harness = workers.harness()
@@ -89,7 +90,7 @@ class ToolRun:
             )
         return None
 
-    def finding(self, rid: str, found: Counterexample | None) -> Iterator[Finding]:
+    def finding(self, found: Counterexample | None) -> Iterator[Finding]:
         if found is None:
             return
         outcome = found.outcome
@@ -105,7 +106,7 @@ class ToolRun:
             lines.append(f"worker stderr (last lines):\n{tail}")
         lines.append(f"reproduce: {self.harness.reproduction(outcome.request)}")
         message = self.files.as_shipped("\n".join(lines))
-        yield self.ctx.plugin.finding(rid, self.tool.pointer, message, found.fix)
+        yield self.ctx.manifest_finding(self.tool.pointer, message, found.fix)
 
 
 @check("FY-TOOL-001")
@@ -130,7 +131,7 @@ def valid_inputs_answered(ctx: CheckContext) -> Iterator[Finding]:
                 )
         return None
 
-    yield from run.finding("FY-TOOL-001", find_counterexample(attempt, ctx.workers.settings))
+    yield from run.finding(find_counterexample(attempt, run.workers.settings))
 
 
 @check("FY-TOOL-002")
@@ -151,7 +152,7 @@ def invalid_inputs_rejected(ctx: CheckContext) -> Iterator[Finding]:
         )
         return run.broken(outcome) or (accepted and replace(accepted, fix=fix))
 
-    yield from run.finding("FY-TOOL-002", find_counterexample(attempt, ctx.workers.settings))
+    yield from run.finding(find_counterexample(attempt, run.workers.settings))
 
 
 @check("FY-TOOL-003")
@@ -177,7 +178,7 @@ def unresolved_refs_rejected(ctx: CheckContext) -> Iterator[Finding]:
             outcome, f"accepted an unresolved FileRef object as {name!r}"
         )
 
-    yield from run.finding("FY-TOOL-003", find_counterexample(attempt, ctx.workers.settings))
+    yield from run.finding(find_counterexample(attempt, run.workers.settings))
 
 
 def _accepted(outcome: CallOutcome, problem: str) -> Counterexample | None:

@@ -5,49 +5,64 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from conformance.fengyu.probe import PROBE_IDS, Exchange, Line, Transcript
+from conformance.fengyu.probe import (
+    BIG_FRAME_ID,
+    CRLF_ID,
+    INVALID_REQUEST_ID,
+    PROBE_IDS,
+    SET_LEVEL_METHOD,
+    UNKNOWN_METHOD_ID,
+    Exchange,
+    Step,
+    Transcript,
+    step_method,
+)
+from conformance.fengyu.raw_worker import Line
+from conformance.fengyu.services import WorkerServices
 from conformance.findings import Finding, NotApplicable
 from conformance.registry import CheckContext, check
+from reference_host.worker.errors import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
 
 def transcript(ctx: CheckContext, *, need_start: bool = True) -> Transcript:
     """The plugin's probe transcript; NotApplicable when there is no worker to check."""
-    workers = ctx.workers
-    if workers is None or not workers.declared:
-        raise NotApplicable("the plugin declares no worker")
+    workers = _workers(ctx)
     if workers.launch_error is not None:
         if need_start:
             raise NotApplicable(workers.start_failure())
         raise _LaunchFailed(workers.launch_error)
     result = workers.transcript()
-    if need_start and not result.exchanges["start"].answered:
+    if need_start and not result.exchanges[Step.START].answered:
         raise NotApplicable(workers.start_failure())
     return result
+
+
+def _workers(ctx: CheckContext) -> WorkerServices:
+    if ctx.workers is None or not ctx.workers.declared:
+        raise NotApplicable("the plugin declares no worker")
+    return ctx.workers
 
 
 class _LaunchFailed(Exception):
     pass
 
 
-def finding(
-    ctx: CheckContext, rid: str, problem: str, exchange: Exchange | None, fix: str = ""
-) -> Finding:
+def finding(ctx: CheckContext, problem: str, exchange: Exchange | None, fix: str = "") -> Finding:
     detail = f"{problem}\n{exchange.describe()}" if exchange else problem
-    return Finding(
-        rid, f"{detail}\nworker: {ctx.workers.command}", ctx.workers.display, "", fix=fix
-    )
+    workers = _workers(ctx)
+    return ctx.finding(f"{detail}\nworker: {workers.command}", workers.display, fix=fix)
 
 
 @check("FY-WRK-001")
 def worker_starts(ctx: CheckContext) -> Iterator[Finding]:
     try:
-        start = transcript(ctx, need_start=False).exchanges["start"]
+        start = transcript(ctx, need_start=False).exchanges[Step.START]
     except _LaunchFailed as exc:
-        yield Finding("FY-WRK-001", str(exc), "backend/", "")
+        yield ctx.finding(str(exc), "backend/")
         return
     if not start.answered:
         problem = "the worker did not answer its first request"
-        yield finding(ctx, "FY-WRK-001", problem, start, _start_fix(start))
+        yield finding(ctx, problem, start, _start_fix(start))
 
 
 def _start_fix(start: Exchange) -> str:
@@ -69,7 +84,7 @@ def _start_fix(start: Exchange) -> str:
 
 
 def _single_error(
-    ctx: CheckContext, rid: str, name: str, code: int, ids: tuple[Any, ...]
+    ctx: CheckContext, name: Step, code: int, ids: tuple[Any, ...]
 ) -> Iterator[Finding]:
     exchange = transcript(ctx).exchanges[name]
     errors = [line.message.get("error") for line in exchange.replies if line.message]
@@ -85,49 +100,46 @@ def _single_error(
     if not ok:
         expected_ids = " or ".join(repr(i) for i in ids)
         yield finding(
-            ctx,
-            rid,
-            f"expected one error response with code {code} and id {expected_ids}",
-            exchange,
+            ctx, f"expected one error response with code {code} and id {expected_ids}", exchange
         )
 
 
 @check("FY-WRK-002")
 def parse_error(ctx: CheckContext) -> Iterator[Finding]:
-    yield from _single_error(ctx, "FY-WRK-002", "parse-error", -32700, (None,))
+    yield from _single_error(ctx, Step.PARSE_ERROR, PARSE_ERROR, (None,))
 
 
 @check("FY-WRK-003")
 def invalid_request(ctx: CheckContext) -> Iterator[Finding]:
-    yield from _single_error(ctx, "FY-WRK-003", "invalid-request", -32600, ("inv-1", None))
+    yield from _single_error(ctx, Step.INVALID_REQUEST, INVALID_REQUEST, (INVALID_REQUEST_ID, None))
 
 
 @check("FY-WRK-004")
 def unknown_method(ctx: CheckContext) -> Iterator[Finding]:
-    yield from _single_error(ctx, "FY-WRK-004", "unknown-method", -32601, ("unk-1",))
+    yield from _single_error(ctx, Step.UNKNOWN_METHOD, METHOD_NOT_FOUND, (UNKNOWN_METHOD_ID,))
 
 
-def _silent(ctx: CheckContext, rid: str, name: str, what: str) -> Iterator[Finding]:
+def _silent(ctx: CheckContext, name: Step, what: str) -> Iterator[Finding]:
     exchange = transcript(ctx).exchanges[name]
     if exchange.replies or not exchange.answered:
         yield finding(
-            ctx, rid, f"{what} must get no response, and the worker must go on answering", exchange
+            ctx, f"{what} must get no response, and the worker must go on answering", exchange
         )
 
 
 @check("FY-WRK-005")
 def no_reply_to_notifications(ctx: CheckContext) -> Iterator[Finding]:
-    yield from _silent(ctx, "FY-WRK-005", "notifications", "a notification")
+    yield from _silent(ctx, Step.NOTIFICATIONS, "a notification")
 
 
 @check("FY-WRK-009")
 def reserved_set_level(ctx: CheckContext) -> Iterator[Finding]:
-    yield from _silent(ctx, "FY-WRK-009", "set-level", "$/fengyu/logging/setLevel")
+    yield from _silent(ctx, Step.SET_LEVEL, SET_LEVEL_METHOD)
 
 
 @check("FY-WRK-006")
 def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
-    exchange = transcript(ctx).exchanges["ids"]
+    exchange = transcript(ctx).exchanges[Step.IDS]
     got = [
         line.message.get("id", "<missing>") if line.message else "<not JSON>"
         for line in exchange.replies
@@ -137,7 +149,6 @@ def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
     if not exchange.answered or got != expected or not same_types:
         yield finding(
             ctx,
-            "FY-WRK-006",
             f"expected responses with ids {' and '.join(map(repr, expected))}, got ids {got!r}",
             exchange,
         )
@@ -145,7 +156,7 @@ def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
 
 # Exchanges of notifications: a JSON-RPC object printed there is a reply to a notification,
 # FY-WRK-005's and FY-WRK-009's defect, not a stray stdout line.
-NOTIFICATION_EXCHANGES = {"notifications", "set-level"}
+NOTIFICATION_EXCHANGES = {Step.NOTIFICATIONS, Step.SET_LEVEL}
 
 
 @check("FY-WRK-007")
@@ -156,9 +167,7 @@ def stdout_discipline(ctx: CheckContext) -> Iterator[Finding]:
             continue
         problem = _response_problem(line)
         if problem:
-            yield finding(
-                ctx, "FY-WRK-007", f"during {name!r}: {problem}: {line.text[:300]!r}", None
-            )
+            yield finding(ctx, f"during {name!r}: {problem}: {line.text[:300]!r}", None)
 
 
 @check("FY-WRK-008")
@@ -166,43 +175,37 @@ def exits_on_eof(ctx: CheckContext) -> Iterator[Finding]:
     result = transcript(ctx)
     if result.exit_after_eof is None:
         yield finding(
-            ctx,
-            "FY-WRK-008",
-            "the worker was still running 5 s after its stdin closed (it was killed)",
-            None,
+            ctx, "the worker was still running 5 s after its stdin closed (it was killed)", None
         )
 
 
 @check("FY-WRK-010")
 def framing(ctx: CheckContext) -> Iterator[Finding]:
     exchanges = transcript(ctx).exchanges
-    for name, rid, what in (
-        ("crlf", "crlf-1", "a request ending in \\r\\n"),
-        ("big-frame", "big-1", "a 4 MiB request"),
+    for name, request_id, what in (
+        (Step.CRLF, CRLF_ID, "a request ending in \\r\\n"),
+        (Step.BIG_FRAME, BIG_FRAME_ID, "a 4 MiB request"),
     ):
         exchange = exchanges[name]
         ids = [line.message.get("id") for line in exchange.replies if line.message]
-        if not exchange.answered or ids != [rid]:
-            yield finding(ctx, "FY-WRK-010", f"{what} got no response with id {rid!r}", exchange)
+        if not exchange.answered or ids != [request_id]:
+            yield finding(ctx, f"{what} got no response with id {request_id!r}", exchange)
 
 
 @check("FY-WRK-011")
 def declared_methods_implemented(ctx: CheckContext) -> Iterator[Finding]:
     for name, exchange in transcript(ctx).exchanges.items():
-        if not name.startswith("method:"):
+        method = step_method(name)
+        if method is None:
             continue
-        method = name.removeprefix("method:")
         codes = [
             line.message.get("error", {}).get("code")
             for line in exchange.replies
             if line.message and isinstance(line.message.get("error"), dict)
         ]
-        if -32601 in codes:
+        if METHOD_NOT_FOUND in codes:
             yield finding(
-                ctx,
-                "FY-WRK-011",
-                f"declared method {method!r} answers -32601 (method not found)",
-                exchange,
+                ctx, f"declared method {method!r} answers -32601 (method not found)", exchange
             )
 
 

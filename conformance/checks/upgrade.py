@@ -10,15 +10,15 @@ from conformance.upgrade import Upgrade
 
 
 def upgrade(ctx: CheckContext) -> Upgrade:
-    if ctx.workers is None:
+    if ctx.upgrade is None:
         raise NotApplicable("pass --previous-manifest PATH|git:REF to check an upgrade")
-    return ctx.workers
+    return ctx.upgrade
 
 
-def _finding(ctx: CheckContext, rid: str, head: str, result: Upgrade) -> Finding:
+def _finding(ctx: CheckContext, head: str, result: Upgrade) -> Finding:
     lines = [head, *(line for c in result.changes.breaking for line in c.describe())]
     file = "manifest.json" if ctx.plugin.profile != "erp" else "metadata/tool/"
-    return Finding(rid, "\n".join(lines), file, "/version" if file == "manifest.json" else "")
+    return ctx.finding("\n".join(lines), file, "/version" if file == "manifest.json" else "")
 
 
 @check("FY-UPG-001")
@@ -27,7 +27,6 @@ def breaking_upgrade_bumps_major(ctx: CheckContext) -> Iterator[Finding]:
     if result.changes.breaking and not result.major_bumped:
         yield _finding(
             ctx,
-            "FY-UPG-001",
             f"{result.previous_version} -> {result.version} "
             "breaks saved canvases without a new major version:",
             result,
@@ -40,7 +39,6 @@ def no_canvas_breaking_changes(ctx: CheckContext) -> Iterator[Finding]:
     if result.changes.breaking and result.major_bumped:
         yield _finding(
             ctx,
-            "FY-UPG-002",
             f"{result.previous_version} -> {result.version} changes what saved canvases rely on:",
             result,
         )

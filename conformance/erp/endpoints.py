@@ -75,7 +75,7 @@ class EndpointServices:
                 self.client,
                 self.base_url,
                 handler,
-                arguments,  # type: ignore[arg-type]
+                arguments,
                 tenant=self.tenant,
                 actor=self.actor,
             )

@@ -33,7 +33,8 @@ class ErpTool:
 
     @property
     def data(self) -> dict[str, Any]:
-        return self.document.data
+        data: dict[str, Any] = self.document.data  # load_erp_plugin keeps only objects
+        return data
 
     @property
     def code(self) -> Any:

@@ -91,9 +91,9 @@ class NetRecorder:
         method, _, rest = line.partition(" ")
         target = rest.rsplit(" ", 1)[0]
         if method.upper() == "CONNECT":
-            host, _, port = target.rpartition(":")
+            host, _, connect_port = target.rpartition(":")
             self._note(Connection(at, target, line))
-            await self._tunnel(reader, writer, host.strip("[]"), int(port or 443), b"")
+            await self._tunnel(reader, writer, host.strip("[]"), int(connect_port or 443), b"")
             return
         url = urlsplit(target)
         if not url.hostname:

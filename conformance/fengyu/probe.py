@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from conformance.fengyu.raw_worker import Line, RawWorker
@@ -21,6 +22,8 @@ from plugin_spec.framing import MAX_FRAME_BYTES
 from reference_host.process import WorkerSpec
 
 SENTINEL_METHOD = "conformance/sentinel"
+NO_SUCH_METHOD = "conformance_no_such_method"
+SET_LEVEL_METHOD = "$/fengyu/logging/setLevel"
 REPLY_SECONDS = 5.0
 STARTUP_SECONDS = 20.0
 EOF_SECONDS = 5.0
@@ -28,6 +31,36 @@ BIG_FRAME_BYTES = 4 * 1024 * 1024
 # The ids of the "ids" exchange, expected back unchanged: a string beyond ASCII, a small
 # number, and 2^53 + 1, which a worker that parses numbers as doubles turns into 2^53.
 PROBE_IDS: tuple[str | int, ...] = ("id-ü-1", 4242, 2**53 + 1)
+# The ids of the requests other steps send, which the checks expect back.
+INVALID_REQUEST_ID = "inv-1"
+UNKNOWN_METHOD_ID = "unk-1"
+CRLF_ID = "crlf-1"
+BIG_FRAME_ID = "big-1"
+METHOD_STEP = "method:"
+
+
+class Step(StrEnum):
+    """The probe's fixed steps, by the name their exchange is kept under in a Transcript."""
+
+    START = "start"
+    PARSE_ERROR = "parse-error"
+    INVALID_REQUEST = "invalid-request"
+    UNKNOWN_METHOD = "unknown-method"
+    NOTIFICATIONS = "notifications"
+    SET_LEVEL = "set-level"
+    IDS = "ids"
+    CRLF = "crlf"
+    BIG_FRAME = "big-frame"
+
+
+def method_step(method: str) -> str:
+    """The name of the step that calls one declared method."""
+    return f"{METHOD_STEP}{method}"
+
+
+def step_method(name: str) -> str | None:
+    """The declared method a step calls; None for the fixed steps."""
+    return name.removeprefix(METHOD_STEP) if name.startswith(METHOD_STEP) else None
 
 
 @dataclass
@@ -78,35 +111,35 @@ def frame(message: Any, ending: bytes = b"\n") -> bytes:
 
 def script(methods: dict[str, float]) -> list[tuple[str, list[bytes], float]]:
     """The probe's exchanges: name, frames, seconds to wait for the sentinel."""
-    first_method = next(iter(methods), "conformance_unknown")
+    first_method = next(iter(methods), NO_SUCH_METHOD)
     steps: list[tuple[str, list[bytes], float]] = [
-        ("start", [], REPLY_SECONDS),
-        ("parse-error", [b"{this is not json\n"], REPLY_SECONDS),
+        (Step.START, [], REPLY_SECONDS),
+        (Step.PARSE_ERROR, [b"{this is not json\n"], REPLY_SECONDS),
         (
-            "invalid-request",
-            [frame({"jsonrpc": "2.0", "id": "inv-1", "params": {}})],
+            Step.INVALID_REQUEST,
+            [frame({"jsonrpc": "2.0", "id": INVALID_REQUEST_ID, "params": {}})],
             REPLY_SECONDS,
         ),
         (
-            "unknown-method",
-            [frame(request("unk-1", "conformance_no_such_method", {}))],
+            Step.UNKNOWN_METHOD,
+            [frame(request(UNKNOWN_METHOD_ID, NO_SUCH_METHOD, {}))],
             REPLY_SECONDS,
         ),
         (
-            "notifications",
+            Step.NOTIFICATIONS,
             [
-                frame({"jsonrpc": "2.0", "method": "conformance_no_such_method", "params": {}}),
+                frame({"jsonrpc": "2.0", "method": NO_SUCH_METHOD, "params": {}}),
                 frame({"jsonrpc": "2.0", "method": first_method, "params": {}}),
             ],
             methods.get(first_method, REPLY_SECONDS),
         ),
         (
-            "set-level",
+            Step.SET_LEVEL,
             [
                 frame(
                     {
                         "jsonrpc": "2.0",
-                        "method": "$/fengyu/logging/setLevel",
+                        "method": SET_LEVEL_METHOD,
                         "params": {"level": "DEBUG"},
                     }
                 )
@@ -114,30 +147,27 @@ def script(methods: dict[str, float]) -> list[tuple[str, list[bytes], float]]:
             REPLY_SECONDS,
         ),
         (
-            "ids",
-            [frame(request(i, "conformance_no_such_method", {})) for i in PROBE_IDS],
+            Step.IDS,
+            [frame(request(i, NO_SUCH_METHOD, {})) for i in PROBE_IDS],
             REPLY_SECONDS,
         ),
         (
-            "crlf",
-            [frame(request("crlf-1", "conformance_no_such_method", {}), b"\r\n")],
+            Step.CRLF,
+            [frame(request(CRLF_ID, NO_SUCH_METHOD, {}), b"\r\n")],
             REPLY_SECONDS,
         ),
         (
-            "big-frame",
-            [
-                frame(
-                    request("big-1", "conformance_no_such_method", {"blob": "x" * BIG_FRAME_BYTES})
-                )
-            ],
+            Step.BIG_FRAME,
+            [frame(request(BIG_FRAME_ID, NO_SUCH_METHOD, {"blob": "x" * BIG_FRAME_BYTES}))],
             REPLY_SECONDS * 2,
         ),
     ]
     steps += [
-        (f"method:{name}", [frame(request(f"method-{name}", name, {}))], timeout)
+        (method_step(name), [frame(request(f"method-{name}", name, {}))], timeout)
         for name, timeout in methods.items()
     ]
-    return steps
+    # Plain str names: a Step's repr would leak into messages that quote a step name.
+    return [(str(name), frames, timeout) for name, frames, timeout in steps]
 
 
 def run_probe(
@@ -152,7 +182,7 @@ def run_probe(
     steps = script(methods)[:1] if start_only else script(methods)
     for index, (name, frames, seconds) in enumerate(steps):
         started = worker is None or not worker.alive()
-        if started:
+        if worker is None or started:
             if worker is not None:
                 worker.kill()
             worker = RawWorker(spec)
@@ -161,7 +191,7 @@ def run_probe(
         transcript.exchanges[name] = exchange
         if not exchange.answered:
             worker.kill()
-            if name == "start":
+            if name == Step.START:
                 return transcript
     if worker is not None and worker.alive():
         transcript.exit_after_eof = worker.close_stdin(EOF_SECONDS)

@@ -135,8 +135,9 @@ class RawWorker:
         self.process.wait()
         self._end()
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.close()
+            if stream is not None:  # all three are pipes, so never None here
+                with contextlib.suppress(OSError, ValueError):
+                    stream.close()
 
     def _watch(self) -> None:
         """The moment the worker exits, whatever it left running is ended (as the host's

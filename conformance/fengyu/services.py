@@ -20,7 +20,7 @@ from conformance.fengyu.net_namespace import isolation
 from conformance.fengyu.net_recorder import NetRecorder
 from conformance.fengyu.net_trace import tracer, tracing
 from conformance.fengyu.network_pair import NetworkPair
-from conformance.fengyu.probe import Exchange, Transcript, run_probe
+from conformance.fengyu.probe import Exchange, Step, Transcript, run_probe
 from conformance.fengyu.tool_files import ToolFiles
 from conformance.fengyu.worker import declared_methods, declares_worker, worker_spec
 from conformance.properties import PropertySettings
@@ -101,8 +101,8 @@ class WorkerServices:
     @cached_property
     def _transcript(self) -> Transcript:
         assert self.spec is not None
-        quick = self.__dict__.get("_start_only")
-        if quick is not None and not quick.exchanges["start"].answered:
+        quick: Transcript | None = self.__dict__.get("_start_only")
+        if quick is not None and not quick.exchanges[Step.START].answered:
             return quick  # the full probe would stop at the same unanswered first request
         return run_probe(self.spec, self.methods)
 
@@ -118,8 +118,8 @@ class WorkerServices:
     def start(self) -> Exchange:
         """The worker's first request and what came of it (the full probe's if it ran)."""
         if "_transcript" in self.__dict__:
-            return self._transcript.exchanges["start"]
-        return self._start_only.exchanges["start"]
+            return self._transcript.exchanges[Step.START]
+        return self._start_only.exchanges[Step.START]
 
     @property
     def answers_at_start(self) -> bool:

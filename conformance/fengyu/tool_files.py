@@ -14,6 +14,7 @@ import shutil
 import stat
 import tempfile
 import uuid
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,11 @@ class ToolFiles:
         return [self.ref(path, "file", "read") for path in chosen]
 
     def substitute(
-        self, params: Any, classes: dict[str, FileClass], draw: Any, keep: set[str] = frozenset()
+        self,
+        params: Any,
+        classes: dict[str, FileClass],
+        draw: Any,
+        keep: AbstractSet[str] = frozenset(),
     ) -> Any:
         """params with each present file-class parameter (but those in keep) given a FileRef."""
         if not isinstance(params, dict):
