@@ -29,7 +29,7 @@ import pytest
 from conformance.catalog import Level, load_catalog
 from conformance.fengyu.net_trace import tracing
 from sample_plugins.erp_backends import serve_backends
-from tests.conftest import FIXTURE_PLUGINS, REPO, plugin_with_manifest
+from tests.conftest import FIXTURE_PLUGINS, REPO, copy_plugin, plugin_with_manifest
 
 ID_PREFIX = re.compile(r"^((?:FY|ERP)-[A-Z]+-\d{3})")
 LEGACY_WARNING = "FY-LEG-001"
@@ -105,7 +105,9 @@ def expected_reports(folder: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("folder", FIXTURES, ids=[p.name for p in FIXTURES])
-def test_fixture_reports_exactly_its_requirement(run_kit, folder: Path) -> None:
+def test_fixture_reports_exactly_its_requirement(run_kit, folder: Path, tmp_path: Path) -> None:
+    """Each fixture runs from a copy: a defect such as FY-EFF-001 writes into its own folder."""
+    folder = copy_plugin(folder, tmp_path)
     rid = requirement_of(folder)
     requirement = load_catalog()[rid]
     expect = expectation(folder)
