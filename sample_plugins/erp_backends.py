@@ -25,6 +25,7 @@ import importlib.util
 import json
 import sys
 import threading
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -40,6 +41,7 @@ from reference_host.loopback import serve_on_loopback
 HERE = Path(__file__).resolve().parent
 PLUGINS = ("hello-plugin", "hcm-employee", "hcm-ai-intelligence")
 LOOPBACK = "127.0.0.1"
+ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
 _loaded: dict[str, ModuleType] = {}
 _loading = threading.Lock()
 
@@ -48,6 +50,20 @@ def plugin_root(plugin: str) -> Path:
     if plugin not in PLUGINS:
         raise ValueError(f"not a sample ERP plugin: {plugin!r}")
     return HERE / plugin
+
+
+@contextlib.contextmanager
+def _shared_modules() -> Iterator[None]:
+    """This folder on `sys.path`, where the backends find `erp_errors` (run as a script it
+    is there already, as `sys.path[0]`)."""
+    if str(HERE) in sys.path:
+        yield
+        return
+    sys.path.insert(0, str(HERE))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(HERE))
 
 
 def load_backend(plugin: str) -> ModuleType:
@@ -61,12 +77,19 @@ def load_backend(plugin: str) -> ModuleType:
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             try:
-                spec.loader.exec_module(module)
+                with _shared_modules():
+                    spec.loader.exec_module(module)
             except BaseException:
                 del sys.modules[name]
                 raise
             _loaded[plugin] = module
         return _loaded[plugin]
+
+
+def _http_error_handler() -> ExceptionHandler:
+    """`erp_errors.http_error`, the one the backends import, loaded as they load it."""
+    with _loading, _shared_modules():
+        return importlib.import_module("erp_errors").http_error
 
 
 def tool_files(plugin: str | None = None) -> list[Path]:
@@ -83,15 +106,6 @@ def load_tool(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-async def _http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    return JSONResponse(
-        {"status": exc.status_code, "error": exc.detail},
-        status_code=exc.status_code,
-        headers=exc.headers,
-    )
-
-
 async def _server_error(request: Request, exc: Exception) -> Response:
     return JSONResponse({"status": 500, "error": "internal error"}, status_code=500)
 
@@ -104,7 +118,7 @@ def create_app() -> Starlette:
     directory = employee.EmployeeDirectory()
     app = Starlette(
         routes=[*hello.routes(), *employee.routes(directory), *intelligence.routes(directory)],
-        exception_handlers={HTTPException: _http_error, Exception: _server_error},
+        exception_handlers={HTTPException: _http_error_handler(), Exception: _server_error},
     )
     # Starlette would answer `/x/` with a bodyless 307; every answer here is JSON (SPEC E3).
     app.router.redirect_slashes = False

@@ -6,13 +6,15 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import hypothesis  # noqa: F401  (imported once here: in-process kit runs would re-import it)
 import pytest
+
+from reference_host.host import Host, HostConfig
 
 pytest_plugins = ["pytester"]
 
@@ -123,3 +125,24 @@ def copy_plugin(source: Path, tmp_path: Path) -> Path:
     target = tmp_path / source.name
     shutil.copytree(source, target)
     return target
+
+
+MakeHost = Callable[..., Host]
+
+
+@pytest.fixture
+async def make_host(tmp_path: Path) -> AsyncIterator[MakeHost]:
+    """Build hosts as `make_host(validator=..., builtins=..., **HostConfig fields)`; the data
+    folder is `tmp_path / "host"` unless `data_dir` says otherwise. Every host it made is
+    closed at teardown, the last made first."""
+    made: list[Host] = []
+
+    def build(*, validator: Any = None, builtins: Iterable[Any] = (), **config: Any) -> Host:
+        config.setdefault("data_dir", tmp_path / "host")
+        host = Host(HostConfig(**config), validator=validator, builtins=builtins)
+        made.append(host)
+        return host
+
+    yield build
+    for host in reversed(made):
+        await host.close()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from reference_host.host import Host, HostConfig
+from reference_host.host import Host
+from tests.conftest import MakeHost
 from tests.faults.support import descendants, reap, wait_gone, write_worker_plugin
 
 GOOD_ID = "test.faults.good"
@@ -46,9 +47,9 @@ def guard() -> Iterator[ProcessGuard]:
 
 
 @pytest.fixture
-async def host(tmp_path: Path, guard: ProcessGuard) -> AsyncIterator[Host]:
-    """A host with the well-behaved plugin installed beside the faulty one."""
-    host = Host(HostConfig(data_dir=tmp_path / "host"))
+async def host(tmp_path: Path, guard: ProcessGuard, make_host: MakeHost) -> Host:
+    """A host with the well-behaved plugin installed beside the faulty one (made after
+    `guard`, so closed before it checks for leftover processes)."""
+    host = make_host()
     await host.install(write_worker_plugin(tmp_path / "src", GOOD_ID, GOOD_TOOL))
-    yield host
-    await host.close()
+    return host

@@ -13,10 +13,10 @@ from conformance.install_validation import kit_validator
 from reference_host.actors import Actor, ActorDirectory
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.approval import ApprovalPolicy, Decision
-from reference_host.host import Host, HostConfig
+from reference_host.host import Host
 from reference_host.plugins import PluginError
 from sample_plugins.erp_backends import serve_backends
-from tests.conftest import FIXTURE_PLUGINS, REPO
+from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
 
 SAMPLES = REPO / "sample_plugins"
 HR = Actor(
@@ -33,16 +33,14 @@ def erp_url():
 
 
 @pytest.fixture
-async def host(tmp_path: Path, erp_url: str):
-    config = HostConfig(
-        data_dir=tmp_path / "host",
+def host(erp_url: str, make_host: MakeHost) -> Host:
+    host = make_host(
         erp_base_url=erp_url,
         approval=ApprovalPolicy(write=Decision.ASK, timeout=5),
+        validator=kit_validator,
     )
-    host = Host(config, validator=kit_validator)
     host.actors = ActorDirectory(actors={HR.name: HR})
-    yield host
-    await host.close()
+    return host
 
 
 def call(name: str, arguments: dict) -> ModelTurn:

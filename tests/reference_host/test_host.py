@@ -17,25 +17,21 @@ from reference_host.events import Event
 from reference_host.host import Host, HostConfig
 from reference_host.plugins import PluginError
 from reference_host.tools import CallContext
-from tests.conftest import FIXTURE_PLUGINS, REPO
+from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
 
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
 EXCEL = REPO / "sample_plugins" / "fan.summer.excel"
 
 
 @pytest.fixture
-async def host(tmp_path: Path):
-    host = Host(
-        HostConfig(
-            data_dir=tmp_path / "host",
-            allowed_roots=(tmp_path / "files",),
-            approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.DENY),
-        ),
+def host(tmp_path: Path, make_host: MakeHost) -> Host:
+    host = make_host(
+        allowed_roots=(tmp_path / "files",),
+        approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.DENY),
         validator=kit_validator,
     )
     (tmp_path / "files").mkdir()
-    yield host
-    await host.close()
+    return host
 
 
 def call(name: str, arguments: dict, call_id: str = "call-1") -> ModelTurn:

@@ -24,6 +24,7 @@ from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.app import create_app
 from reference_host.host import Host, HostConfig
 from reference_host.plugins import PluginError
+from tests.conftest import MakeHost
 from tests.security.conftest import (
     MARKDOWN,
     SAMPLES,
@@ -36,16 +37,13 @@ from tests.security.conftest import (
 
 
 @pytest.fixture
-async def host(tmp_path: Path) -> AsyncIterator[Host]:
+def host(tmp_path: Path, make_host: MakeHost) -> Host:
     (tmp_path / "files").mkdir()
-    host = Host(
-        HostConfig(data_dir=tmp_path / "data" / "host", allowed_roots=(tmp_path / "files",)),
+    return make_host(
+        data_dir=tmp_path / "data" / "host",
+        allowed_roots=(tmp_path / "files",),
         validator=kit_validator,
     )
-    try:
-        yield host
-    finally:
-        await host.close()
 
 
 def inside(path: Path | str, folder: Path) -> bool:
@@ -265,13 +263,9 @@ async def test_an_install_path_with_a_nul_byte_is_a_400(
 
 
 @pytest.fixture
-async def bare_host(tmp_path: Path) -> AsyncIterator[Host]:
+def bare_host(tmp_path: Path, make_host: MakeHost) -> Host:
     """A host installing without the kit's validation: its own reading must hold up."""
-    host = Host(HostConfig(data_dir=tmp_path / "bare"), validator=None)
-    try:
-        yield host
-    finally:
-        await host.close()
+    return make_host(data_dir=tmp_path / "bare", validator=None)
 
 
 def unblock_after(fifo: Path, seconds: float) -> threading.Timer:

@@ -24,6 +24,7 @@ import re
 from collections import Counter
 from typing import Any, Protocol
 
+from erp_errors import http_error
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -223,15 +224,6 @@ def routes(directory: Directory) -> list[Route]:
         Route(f"{PREFIX}/departments/{{department}}/summary", department_summary, methods=["GET"]),
         Route(f"{PREFIX}/employees/{{employeeId}}/transfer", transfer, methods=["POST"]),
     ]
-
-
-async def http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    return JSONResponse(
-        {"status": exc.status_code, "error": exc.detail},
-        status_code=exc.status_code,
-        headers=exc.headers,
-    )
 
 
 def create_app(directory: Directory) -> Starlette:

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from erp_errors import http_error
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -209,15 +210,6 @@ def routes(directory: EmployeeDirectory) -> list[Route]:
         Route(f"{PREFIX}/employees", search, methods=["GET"]),
         Route(f"{PREFIX}/employees/{{employeeId}}", get_employee, methods=["GET"]),
     ]
-
-
-async def http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    return JSONResponse(
-        {"status": exc.status_code, "error": exc.detail},
-        status_code=exc.status_code,
-        headers=exc.headers,
-    )
 
 
 def create_app(directory: EmployeeDirectory | None = None) -> Starlette:

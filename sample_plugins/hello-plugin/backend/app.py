@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from erp_errors import http_error
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -38,15 +39,6 @@ async def greeting(request: Request) -> Response:
 
 def routes() -> list[Route]:
     return [Route(f"{PREFIX}/greeting", greeting, methods=["GET"])]
-
-
-async def http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    return JSONResponse(
-        {"status": exc.status_code, "error": exc.detail},
-        status_code=exc.status_code,
-        headers=exc.headers,
-    )
 
 
 def create_app() -> Starlette:
