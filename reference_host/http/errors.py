@@ -1,8 +1,10 @@
-"""The API's error answer, and the last line of defence for an error nobody expected.
+"""The API's error answer, the handlers that give every error that shape, and the last line
+of defence for an error nobody expected.
 
 Every error is `{"error": message, "problems": [...]}`. The message and the problems are cut
 (reference_host.quoting), so no answer repeats a huge input, whatever part of the host wrote
-the message.
+the message. FastAPI's validation errors (422 by default) are rewritten into a 400 of that
+shape, and a 405 names every method of the path in its Allow header.
 
 Why `ContainErrors` rather than an exception handler: Starlette's ServerErrorMiddleware answers
 500 and then re-raises, so uvicorn logs the whole exception again (its message can hold a
@@ -14,9 +16,15 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections.abc import Mapping
+from typing import Any
 
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reference_host.quoting import quoted, shortened
@@ -26,6 +34,16 @@ log = logging.getLogger(__name__)
 MESSAGE_LIMIT = 1000
 MAX_PROBLEMS = 50
 TRACEBACK_LINE_LIMIT = 500
+
+
+class ApiError(Exception):
+    """An error answer: status, message and the list of reasons."""
+
+    def __init__(self, status: int, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.problems = problems or []
 
 
 class ErrorBody(BaseModel):
@@ -47,6 +65,59 @@ def error_response(
         listed.append(f"... and {len(problems) - MAX_PROBLEMS} more problems")
     body = {"error": shortened(message, MESSAGE_LIMIT), "problems": listed}
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def too_large(limit: int) -> str:
+    """The message of every 413: the middleware's, the handler's and the document's."""
+    return f"the body is larger than {limit} bytes"
+
+
+def handle_errors(app: FastAPI, *, max_body_bytes: int) -> None:
+    """Give every error app raises (ApiError, invalid requests, Starlette's HTTP errors) the
+    error shape."""
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.message, exc.problems)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(400, "invalid request", [_describe(e) for e in exc.errors()])
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 405:
+            allowed = ", ".join(sorted(_methods_of(app, request)))
+            return error_response(405, "method not allowed", headers={"Allow": allowed})
+        if exc.status_code == 413:
+            return error_response(413, too_large(max_body_bytes))
+        return error_response(exc.status_code, str(exc.detail), [], exc.headers)
+
+
+def _methods_of(app: FastAPI, request: Request) -> set[str]:
+    """Every method some route serves at the request's path (Starlette's 405 names only the
+    first route's)."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return methods
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    """One problem of a request body, named by its field (camelCase, as sent)."""
+    kind = error.get("type")
+    loc = tuple(error.get("loc", ()))
+    if kind == "json_invalid":
+        return f"the body is not valid JSON: {error.get('ctx', {}).get('error', 'invalid')}"
+    if loc == ("body",):
+        if kind == "missing":
+            return "the body is missing: a JSON object is expected"
+        return "the body must be a JSON object (sent with Content-Type: application/json)"
+    where = ".".join(str(part) for part in loc if part != "body")
+    message = str(error.get("msg", "invalid"))
+    return f"{where}: {message}" if where else message
 
 
 def bounded_traceback(exc: BaseException) -> str:
