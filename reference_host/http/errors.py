@@ -57,7 +57,7 @@ def error_response(
     status: int,
     message: str,
     problems: list[str] | None = None,
-    headers: dict[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     """The JSON error answer, message and problems cut to a bounded size."""
     listed = [shortened(p, MESSAGE_LIMIT) for p in (problems or [])[:MAX_PROBLEMS]]
