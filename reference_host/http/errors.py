@@ -98,7 +98,14 @@ def _methods_of(app: FastAPI, request: Request) -> set[str]:
     """Every method some route serves at the request's path (Starlette's 405 names only the
     first route's)."""
     methods: set[str] = set()
-    for route in app.router.routes:
+    routes = list(app.router.routes)
+    while routes:
+        route = routes.pop()
+        # An included router (FastAPI 0.165 keeps it whole): its own routes, same paths.
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            routes.extend(included.routes)
+            continue
         match, _ = route.matches(request.scope)
         if match is not Match.NONE:
             methods |= getattr(route, "methods", None) or set()
