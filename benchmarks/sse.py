@@ -6,7 +6,7 @@ second turn answers, which ends the run: 2 x CALLS `tool` events, a `token` and 
 
 - in-process (baseline): `async for event in host.chat(...)`, each event encoded to its SSE
   bytes (what the server would send), no HTTP;
-- HTTP: the real app (reference_host.app.create_app) on uvicorn on 127.0.0.1, in a thread of
+- HTTP: the real app (reference_host.http.app.create_app) on uvicorn on 127.0.0.1, in a thread of
   this process with its own event loop (as tests/reference_host/test_app.py serves it), read
   with an httpx streaming POST /api/chat on a kept-alive connection, parsed line by line.
 
@@ -35,8 +35,8 @@ import httpx
 from benchmarks.common import REPO, Row, Settings, median
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
-from reference_host.app import create_app
 from reference_host.host import Host, HostConfig
+from reference_host.http.app import create_app
 from reference_host.loopback import serve_on_loopback
 from reference_host.tools import CallContext
 

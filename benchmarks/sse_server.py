@@ -1,6 +1,6 @@
 """The SSE benchmark's server as its own process: `python -m benchmarks.sse_server DATA CALLS`.
 
-It serves reference_host.app on 127.0.0.1:<free port>, prints `PORT <n>` on stdout once it
+It serves reference_host.http.app on 127.0.0.1:<free port>, prints `PORT <n>` on stdout once it
 accepts connections, and shuts down when its stdin closes (the parent closing the pipe, or
 dying), so it can never outlive the benchmark.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import uvicorn
 
 from benchmarks.sse import model, new_host
-from reference_host.app import create_app
+from reference_host.http.app import create_app
 
 
 async def serve(data: Path, calls: int) -> None:

@@ -4,7 +4,7 @@ Everything runs on one event loop: the host is created, the plugins given with -
 installed (a rejected one is reported on one line and skipped), uvicorn serves the API, and
 the host (its workers) is closed when the server stops.
 
-Access (reference_host.http_access): the API answers only Host values in the allow-list
+Access (reference_host.http.access): the API answers only Host values in the allow-list
 (loopback names, plus --allowed-host and the bind address itself when it is a specific one),
 and it refuses to bind an address other than loopback without a token (--token, or better
 the REFERENCE_HOST_TOKEN environment variable: a command line is visible to other users).
@@ -23,11 +23,10 @@ import httpx
 import uvicorn
 
 from reference_host.agent.models import ChatModel, ModelTurn, ScriptedModel
-from reference_host.app import DEFAULT_KEEP_ALIVE, create_app
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.builtins import SearxngProvider, builtin_tools
 from reference_host.host import Host, HostConfig
-from reference_host.http_access import (
+from reference_host.http.access import (
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_MAX_BODY_BYTES,
     TOKEN_ENV,
@@ -35,6 +34,8 @@ from reference_host.http_access import (
     is_loopback,
     is_valid_token,
 )
+from reference_host.http.app import create_app
+from reference_host.http.streaming import DEFAULT_KEEP_ALIVE
 from reference_host.plugins import PluginError
 from reference_host.process.environment import WorkerEnvError, check_names
 from reference_host.validators import installed_validator

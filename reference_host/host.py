@@ -23,11 +23,12 @@ from reference_host.actors import ActorDirectory
 from reference_host.agent.loop import RunSettings, run_agent
 from reference_host.agent.models import ChatModel, Message
 from reference_host.approval import ApprovalBroker, ApprovalPolicy
+from reference_host.catalog_entries import from_snapshot
 from reference_host.erp import RestToolCallback
 from reference_host.events import Event
 from reference_host.grant_copies import COPIES
 from reference_host.grants import GrantStore
-from reference_host.http_access import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY_BYTES
+from reference_host.http.access import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY_BYTES
 from reference_host.plugin_tools import WorkerToolCallback
 from reference_host.plugins import PluginInfo, PluginService, Validator
 from reference_host.process import PluginProcessManager, WorkerLaunchError, WorkerSpec
@@ -37,7 +38,6 @@ from reference_host.process.record import LineageRecord
 from reference_host.registry import ToolRegistry
 from reference_host.store import PluginRow, Store
 from reference_host.tools import CallContext, ToolCallback
-from reference_host.workflow.entries import from_snapshot
 
 SYSTEM_PROMPT = "You are the assistant of a desktop host; use the tools when they help."
 
@@ -54,7 +54,7 @@ class HostConfig:
     worker_env: tuple[str, ...] = ()  # host variables passed through to workers (S2)
     # Launch commands by plugin id, instead of backend/worker (the kit's --worker-cmd).
     worker_commands: Mapping[str, str] = field(default_factory=dict)
-    # The HTTP API's access rules and body limit (reference_host.http_access, SPEC S4).
+    # The HTTP API's access rules and body limit (reference_host.http.access, SPEC S4).
     allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS
     token: str | None = field(default=None, repr=False)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES

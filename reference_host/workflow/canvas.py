@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from plugin_spec.catalog import CatalogEntry
-from reference_host.workflow.entries import from_snapshot
+from reference_host.catalog_entries import from_snapshot
 from reference_host.workflow.store import WorkflowStore
 
 if TYPE_CHECKING:

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 from reference_host import events
 from reference_host.agent.loop import RunSettings, execute_call
 from reference_host.agent.models import ToolCall
+from reference_host.catalog_entries import from_snapshot
 from reference_host.events import Event
 from reference_host.registry import Snapshot
 from reference_host.tools import CallContext, is_failure
 from reference_host.workflow.canvas import WorkflowError, reconcile_info, topological_order
-from reference_host.workflow.entries import from_snapshot
 
 if TYPE_CHECKING:
     from reference_host.host import Host

@@ -31,10 +31,11 @@ from conformance.install_validation import kit_validator
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host import events
 from reference_host.agent.models import ChatModel, Message, ModelTurn, ScriptedModel, ToolCall
-from reference_host.app import PUMP_AHEAD, create_app, sse_frames
 from reference_host.approval import ApprovalPolicy
 from reference_host.events import Event
 from reference_host.host import Host, HostConfig
+from reference_host.http.app import create_app
+from reference_host.http.streaming import PUMP_AHEAD, sse_frames
 from reference_host.loopback import serve_on_loopback
 from reference_host.sse import SSEComment, SSEEvent, SSEItem, SSEParser, parse
 from reference_host.tools import CallContext

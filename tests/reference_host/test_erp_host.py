@@ -175,7 +175,7 @@ async def test_high_risk_asks_for_approval_and_strict_rechecks(host: Host) -> No
 async def test_discovery_endpoint_over_http(host: Host) -> None:
     import httpx
 
-    from reference_host.app import create_app
+    from reference_host.http.app import create_app
 
     await host.install(SAMPLES / "hello-plugin")
     app = create_app(host, lambda: ScriptedModel([]))

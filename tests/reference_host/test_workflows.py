@@ -24,15 +24,14 @@ from hypothesis import strategies as st
 from plugin_spec.catalog import CatalogEntry, from_manifest, revision
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.agent.models import ScriptedModel
-from reference_host.app import create_app
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.events import Event
 from reference_host.host import Host, HostConfig
+from reference_host.http.app import create_app
 from reference_host.sse import SSEEvent, parse
 from reference_host.store import Store
 from reference_host.tools import CallContext
 from reference_host.workflow.canvas import Canvas, WorkflowError
-from reference_host.workflow.routes import workflow_router
 from reference_host.workflow.runner import run_saved
 from reference_host.workflow.store import WorkflowStore
 from tests.conftest import REPO
@@ -619,7 +618,6 @@ async def test_denied_by_policy_without_asking(tmp_path: Path) -> None:
 @pytest.fixture
 async def client(md_host: Host):
     app = create_app(md_host, lambda: ScriptedModel([]))
-    app.include_router(workflow_router(md_host, keep_alive=30))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         yield client

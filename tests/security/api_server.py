@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.app import create_app
 from reference_host.host import Host, HostConfig
+from reference_host.http.app import create_app
 from reference_host.loopback import serve_on_loopback
 
 TIMEOUT = 30.0

@@ -1,7 +1,7 @@
 """Issue 10 item 6: DNS rebinding and cross-site requests.
 
 Before: the host answered any Host header (`Host: evil.example` got 200), took a POST from any
-Origin, and had no way to require a token. Now (reference_host.http_access): a Host
+Origin, and had no way to require a token. Now (reference_host.http.access): a Host
 allow-list (loopback names by default, any port), an Origin check on state-changing and
 streaming requests, and a bearer token, required to bind a non-loopback address. The Host
 and token behaviour is tested on real uvicorn on loopback, with raw HTTP/1.1 where the
@@ -22,7 +22,7 @@ import pytest
 
 import reference_host.__main__ as cli
 from reference_host.__main__ import allowed_hosts, build_parser, main
-from reference_host.http_access import DEFAULT_ALLOWED_HOSTS, TOKEN_ENV, origin_host
+from reference_host.http.access import DEFAULT_ALLOWED_HOSTS, TOKEN_ENV, origin_host
 from tests.security.api_server import asgi_client, served
 
 TOKEN = "s3cret-token-for-tests-0123456789"

@@ -21,8 +21,8 @@ import pytest
 import reference_host.plugins
 from conformance.install_validation import kit_validator
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.app import create_app
 from reference_host.host import Host, HostConfig
+from reference_host.http.app import create_app
 from reference_host.plugins import PluginError
 from tests.conftest import MakeHost
 from tests.security.conftest import (

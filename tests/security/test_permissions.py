@@ -22,9 +22,9 @@ import pytest
 from conformance.install_validation import kit_validator
 from plugin_spec.tool_definition import ToolDefinition
 from reference_host.agent.models import Message, ModelTurn, ScriptedModel
-from reference_host.app import create_app
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.host import Host, HostConfig
+from reference_host.http.app import create_app
 from reference_host.sse import SSEEvent, parse
 from sample_plugins.erp_backends import serve_backends
 from tests.security.conftest import (

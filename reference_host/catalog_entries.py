@@ -1,4 +1,5 @@
-"""Catalog entries from what the host knows: a registry snapshot, or a plugin's manifest."""
+"""Catalog entries (SPEC F11) from a registry snapshot; below the host, so the host's catalog
+and the workflow canvas above it share one definition."""
 
 from __future__ import annotations
 

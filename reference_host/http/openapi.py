@@ -15,9 +15,8 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from reference_host.http_access import UNSAFE_METHODS
-from reference_host.http_errors import ErrorBody
-from reference_host.http_limits import too_large
+from reference_host.http.access import UNSAFE_METHODS
+from reference_host.http.errors import ErrorBody, too_large
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
 UNUSED_SCHEMAS = ("HTTPValidationError", "ValidationError")
@@ -26,6 +25,12 @@ UNUSED_SCHEMAS = ("HTTPValidationError", "ValidationError")
 def error(description: str) -> dict[str, Any]:
     """A documented error answer: the description and the error body."""
     return {"description": description, "content": {"application/json": {"schema": ERROR_REF}}}
+
+
+# The `responses=` pieces several routers share.
+NOT_FOUND = error("no such plugin, approval or workflow")
+CONFLICT = error("it clashes with what is installed")
+JSON_OBJECT = {"application/json": {"schema": {"type": "object"}}}
 
 
 def document(app: FastAPI, *, token: bool, max_body_bytes: int) -> None:

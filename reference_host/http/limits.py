@@ -16,11 +16,7 @@ from starlette.datastructures import Headers
 from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from reference_host.http_errors import error_response
-
-
-def too_large(limit: int) -> str:
-    return f"the body is larger than {limit} bytes"
+from reference_host.http.errors import error_response, too_large
 
 
 class AnnouncedBodyLimit:

@@ -30,8 +30,8 @@ from starlette.datastructures import Headers
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from reference_host.http_errors import ContainErrors, error_response
-from reference_host.http_limits import limit_bodies
+from reference_host.http.errors import ContainErrors, error_response
+from reference_host.http.limits import limit_bodies
 
 DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
@@ -122,7 +122,7 @@ def guard(
     app: FastAPI, *, allowed_hosts: Iterable[str], token: str | None, max_body_bytes: int
 ) -> None:
     """Wrap app in the checks, outermost first: errors contained, Host, token and Origin,
-    the body limit (reference_host.http_limits)."""
+    the body limit (reference_host.http.limits)."""
     hosts = [host_entry(h) for h in allowed_hosts]
     limit_bodies(app, max_body_bytes)
     app.add_middleware(RequestGuard, allowed_hosts=hosts, token=token)
