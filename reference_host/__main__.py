@@ -25,10 +25,8 @@ import uvicorn
 from reference_host.agent.models import ChatModel, ModelTurn, ScriptedModel
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.builtins import SearxngProvider, builtin_tools
-from reference_host.host import Host, HostConfig
+from reference_host.host import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY_BYTES, Host, HostConfig
 from reference_host.http.access import (
-    DEFAULT_ALLOWED_HOSTS,
-    DEFAULT_MAX_BODY_BYTES,
     TOKEN_ENV,
     host_entry,
     is_loopback,

@@ -28,7 +28,6 @@ from reference_host.erp import RestToolCallback
 from reference_host.events import Event
 from reference_host.grant_copies import COPIES
 from reference_host.grants import GrantStore
-from reference_host.http.access import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY_BYTES
 from reference_host.plugin_tools import WorkerToolCallback
 from reference_host.plugins import PluginInfo, PluginService, Validator
 from reference_host.process import PluginProcessManager, WorkerLaunchError, WorkerSpec
@@ -40,6 +39,11 @@ from reference_host.store import PluginRow, Store
 from reference_host.tools import CallContext, ToolCallback
 
 SYSTEM_PROMPT = "You are the assistant of a desktop host; use the tools when they help."
+
+
+# The HTTP settings a host starts with: loopback names only, and JSON bodies up to 1 MiB.
+DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from reference_host.http.errors import ContainErrors, error_response
 from reference_host.http.limits import limit_bodies
 
-DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "[::1]")
-DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 TOKEN_ENV = "REFERENCE_HOST_TOKEN"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 

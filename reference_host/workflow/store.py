@@ -74,7 +74,7 @@ class WorkflowStore:
             ).fetchone()
             if row is None:
                 return None
-            workflow = json.loads(row[0])
+            workflow: dict[str, Any] = json.loads(row[0])
             changed = change(workflow)
             if changed is None:
                 return workflow

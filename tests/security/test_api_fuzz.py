@@ -34,8 +34,7 @@ from schemathesis.generation import GenerationMode
 from conformance.install_validation import kit_validator
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.approval import ApprovalPolicy, Decision
-from reference_host.host import Host, HostConfig
-from reference_host.http.access import DEFAULT_ALLOWED_HOSTS
+from reference_host.host import DEFAULT_ALLOWED_HOSTS, Host, HostConfig
 from reference_host.http.app import create_app
 from tests.security.conftest import MARKDOWN, copy_sample
 

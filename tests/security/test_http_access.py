@@ -22,7 +22,8 @@ import pytest
 
 import reference_host.__main__ as cli
 from reference_host.__main__ import allowed_hosts, build_parser, main
-from reference_host.http.access import DEFAULT_ALLOWED_HOSTS, TOKEN_ENV, origin_host
+from reference_host.host import DEFAULT_ALLOWED_HOSTS
+from reference_host.http.access import TOKEN_ENV, origin_host
 from tests.security.api_server import asgi_client, served
 
 TOKEN = "s3cret-token-for-tests-0123456789"

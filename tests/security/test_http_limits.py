@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from reference_host.http.access import DEFAULT_MAX_BODY_BYTES
+from reference_host.host import DEFAULT_MAX_BODY_BYTES
 from reference_host.quoting import quoted, shortened
 from tests.security.api_server import asgi_client, connection, log_meter, served
 
