@@ -17,6 +17,7 @@ import contextlib
 import importlib.util
 import json
 import re
+import shutil
 import socket
 import sys
 import tomllib
@@ -106,8 +107,11 @@ def expected_reports(folder: Path) -> set[str]:
 
 @pytest.mark.parametrize("folder", FIXTURES, ids=[p.name for p in FIXTURES])
 def test_fixture_reports_exactly_its_requirement(run_kit, folder: Path, tmp_path: Path) -> None:
-    """Each fixture runs from a copy: a defect such as FY-EFF-001 writes into its own folder."""
-    folder = copy_plugin(folder, tmp_path)
+    """Each fixture runs from a copy beside the shared runtime, as in the checkout: a defect
+    such as FY-EFF-001 writes into its own folder, and FY-HOST-001 reaches its neighbour."""
+    plugins = tmp_path / "plugins"
+    folder = copy_plugin(folder, plugins)
+    shutil.copy2(FIXTURE_PLUGINS / "misbehaving_worker.py", plugins)
     rid = requirement_of(folder)
     requirement = load_catalog()[rid]
     expect = expectation(folder)
