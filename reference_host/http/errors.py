@@ -28,6 +28,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reference_host.quoting import quoted, shortened
+from reference_host.workflow.canvas import WorkflowError
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +74,17 @@ def too_large(limit: int) -> str:
 
 
 def handle_errors(app: FastAPI, *, max_body_bytes: int) -> None:
-    """Give every error app raises (ApiError, invalid requests, Starlette's HTTP errors) the
-    error shape."""
+    """Give every error app raises (ApiError, a refused workflow, invalid requests,
+    Starlette's HTTP errors) the error shape."""
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc.status, exc.message, exc.problems)
+
+    @app.exception_handler(WorkflowError)
+    async def _refused(request: Request, exc: WorkflowError) -> JSONResponse:
+        """404 for an unknown workflow, else 400 with every reason."""
+        return error_response(404 if exc.kind == "not_found" else 400, exc.message, exc.problems)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -28,11 +28,9 @@ from starlette.responses import StreamingResponse
 
 from reference_host.http.bodies import StrictBody
 from reference_host.http.deps import CanvasDep, HostDep, KeepAliveDep
-from reference_host.http.errors import ApiError
 from reference_host.http.openapi import JSON_OBJECT, NOT_FOUND
 from reference_host.http.streaming import EVENT_STREAM, EventStream, stream
 from reference_host.ids import ClientId
-from reference_host.workflow.canvas import WorkflowError
 from reference_host.workflow.runner import run_saved
 
 router = APIRouter()
@@ -60,36 +58,24 @@ async def save_workflow(
     canvas: CanvasDep,
     workflow: dict[str, Any] = Body(...),  # noqa: B008
 ) -> JSONResponse:
-    try:
-        shown, created = canvas.save(workflow)
-    except WorkflowError as exc:
-        raise _refused(exc) from None
+    shown, created = canvas.save(workflow)
     return JSONResponse(shown, status_code=201 if created else 200)
 
 
 @router.get("/api/workflows/{workflow_id}", responses={404: NOT_FOUND})
 async def load_workflow(workflow_id: str, canvas: CanvasDep) -> dict[str, Any]:
-    try:
-        return canvas.load(workflow_id)
-    except WorkflowError as exc:
-        raise _refused(exc) from None
+    return canvas.load(workflow_id)
 
 
 @router.delete("/api/workflows/{workflow_id}", status_code=204, responses={404: NOT_FOUND})
 async def delete_workflow(workflow_id: str, canvas: CanvasDep) -> Response:
-    try:
-        canvas.delete(workflow_id)
-    except WorkflowError as exc:
-        raise _refused(exc) from None
+    canvas.delete(workflow_id)
     return Response(status_code=204)
 
 
 @router.post("/api/workflows/{workflow_id}/reconcile", responses={404: NOT_FOUND})
 async def reconcile_workflow(workflow_id: str, canvas: CanvasDep) -> dict[str, Any]:
-    try:
-        return canvas.reconcile(workflow_id)
-    except WorkflowError as exc:
-        raise _refused(exc) from None
+    return canvas.reconcile(workflow_id)
 
 
 @router.post(
@@ -106,15 +92,7 @@ async def run_workflow(
     tenant: str = Header("", alias="X-Tenant-Id"),
     actor: str = Header("", alias="X-Actor"),
 ) -> StreamingResponse:
-    try:
-        workflow = canvas.raw(workflow_id)
-    except WorkflowError as exc:
-        raise _refused(exc) from None
+    workflow = canvas.raw(workflow_id)
     conversation = (body.conversation_id if body else None) or f"conv_{uuid.uuid4()}"
     run = run_saved(host, workflow, conversation_id=conversation, tenant=tenant, actor=actor)
     return stream(run, conversation, keep_alive=keep_alive)
-
-
-def _refused(exc: WorkflowError) -> ApiError:
-    """404 for an unknown workflow, else 400 with every reason."""
-    return ApiError(404 if exc.kind == "not_found" else 400, exc.message, exc.problems)
