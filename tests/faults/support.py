@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
-import textwrap
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,86 +20,24 @@ from reference_host.tools import CallContext
 
 CONTEXT = CallContext("conv-faults", "run-faults", "acme", "alice")
 
-# A raw JSON-RPC 2.0 worker (no SDK, so it can misbehave). Each request is served on its
-# own thread by serve(method, params); a fault replaces startup(), serve() or at_eof().
-WORKER_BASE = """\
-#!/usr/bin/env python3
-import json
-import os
-import subprocess
-import sys
-import threading
-import time
-
-lock = threading.Lock()
-out = sys.stdout.buffer
-DATA = os.environ["TMPDIR"]
-
-
-def send(message):
-    with lock:
-        out.write(json.dumps(message).encode() + b"\\n")
-        out.flush()
-
-
-def ok(params):
-    return {"success": True, "summary": "ok", "echo": params, "pid": os.getpid(),
-            "root": os.environ["FENGYU_PLUGIN_ROOT"]}
-
-
-def startup():
-    pass
-
-
-def serve(method, params):
-    return ok(params)
-
-
-def at_eof():
-    pass
-
-
-def handle(request):
-    rid = request.get("id")
-    try:
-        result = serve(request.get("method"), request.get("params") or {})
-    except Exception as exc:
-        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": str(exc)}})
-        return
-    if rid is not None:
-        send({"jsonrpc": "2.0", "id": rid, "result": result})
-
-
-"""
-
-WORKER_MAIN = """
-
-def main():
-    startup()
-    for line in sys.stdin.buffer:
-        try:
-            request = json.loads(line)
-        except ValueError:
-            continue
-        threading.Thread(target=handle, args=(request,), daemon=True).start()
-    at_eof()
-
-
-main()
-"""
+# Fault workers are files: a worker script (tests/fixtures/workers/<name>.py) becomes
+# backend/worker, and the modules it imports (tests/fixtures/workers/lib) sit beside it.
+WORKERS = Path(__file__).parents[1] / "fixtures" / "workers"
 
 
 def write_worker_plugin(
     parent: Path,
     plugin_id: str,
     tool: str,
-    fault: str = "",
+    worker: str = "well_behaved",
     *,
+    settings: dict[str, Any] | None = None,
     version: str = "1.0.0",
     tool_timeout: int | None = None,
     extra_files: dict[str, bytes] | None = None,
 ) -> Path:
-    """A FengYu v2 plugin folder with one read tool (method `run`) and backend/worker."""
+    """A FengYu v2 plugin folder with one read tool (method `run`) served by the named
+    fault worker; settings are what that copy of the worker reads from settings.json."""
     root = parent / f"{plugin_id}-{version}"
     (root / "backend").mkdir(parents=True)
     method: dict[str, Any] = {
@@ -132,9 +70,13 @@ def write_worker_plugin(
         "aiTools": [ai_tool],
     }
     (root / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    worker = root / "backend" / "worker"
-    worker.write_text(WORKER_BASE + textwrap.dedent(fault) + WORKER_MAIN)
-    worker.chmod(0o755)
+    for module in (WORKERS / "lib").glob("*.py"):
+        shutil.copyfile(module, root / "backend" / module.name)
+    script = root / "backend" / "worker"
+    shutil.copyfile(WORKERS / f"{worker}.py", script)
+    script.chmod(0o755)
+    if settings is not None:
+        (root / "backend" / "settings.json").write_text(json.dumps(settings))
     for name, content in (extra_files or {}).items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -197,19 +197,13 @@ async def test_runs_see_one_snapshot_and_lose_no_event_while_plugins_change(
     guard.assert_none_left()
 
 
-SLOW_EXIT = """
-def at_eof():
-    time.sleep(0.3)  # well within the 5 s a worker has to exit after stdin EOF
-"""
-
-
 async def test_calls_during_a_worker_upgrade_reach_the_old_or_the_new_worker(
     tmp_path: Path, guard: ProcessGuard
 ) -> None:
     host = Host(HostConfig(data_dir=tmp_path / "host"))
     versions = [
         write_worker_plugin(
-            tmp_path / "src", "test.faults.upgrade", "upgrade_probe", SLOW_EXIT, version=v
+            tmp_path / "src", "test.faults.upgrade", "upgrade_probe", "slow_exit", version=v
         )
         for v in ("1.0.0", "2.0.0")
     ]

@@ -26,10 +26,11 @@ from tests.faults.support import (
 MIB = 1024 * 1024
 
 
-async def install_fault(host: Host, tmp_path: Path, kind: str, fault: str, **options: Any) -> str:
-    """Install plugin test.faults.<kind> with tool <kind>_probe; returns the tool name."""
+async def install_fault(host: Host, tmp_path: Path, kind: str, worker: str, **options: Any) -> str:
+    """Install plugin test.faults.<kind> with tool <kind>_probe, served by the named fault
+    worker (tests/fixtures/workers); returns the tool name."""
     tool = f"{kind}_probe"
-    root = write_worker_plugin(tmp_path / "src", f"test.faults.{kind}", tool, fault, **options)
+    root = write_worker_plugin(tmp_path / "src", f"test.faults.{kind}", tool, worker, **options)
     await host.install(root)
     return tool
 
@@ -61,25 +62,10 @@ async def close_and_check(
     assert wait_gone(pids) == []
 
 
-CRASH = """
-def serve(method, params):
-    if params.get("crash"):
-        time.sleep(params.get("after", 0))
-        sys.stderr.write("worker: about to crash\\n")
-        sys.stderr.flush()
-        with lock:
-            out.write(b'{"jsonrpc": "2.0", "id": ')  # half a frame, then death
-            out.flush()
-        os._exit(3)
-    time.sleep(params.get("sleep", 0))
-    return ok(params)
-"""
-
-
 async def test_crash_mid_call_fails_the_pending_calls_and_the_next_call_restarts(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
-    tool = await install_fault(host, tmp_path, "crash", CRASH)
+    tool = await install_fault(host, tmp_path, "crash", "crash")
     first = await call_tool(host, tool, {"n": 0})
     assert first["success"] is True
     started = time.monotonic()
@@ -98,18 +84,10 @@ async def test_crash_mid_call_fails_the_pending_calls_and_the_next_call_restarts
     await close_and_check(host, guard, first["pid"], again["pid"], during=good)
 
 
-HANG = """
-def serve(method, params):
-    if params.get("hang"):
-        threading.Event().wait()
-    return ok(params)
-"""
-
-
 async def test_hang_times_out_kills_the_worker_and_the_next_call_restarts(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
-    tool = await install_fault(host, tmp_path, "hang", HANG, tool_timeout=1)
+    tool = await install_fault(host, tmp_path, "hang", "hang", tool_timeout=1)
     first = await call_tool(host, tool, {})
     started = time.monotonic()
     hung, good = await asyncio.gather(call_tool(host, tool, {"hang": True}), good_calls(host, 8))
@@ -124,19 +102,10 @@ async def test_hang_times_out_kills_the_worker_and_the_next_call_restarts(
     await close_and_check(host, guard, again["pid"], during=good)
 
 
-EXIT_AT_START = """
-def startup():
-    if not os.path.exists(os.path.join(DATA, "healed")):
-        sys.stderr.write("worker: cannot open config.ini, giving up\\n")
-        sys.stderr.flush()
-        sys.exit(3)
-"""
-
-
 async def test_exit_at_start_fails_each_call_until_the_worker_can_start(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
-    tool = await install_fault(host, tmp_path, "exits", EXIT_AT_START)
+    tool = await install_fault(host, tmp_path, "exits", "exit_at_start")
     started = time.monotonic()
     first, second, good = await asyncio.gather(
         call_tool(host, tool, {}), call_tool(host, tool, {}), good_calls(host, 3)
@@ -158,29 +127,13 @@ async def test_exit_at_start_fails_each_call_until_the_worker_can_start(
     await close_and_check(host, guard, healed["pid"], during=good)
 
 
-STDERR_FLOOD = """
-def serve(method, params):
-    mib = params.get("flood", 0)
-    line = b"e" * 1023 + b"\\n"
-    for _ in range(mib * 1024):
-        sys.stderr.buffer.write(line)
-    for _ in range(params.get("lines", 1) if params.get("long") else 0):
-        sys.stderr.buffer.write(b"L" * (params["long"] * 1024 * 1024) + b"\\n")
-    sys.stderr.buffer.write(b"worker: flood over\\n")
-    sys.stderr.flush()
-    if params.get("die"):
-        os._exit(5)
-    return ok(params)
-"""
-
-
 async def test_stderr_flood_neither_blocks_the_worker_nor_the_host(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
     """30 MiB of log lines plus one 17 MiB line (over the 16 MiB cap) on stderr: the answer
     still comes back (the host drains stderr while waiting), then a flood that ends in a
     crash gives the failure envelope, and the next call works."""
-    tool = await install_fault(host, tmp_path, "flood", STDERR_FLOOD, tool_timeout=10)
+    tool = await install_fault(host, tmp_path, "flood", "stderr_flood", tool_timeout=10)
     started = time.monotonic()
     flooded, good = await asyncio.gather(
         call_tool(host, tool, {"flood": 30, "long": 17}), good_calls(host, 5)
@@ -201,28 +154,10 @@ async def test_stderr_flood_neither_blocks_the_worker_nor_the_host(
     await close_and_check(host, guard, pid, again["pid"], during=good)
 
 
-BIG_FRAME = """
-def serve(method, params):
-    if params.get("big"):
-        with lock:
-            out.write(b'{"jsonrpc": "2.0", "id": "x", "result": "')
-            chunk = b"x" * MIB
-            for _ in range(20):
-                out.write(chunk)
-            out.write(b'"}\\n')
-            out.flush()
-        threading.Event().wait()
-    return ok(params)
-
-
-MIB = 1024 * 1024
-"""
-
-
 async def test_frame_over_16_mib_kills_the_worker_and_the_next_call_restarts(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
-    tool = await install_fault(host, tmp_path, "bigframe", BIG_FRAME, tool_timeout=10)
+    tool = await install_fault(host, tmp_path, "bigframe", "big_frame", tool_timeout=10)
     first = await call_tool(host, tool, {})
     started = time.monotonic()
     big, good = await asyncio.gather(call_tool(host, tool, {"big": True}), good_calls(host, 5))
@@ -235,41 +170,10 @@ async def test_frame_over_16_mib_kills_the_worker_and_the_next_call_restarts(
     await close_and_check(host, guard, again["pid"], during=good)
 
 
-GARBAGE = """
-GARBAGE = [
-    b"worker: starting up, this is a log line on stdout",
-    b"\\xff\\xfe\\x00 binary garbage \\x80",
-    b"",
-    b"{",
-    b"[1, 2, 3]",
-    b'"just a string"',
-    b"null",
-    b'{"jsonrpc": "2.0", "id": "someone-else", "result": 1}',
-    b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}}',
-    b'{"jsonrpc": "2.0", "method": "notify/progress", "params": {"pct": 50}}',
-    b"g" * 1_000_000,
-]
-
-
-def startup():
-    with lock:
-        out.write(b"worker: hello from the startup banner\\n")
-        out.flush()
-
-
-def serve(method, params):
-    with lock:
-        for line in GARBAGE:
-            out.write(line + b"\\n")
-        out.flush()
-    return ok(params)
-"""
-
-
 async def test_garbage_on_stdout_before_the_answer_is_skipped(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
-    tool = await install_fault(host, tmp_path, "garbage", GARBAGE, tool_timeout=5)
+    tool = await install_fault(host, tmp_path, "garbage", "garbage", tool_timeout=5)
     results = await asyncio.gather(*(call_tool(host, tool, {"n": n}) for n in range(3)))
     assert [r["echo"] for r in results] == [{"n": 0}, {"n": 1}, {"n": 2}]
     assert all(r["success"] is True for r in results)
@@ -283,46 +187,21 @@ async def test_garbage_on_stdout_before_the_answer_is_skipped(
     await close_and_check(host, guard, pid)
 
 
-ODD_IDS = """
-def serve(method, params):
-    if params.get("odd"):
-        with lock:
-            out.write(b'{"jsonrpc": "2.0", "id": [1, 2], "result": "an array id"}\\n')
-            out.write(b'{"jsonrpc": "2.0", "id": {"a": 1}, "result": "an object id"}\\n')
-            out.flush()
-    return ok(params)
-"""
-
-
 async def test_responses_with_unhashable_ids_are_skipped(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
     """A line that is a JSON object whose id is an array or object is garbage too."""
-    tool = await install_fault(host, tmp_path, "oddids", ODD_IDS, tool_timeout=1)
+    tool = await install_fault(host, tmp_path, "oddids", "odd_ids", tool_timeout=1)
     result = await call_tool(host, tool, {"odd": True})
     assert result["success"] is True, result
     assert (await call_tool(host, tool, {"n": 1}))["pid"] == result["pid"]
     await close_and_check(host, guard, result["pid"])
 
 
-IGNORES_EOF = """
-import signal
-
-
-def startup():
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-
-
-def at_eof():
-    while True:
-        time.sleep(60)
-"""
-
-
 async def test_worker_ignoring_stdin_eof_is_killed_when_the_host_closes(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
-    tool = await install_fault(host, tmp_path, "noeof", IGNORES_EOF)
+    tool = await install_fault(host, tmp_path, "noeof", "ignores_eof")
     first, good = await asyncio.gather(call_tool(host, tool, {"n": 0}), good_calls(host, 2))
     assert first["success"] is True
     assert_good(good)
@@ -334,48 +213,12 @@ async def test_worker_ignoring_stdin_eof_is_killed_when_the_host_closes(
     guard.assert_none_left()
 
 
-FORKS = """
-SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
-SPAWNER = [
-    sys.executable,
-    "-c",
-    "import subprocess, sys, time; "
-    "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
-    "print(c.pid, file=open(sys.argv[1], 'a'), flush=True); time.sleep(600)",
-]
-
-
-def record(pid):
-    with open(os.path.join(DATA, "children"), "a") as f:
-        f.write(f"{pid}\\n")
-
-
-def serve(method, params):
-    if params.get("fork"):
-        record(subprocess.Popen(SLEEPER).pid)  # same process group, holds the pipes
-        record(subprocess.Popen(SLEEPER, start_new_session=True).pid)  # left the group
-        record(subprocess.Popen([*SPAWNER, os.path.join(DATA, "children")]).pid)
-        pid = os.fork()
-        if pid == 0:
-            time.sleep(600)
-            os._exit(0)
-        record(pid)
-        deadline = time.time() + 5
-        while len(open(os.path.join(DATA, "children")).read().split()) < 5:
-            if time.time() > deadline:
-                break
-            time.sleep(0.01)
-        threading.Event().wait()
-    return ok(params)
-"""
-
-
 async def test_children_of_a_timed_out_worker_are_killed_with_it(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
     """The worker starts children (same group, own session, a grandchild, a bare fork)
     and hangs: the timeout kills the whole tree, not only the worker."""
-    tool = await install_fault(host, tmp_path, "forks", FORKS, tool_timeout=1)
+    tool = await install_fault(host, tmp_path, "forks", "forks", tool_timeout=1)
     first = await call_tool(host, tool, {})
     started = time.monotonic()
     forked, good = await asyncio.gather(call_tool(host, tool, {"fork": True}), good_calls(host, 5))
@@ -391,27 +234,12 @@ async def test_children_of_a_timed_out_worker_are_killed_with_it(
     await close_and_check(host, guard, again["pid"], during=good)
 
 
-BACKGROUND_CHILD = """
-def serve(method, params):
-    if params.get("background"):
-        child = subprocess.Popen(
-            [sys.executable, "-c", "import time; time.sleep(600)"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        with open(os.path.join(DATA, "children"), "a") as f:
-            f.write(f"{child.pid}\\n")
-    return ok(params)
-"""
-
-
 async def test_children_left_by_a_worker_do_not_outlive_the_host(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
     """The worker starts a helper in its process group and answers; at host.close() the
     worker exits on stdin EOF: its helper must not be left running as an orphan."""
-    tool = await install_fault(host, tmp_path, "background", BACKGROUND_CHILD)
+    tool = await install_fault(host, tmp_path, "background", "background_child")
     result = await call_tool(host, tool, {"background": True})
     assert result["success"] is True
     children = read_pids(tmp_path / "host" / "plugin-data" / "test.faults.background" / "children")
@@ -422,23 +250,12 @@ async def test_children_left_by_a_worker_do_not_outlive_the_host(
     assert wait_gone(children, timeout=1) == [], "the worker's child outlived the host"
 
 
-CRASH_WITH_CHILD = """
-def serve(method, params):
-    if params.get("crash"):
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-        with open(os.path.join(DATA, "children"), "a") as f:
-            f.write(f"{child.pid}\\n")
-        os._exit(4)
-    return ok(params)
-"""
-
-
 async def test_crash_is_seen_at_once_even_when_a_child_holds_stdout(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
     """The worker starts a child (which inherits its stdout) and crashes: the call fails
     when the worker exits, not when the tool's timeout runs out."""
-    tool = await install_fault(host, tmp_path, "crashchild", CRASH_WITH_CHILD, tool_timeout=2)
+    tool = await install_fault(host, tmp_path, "crashchild", "crash_with_child", tool_timeout=2)
     started = time.monotonic()
     crashed = await call_tool(host, tool, {"crash": True})
     elapsed = time.monotonic() - started
@@ -448,27 +265,10 @@ async def test_crash_is_seen_at_once_even_when_a_child_holds_stdout(
     assert elapsed < 1.5, f"the crash was reported after {elapsed:.1f} s: {crashed['error']}"
 
 
-ESCAPED_GRANDCHILD = """
-def serve(method, params):
-    if params.get("escape"):
-        # a double fork: the grandchild leaves the process group and is re-parented, but
-        # keeps the worker's stdout and stderr open
-        code = (
-            "import os, subprocess, sys; "
-            "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], "
-            "start_new_session=True); "
-            "print(c.pid, file=open(sys.argv[1], 'a'), flush=True)"
-        )
-        subprocess.run([sys.executable, "-c", code, os.path.join(DATA, "children")])
-        threading.Event().wait()
-    return ok(params)
-"""
-
-
 async def test_timeout_returns_even_when_an_escaped_grandchild_holds_the_pipes(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
-    tool = await install_fault(host, tmp_path, "escape", ESCAPED_GRANDCHILD, tool_timeout=1)
+    tool = await install_fault(host, tmp_path, "escape", "escaped_grandchild", tool_timeout=1)
     children_file = tmp_path / "host" / "plugin-data" / "test.faults.escape" / "children"
     started = time.monotonic()
     try:
@@ -488,7 +288,7 @@ async def test_timeout_returns_even_when_an_escaped_grandchild_holds_the_pipes(
 async def test_a_timeout_leaves_no_unretrieved_future_exception(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
-    tool = await install_fault(host, tmp_path, "hang", HANG, tool_timeout=1)
+    tool = await install_fault(host, tmp_path, "hang", "hang", tool_timeout=1)
     loop = asyncio.get_running_loop()
     reported: list[str] = []
     previous = loop.get_exception_handler()
@@ -507,7 +307,7 @@ async def test_a_timeout_leaves_no_unretrieved_future_exception(
 async def test_the_stderr_tail_the_host_keeps_is_bounded_in_bytes(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
-    tool = await install_fault(host, tmp_path, "flood", STDERR_FLOOD, tool_timeout=10)
+    tool = await install_fault(host, tmp_path, "flood", "stderr_flood", tool_timeout=10)
     result = await call_tool(host, tool, {"long": 2, "lines": 20})  # 40 MiB in 2 MiB lines
     assert result["success"] is True
     await asyncio.sleep(0.1)

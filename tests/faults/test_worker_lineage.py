@@ -28,48 +28,8 @@ PLUGIN_ID = "test.faults.lineage"
 TOOL = "lineage_probe"
 KIT_TIMEOUT = 300.0  # a hang guard: the kit on these workers takes seconds
 
-# A sleeper that ignores SIGTERM; {marker} makes it findable.
-SLEEPER = """
-SLEEPER = [
-    sys.executable,
-    "-c",
-    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)",
-    "{marker}",
-]
-"""
-# At start the worker leaves a child in its group, and exits cleanly on stdin EOF.
-GROUP_CHILD = """
-def startup():
-    subprocess.Popen(
-        SLEEPER, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-"""
-# At start the worker double-forks a daemon in a session of its own, stdio on /dev/null.
-DAEMON = """
-def startup():
-    first = os.fork()
-    if first == 0:
-        os.setsid()
-        if os.fork() == 0:
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(null, fd)
-            os.execv(sys.executable, SLEEPER)
-        os._exit(0)
-    os.waitpid(first, 0)
-"""
-BOTH = """
-def startup():
-    group_child()
-    daemon()
-"""
-FAULTS = {
-    "group-child": GROUP_CHILD,
-    "daemon": DAEMON,
-    "both": GROUP_CHILD.replace("startup", "group_child")
-    + DAEMON.replace("startup", "daemon")
-    + BOTH,
-}
+# The workers (tests/fixtures/workers) leave sleepers that carry the test's marker.
+FAULTS = {"group-child": "group_child", "daemon": "daemon", "both": "group_child_and_daemon"}
 
 
 def marked(marker: str) -> list[int]:
@@ -111,8 +71,9 @@ def marker() -> Iterator[str]:
 
 
 def plugin(parent: Path, marker: str, fault: str, version: str = "1.0.0") -> Path:
-    code = SLEEPER.replace("{marker}", marker) + FAULTS[fault]
-    return write_worker_plugin(parent, PLUGIN_ID, TOOL, code, version=version)
+    return write_worker_plugin(
+        parent, PLUGIN_ID, TOOL, FAULTS[fault], settings={"marker": marker}, version=version
+    )
 
 
 @pytest.mark.parametrize(

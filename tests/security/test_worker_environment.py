@@ -22,17 +22,6 @@ PLUGIN_ID = "test.security.envdump"
 TOOL = "env_dump"
 KIT_TIMEOUT = 300.0  # a hang guard
 
-# The worker writes its whole environment to DUMPS/<pid>.json at start, and returns it.
-DUMPER = """
-def startup():
-    with open(os.path.join({dumps!r}, f"{{os.getpid()}}.json"), "w") as f:
-        json.dump(dict(os.environ), f)
-
-
-def serve(method, params):
-    return {{"success": True, "summary": "env", "env": dict(os.environ)}}
-"""
-
 
 @pytest.fixture
 def secrets_set(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
@@ -50,8 +39,9 @@ def secrets_set(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 def dumper(tmp_path: Path) -> tuple[Path, Path]:
     dumps = tmp_path / "dumps"
     dumps.mkdir()
-    fault = DUMPER.format(dumps=str(dumps))
-    return write_worker_plugin(tmp_path / "src", PLUGIN_ID, TOOL, fault), dumps
+    settings = {"dumps": str(dumps)}
+    root = write_worker_plugin(tmp_path / "src", PLUGIN_ID, TOOL, "env_dump", settings=settings)
+    return root, dumps
 
 
 def assert_minimal(env: dict[str, str], values: dict[str, str], data_dir: Path | None) -> None:
