@@ -2,6 +2,9 @@
 
 migrate DIR|manifest.json   print the v2 equivalent of a legacy v1 manifest
 requirements                print the requirement catalog
+explain ID                  one requirement: its level, reason, examples and fix
+reference                   print docs/spec/requirements.md, generated from the catalog
+schemas                     print the paths of the shipped JSON Schemas
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ from importlib import resources
 from pathlib import Path
 
 from conformance.catalog import format_catalog
+from conformance.explain import UnknownRequirement, explain
 from conformance.fengyu.manifest import MANIFEST
 from conformance.fengyu.migrate import MigrationError, migrate_v1
+from conformance.reference_page import reference_page
 from conformance.sources import JsonLoadError, load_json_file
 
 
@@ -25,9 +30,22 @@ def main(argv: list[str] | None = None) -> int:
     migrate.add_argument("path", type=Path, help="plugin folder or manifest.json")
     commands.add_parser("requirements", help="print the requirement catalog")
     commands.add_parser("schemas", help="print the paths of the shipped JSON Schemas")
+    explain_ = commands.add_parser("explain", help="one requirement, its examples and fix")
+    explain_.add_argument("id", help="a requirement id, e.g. FY-MAN-006")
+    commands.add_parser("reference", help="print the generated requirement reference page")
     args = parser.parse_args(argv)
     if args.command == "requirements":
         print(format_catalog())
+        return 0
+    if args.command == "explain":
+        try:
+            print(explain(args.id))
+        except UnknownRequirement as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    if args.command == "reference":
+        print(reference_page(), end="")
         return 0
     if args.command == "schemas":
         folder = resources.files("conformance").joinpath("schemas")

@@ -8,6 +8,8 @@ from enum import StrEnum
 from functools import cache
 from importlib import resources
 
+SPEC_DIR = "docs/spec"  # the specification, relative to the repository root
+
 
 class Level(StrEnum):
     """RFC 2119 strength: MUST findings fail, SHOULD findings warn."""
@@ -27,6 +29,14 @@ class Requirement:
     profiles: tuple[str, ...]
     suite: str = "manifest"
     plugin_level: bool = False
+    reason: str = ""
+    fails: str = ""
+    passes: str = ""
+
+    @property
+    def doc(self) -> str:
+        """Where the rule is explained: a section of the project's specification."""
+        return f"{SPEC_DIR}/{self.source}"
 
     @property
     def per_tool(self) -> bool:
@@ -53,6 +63,9 @@ def load_catalog() -> dict[str, Requirement]:
             profiles=tuple(entry["profiles"]),
             suite=entry.get("suite", "manifest"),
             plugin_level=entry.get("plugin_level", False),
+            reason=entry.get("reason", ""),
+            fails=entry.get("fails", "").strip("\n"),
+            passes=entry.get("passes", "").strip("\n"),
         )
         for rid, entry in tomllib.loads(text).items()
     }
@@ -65,6 +78,6 @@ def requirement(rid: str) -> Requirement:
 def format_catalog() -> str:
     """The catalog as text, one requirement a line (for --list-requirements)."""
     return "\n".join(
-        f"{r.id:<12} {r.level.value:<6} {r.title} - {r.text} [{r.source}]"
+        f"{r.id:<12} {r.level.value:<6} {r.title} - {r.text} [{r.doc}]"
         for r in load_catalog().values()
     )

@@ -17,6 +17,7 @@ import pytest
 
 from conformance.baseline import BaselineError, load_baseline
 from conformance.catalog import format_catalog
+from conformance.explain import UnknownRequirement, explain
 from conformance.findings import Finding
 from conformance.kit import (
     UNCHECKED,
@@ -94,6 +95,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--list-requirements", action="store_true", help="print the requirement catalog and exit"
     )
     group.addoption(
+        "--conformance-explain",
+        metavar="ID",
+        help="print one requirement (level, reason, examples, fix) and exit",
+    )
+    group.addoption(
         "--worker-cmd",
         metavar="CMD",
         help="start the worker with CMD (run in the plugin folder) instead of backend/worker",
@@ -151,6 +157,12 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if config.option.list_requirements:
         print(format_catalog())
+        return 0
+    if config.option.conformance_explain:
+        try:
+            print(explain(config.option.conformance_explain))
+        except UnknownRequirement as exc:
+            raise pytest.UsageError(str(exc)) from None
         return 0
     return None
 
@@ -334,7 +346,7 @@ class ConformanceItem(pytest.Item):
 
     def _render(self, findings: list[Finding], headline: str = "") -> str:
         r = self.requirement
-        lines = [f"{r.id} ({r.level.value}) {r.title}: {r.text} [{r.source}]"]
+        lines = [f"{r.id} ({r.level.value}) {r.title}: {r.text} [{r.doc}]"]
         if headline:
             lines.append(headline)
         for finding in findings:
