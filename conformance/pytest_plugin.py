@@ -240,6 +240,10 @@ class KitSession:
         ran = report.when == "call" or (report.when == "setup" and report.skipped)
         if isinstance(item, ConformanceItem) and ran:
             report.conformance_record = json.dumps({**item.record(), "seconds": report.duration})
+            if report.skipped and isinstance(report.longrepr, tuple):
+                # A skip is the plugin's, not a line of the kit: the summary names the plugin.
+                _, _, reason = report.longrepr
+                report.longrepr = (str(item.plugin.root), None, reason)
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -294,14 +298,17 @@ class KitSession:
 
 
 class ConformanceItem(pytest.Item):
-    """One requirement checked on one plugin (or tool), named `[plugin] ID title [tool]`."""
+    """One requirement checked on one plugin (or tool), with the node id
+    `conformance.<plugin>.<suite>::<ID> <title>[<tool>]`: JUnit reports the part before "::"
+    as the classname, so CI dashboards group a run's cases by plugin and suite."""
 
     def __init__(self, *, kit: KitRun, target: Target, **kw: Any) -> None:
         plugin, requirement = target.plugin, target.requirement
-        name = f"[{kit.label(plugin)}] {requirement.id} {requirement.title}"
+        name = f"{requirement.id} {requirement.title}"
         if target.tool_name is not None:
-            name += f" [{target.tool_name}]"
-        super().__init__(name=name, nodeid=name, **kw)
+            name += f"[{target.tool_name}]"
+        nodeid = f"conformance.{kit.label(plugin)}.{requirement.suite}::{name}"
+        super().__init__(name=name, nodeid=nodeid, **kw)
         self.kit, self.target = kit, target
         self.plugin, self.requirement = plugin, requirement
         self.add_marker(pytest.mark.conformance(requirement.id))

@@ -54,8 +54,8 @@ def test_test_ids_name_plugin_requirement_and_title(pytester: pytest.Pytester) -
         "-m", "manifest", "--plugin-dir", str(SAMPLE), "--collect-only", "-q"
     )
     result.stdout.fnmatch_lines([f"{len(_requirements('fengyu-v2'))}/* tests collected*"])
-    lines = [line for line in result.stdout.lines if line.startswith("[")]
-    assert "[fan.summer.markdown] FY-MAN-004 aiTools method resolves" in lines
+    lines = [line for line in result.stdout.lines if line.startswith("conformance.")]
+    assert "conformance.fan.summer.markdown.manifest::FY-MAN-004 aiTools method resolves" in lines
     assert len(lines) == len(_requirements("fengyu-v2"))
 
 
@@ -165,8 +165,8 @@ def test_several_plugin_dirs_and_duplicate_ids_get_distinct_labels(
         "--collect-only",
         "-q",
     )
-    assert f"[fan.summer.markdown@{copy}] FY-MAN-001 manifest loads" in result.stdout.str()
-    assert "[fan.summer.markdown@" + str(SAMPLE) + "] FY-MAN-001 manifest loads" in (
+    assert f"fan.summer.markdown@{copy}.manifest::FY-MAN-001 manifest loads" in result.stdout.str()
+    assert f"fan.summer.markdown@{SAMPLE}.manifest::FY-MAN-001 manifest loads" in (
         result.stdout.str()
     )
 
@@ -178,10 +178,13 @@ def test_junit_xml_carries_requirement_properties(
     pytester.runpytest("-m", "manifest", "--plugin-dir", str(dangling), f"--junitxml={junit}")
     cases = ET.parse(junit).getroot().iter("testcase")
     properties = {
-        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
+        (case.get("classname"), case.get("name")): {
+            p.get("name"): p.get("value") for p in case.iter("property")
+        }
         for case in cases
     }
-    failing = properties["[fan.summer.markdown] FY-MAN-004 aiTools method resolves"]
+    key = ("conformance.fan.summer.markdown.manifest", "FY-MAN-004 aiTools method resolves")
+    failing = properties[key]
     assert failing == {
         "requirement": "FY-MAN-004",
         "level": "MUST",
