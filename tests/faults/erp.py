@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from reference_host.actors import Actor, ActorDirectory
-from reference_host.host import Host, HostConfig
+from reference_host.host import Host
 from reference_host.plugins import Validator
+from tests.conftest import MakeHost
 
 APP = "faults-app"
 PERMISSION = "FAULTS_DEMO"
@@ -45,10 +46,9 @@ def write_erp_plugin(folder: Path, tools: dict[str, str]) -> Path:
 
 
 def erp_host(
-    data_dir: Path, base_url: str, validator: Validator | None = None, **options: Any
+    make_host: MakeHost, base_url: str, validator: Validator | None = None, **options: Any
 ) -> Host:
-    host = Host(
-        HostConfig(data_dir=data_dir, erp_base_url=base_url), validator=validator, **options
-    )
+    """A host from the make_host fixture, on base_url as its ERP, whose actor is ALICE."""
+    host = make_host(erp_base_url=base_url, validator=validator, **options)
     host.actors = ActorDirectory(actors={ALICE.name: ALICE})
     return host

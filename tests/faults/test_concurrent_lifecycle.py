@@ -27,9 +27,10 @@ import reference_host.plugins
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.events import Event
-from reference_host.host import Host, HostConfig
+from reference_host.host import Host
 from reference_host.tools import CallContext
 from sample_plugins.erp_backends import serve_backends
+from tests.conftest import MakeHost
 from tests.faults.conftest import GOOD_TOOL, ProcessGuard
 from tests.faults.erp import PREFIX, erp_host, write_erp_plugin
 from tests.faults.support import call_tool, write_worker_plugin
@@ -153,9 +154,9 @@ def check_events(run: int, events: list[Event]) -> None:
 
 
 async def test_runs_see_one_snapshot_and_lose_no_event_while_plugins_change(
-    tmp_path: Path, erp_url: str, guard: ProcessGuard
+    tmp_path: Path, erp_url: str, guard: ProcessGuard, make_host: MakeHost
 ) -> None:
-    host = erp_host(tmp_path / "host", erp_url, builtins=[EchoTool()])
+    host = erp_host(make_host, erp_url, builtins=[EchoTool()])
     sources = {
         "v1": write_erp_plugin(tmp_path / "erp-v1", V1_TOOLS),
         "v2": write_erp_plugin(tmp_path / "erp-v2", V2_TOOLS),
@@ -198,9 +199,9 @@ async def test_runs_see_one_snapshot_and_lose_no_event_while_plugins_change(
 
 
 async def test_calls_during_a_worker_upgrade_reach_the_old_or_the_new_worker(
-    tmp_path: Path, guard: ProcessGuard
+    tmp_path: Path, guard: ProcessGuard, make_host: MakeHost
 ) -> None:
-    host = Host(HostConfig(data_dir=tmp_path / "host"))
+    host = make_host()
     versions = [
         write_worker_plugin(
             tmp_path / "src", "test.faults.upgrade", "upgrade_probe", "slow_exit", version=v
@@ -226,9 +227,9 @@ async def test_calls_during_a_worker_upgrade_reach_the_old_or_the_new_worker(
 
 
 async def test_a_disable_during_an_upgrade_is_not_undone(
-    tmp_path: Path, erp_url: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, erp_url: str, monkeypatch: pytest.MonkeyPatch, make_host: MakeHost
 ) -> None:
-    host = erp_host(tmp_path / "host", erp_url)
+    host = erp_host(make_host, erp_url)
     entered, release = threading.Event(), threading.Event()
 
     copy = reference_host.plugins.copy_plain_tree
@@ -255,4 +256,3 @@ async def test_a_disable_during_an_upgrade_is_not_undone(
         assert EXTRA not in host.registry.snapshot().names()
     finally:
         release.set()
-        await host.close()

@@ -8,7 +8,7 @@ import asyncio
 import json
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from conformance.install_validation import kit_validator
 from reference_host.host import Host
 from reference_host.rest import dispatch
 from sample_plugins.erp_backends import serve_backends
+from tests.conftest import MakeHost
 from tests.faults.erp import PREFIX, erp_host, write_erp_plugin
 from tests.faults.support import CONTEXT, call_tool, is_failure_envelope
 
@@ -113,11 +114,10 @@ def erp_url() -> Iterator[str]:
 
 
 @pytest.fixture
-async def host(tmp_path: Path, erp_url: str) -> AsyncIterator[Host]:
-    host = erp_host(tmp_path / "host", erp_url, kit_validator)
+async def host(tmp_path: Path, erp_url: str, make_host: MakeHost) -> Host:
+    host = erp_host(make_host, erp_url, kit_validator)
     await host.install(write_erp_plugin(tmp_path / "faults-erp", TOOLS))
-    yield host
-    await host.close()
+    return host
 
 
 async def timed(host: Host, tool: str, mode: str) -> tuple[dict, float]:
@@ -182,17 +182,14 @@ async def test_a_broken_answer_gives_the_failure_and_the_next_call_works(
 
 
 async def test_an_erp_that_refuses_connections_gives_the_failure_quickly(
-    tmp_path: Path,
+    tmp_path: Path, make_host: MakeHost
 ) -> None:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
         url = f"http://127.0.0.1:{closed.getsockname()[1]}"
-        host = erp_host(tmp_path / "host", url)
-        try:
-            await host.install(write_erp_plugin(tmp_path / "faults-erp", TOOLS))
-            result, seconds = await timed(host, "faults_error_get", "ok")
-        finally:
-            await host.close()
+        host = erp_host(make_host, url)
+        await host.install(write_erp_plugin(tmp_path / "faults-erp", TOOLS))
+        result, seconds = await timed(host, "faults_error_get", "ok")
     assert is_failure_envelope(result)
     assert result["error"].startswith(f"cannot connect for GET {PREFIX}/error")
     assert seconds < 1

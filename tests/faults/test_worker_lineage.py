@@ -19,8 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from reference_host.host import Host, HostConfig
-from tests.conftest import REPO
+from tests.conftest import REPO, MakeHost
 from tests.faults.conftest import ProcessGuard
 from tests.faults.support import call_tool, write_worker_plugin
 
@@ -102,24 +101,26 @@ def test_a_kit_run_leaves_no_process_of_the_worker(
 @pytest.mark.parametrize("fault", ["group-child", "daemon"])
 @pytest.mark.parametrize("operation", ["disable", "uninstall", "upgrade", "close"])
 async def test_a_lifecycle_operation_ends_what_the_worker_started(
-    tmp_path: Path, guard: ProcessGuard, marker: str, fault: str, operation: str
+    tmp_path: Path,
+    guard: ProcessGuard,
+    marker: str,
+    fault: str,
+    operation: str,
+    make_host: MakeHost,
 ) -> None:
-    host = Host(HostConfig(data_dir=tmp_path / "host"))
-    try:
-        await host.install(plugin(tmp_path / "src", marker, fault))
-        assert (await call_tool(host, TOOL))["success"] is True
-        assert len(wait_marked(marker, 1)) == 1
-        if operation == "disable":
-            await host.disable(PLUGIN_ID)
-        elif operation == "uninstall":
-            await host.uninstall(PLUGIN_ID)
-        elif operation == "upgrade":
-            await host.install(plugin(tmp_path / "src", marker, fault, version="1.0.1"))
-        else:
-            await host.close()
-        assert left(marker) == [], f"the worker's process outlived {operation}"
-    finally:
+    host = make_host()
+    await host.install(plugin(tmp_path / "src", marker, fault))
+    assert (await call_tool(host, TOOL))["success"] is True
+    assert len(wait_marked(marker, 1)) == 1
+    if operation == "disable":
+        await host.disable(PLUGIN_ID)
+    elif operation == "uninstall":
+        await host.uninstall(PLUGIN_ID)
+    elif operation == "upgrade":
+        await host.install(plugin(tmp_path / "src", marker, fault, version="1.0.1"))
+    else:
         await host.close()
+    assert left(marker) == [], f"the worker's process outlived {operation}"
 
 
 HOST_CHILD = """
@@ -140,7 +141,7 @@ asyncio.run(main())
 
 
 async def test_a_host_ends_at_start_what_a_killed_host_left(
-    tmp_path: Path, guard: ProcessGuard, marker: str
+    tmp_path: Path, guard: ProcessGuard, marker: str, make_host: MakeHost
 ) -> None:
     """A host process is SIGKILLed after its worker started a group child and a daemon: both
     survive it; the next host on the same data folder ends them as it starts."""
@@ -164,8 +165,5 @@ async def test_a_host_ends_at_start_what_a_killed_host_left(
     survivors = marked(marker)
     guard.track(survivors)
     assert len(survivors) == 2, "the fixture's processes should outlive a killed host"
-    host = Host(HostConfig(data_dir=data_dir))
-    try:
-        assert left(marker) == [], "the new host left the killed host's worker processes"
-    finally:
-        await host.close()
+    make_host(data_dir=data_dir)  # the next host on the folder: ends what it finds as it starts
+    assert left(marker) == [], "the new host left the killed host's worker processes"

@@ -33,13 +33,12 @@ from reference_host import events
 from reference_host.agent.models import ChatModel, Message, ModelTurn, ScriptedModel, ToolCall
 from reference_host.approval import ApprovalPolicy
 from reference_host.events import Event
-from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
 from reference_host.http.streaming import PUMP_AHEAD, sse_frames
 from reference_host.loopback import serve_on_loopback
 from reference_host.sse import SSEComment, SSEEvent, SSEItem, SSEParser, parse
 from reference_host.tools import CallContext
-from tests.conftest import FIXTURE_PLUGINS, REPO
+from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
 
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
 EXCEL = REPO / "sample_plugins" / "fan.summer.excel"
@@ -64,9 +63,10 @@ class Echo:
 
 @dataclass
 class Server:
-    """create_app on uvicorn on 127.0.0.1:<free port>, its Host made and closed in the
-    server's own event loop (reference_host.loopback)."""
+    """create_app on uvicorn on 127.0.0.1:<free port>, its Host made (by the make_host
+    fixture) and closed in the server's own event loop (reference_host.loopback)."""
 
+    make_host: MakeHost
     data: Path
     files: Path
     approval: ApprovalPolicy
@@ -101,8 +101,10 @@ class Server:
 
     @contextlib.asynccontextmanager
     async def _app(self) -> AsyncIterator[Any]:
-        host = Host(
-            HostConfig(data_dir=self.data, allowed_roots=(self.files,), approval=self.approval),
+        host = self.make_host(
+            data_dir=self.data,
+            allowed_roots=(self.files,),
+            approval=self.approval,
             validator=kit_validator,
             builtins=[Echo()],
         )
@@ -115,9 +117,10 @@ class Server:
 
 
 @pytest.fixture
-def serve(tmp_path: Path) -> Iterator[Callable[..., Server]]:
+def serve(tmp_path: Path, make_host: MakeHost) -> Iterator[Callable[..., Server]]:
     """Start servers (ask-approval and a 15 s keep-alive unless told otherwise); all are
-    stopped at teardown."""
+    stopped at teardown (each closes its host; make_host's own close, later, finds it
+    closed)."""
     started: list[Server] = []
 
     def start(
@@ -126,6 +129,7 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Server]]:
         files = tmp_path / "files"
         files.mkdir(exist_ok=True)
         server = Server(
+            make_host,
             tmp_path / f"host-{name}",
             files,
             approval or ApprovalPolicy(timeout=10),
@@ -727,13 +731,10 @@ async def test_a_stream_not_being_read_holds_its_run_back() -> None:
     await frames.aclose()
 
 
-def test_keep_alive_must_be_positive(tmp_path: Path) -> None:
-    host = Host(HostConfig(data_dir=tmp_path / "h"))
-    try:
-        with pytest.raises(ValueError):
-            create_app(host, lambda: ScriptedModel([]), keep_alive=0)
-    finally:
-        asyncio.run(host.close())
+async def test_keep_alive_must_be_positive(tmp_path: Path, make_host: MakeHost) -> None:
+    host = make_host(data_dir=tmp_path / "h")
+    with pytest.raises(ValueError):
+        create_app(host, lambda: ScriptedModel([]), keep_alive=0)
 
 
 # -- the command line --------------------------------------------------------------------

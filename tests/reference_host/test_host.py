@@ -14,7 +14,7 @@ from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.events import Event
-from reference_host.host import Host, HostConfig
+from reference_host.host import Host
 from reference_host.plugins import PluginError
 from reference_host.tools import CallContext
 from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
@@ -113,18 +113,14 @@ async def test_upgrade_is_an_install_of_the_same_id(host: Host, tmp_path: Path) 
     assert info.version == "1.1.0" and len(host.plugins.list()) == 1
 
 
-async def test_state_survives_a_restart(tmp_path: Path) -> None:
-    config = HostConfig(data_dir=tmp_path / "host")
-    first = Host(config)
+async def test_state_survives_a_restart(make_host: MakeHost) -> None:
+    first = make_host()  # tmp_path / "host", reopened below
     await first.install(MARKDOWN)
     await first.disable("fan.summer.markdown")
     await first.close()
-    second = Host(config)
-    try:
-        (info,) = second.plugins.list()
-        assert (info.id, info.enabled) == ("fan.summer.markdown", False)
-    finally:
-        await second.close()
+    second = make_host()
+    (info,) = second.plugins.list()
+    assert (info.id, info.enabled) == ("fan.summer.markdown", False)
 
 
 async def test_uninstall(host: Host) -> None:
@@ -181,52 +177,46 @@ class SendTool:
         return '{"success": true}'
 
 
-async def test_unknown_tool_and_denied_external_tool(tmp_path: Path) -> None:
-    config = HostConfig(data_dir=tmp_path / "h", approval=ApprovalPolicy(external=Decision.DENY))
-    host = Host(config, builtins=[SendTool()])
-    try:
-        events = await run(host, call("nope", {}), call("send_mail", {}, "call-2"))
-        outputs = [json.loads(e.data["output"]) for e in events if e.data.get("phase") == "result"]
-        assert outputs == [
-            {"success": False, "error": "unknown tool: nope"},
-            {"success": False, "error": "the call to send_mail was not approved"},
-        ]
-        assert SendTool.calls == 0
-    finally:
-        await host.close()
+async def test_unknown_tool_and_denied_external_tool(tmp_path: Path, make_host: MakeHost) -> None:
+    host = make_host(
+        data_dir=tmp_path / "h",
+        approval=ApprovalPolicy(external=Decision.DENY),
+        builtins=[SendTool()],
+    )
+    events = await run(host, call("nope", {}), call("send_mail", {}, "call-2"))
+    outputs = [json.loads(e.data["output"]) for e in events if e.data.get("phase") == "result"]
+    assert outputs == [
+        {"success": False, "error": "unknown tool: nope"},
+        {"success": False, "error": "the call to send_mail was not approved"},
+    ]
+    assert SendTool.calls == 0
 
 
-async def test_approval_asked_and_granted(tmp_path: Path) -> None:
-    host = Host(HostConfig(data_dir=tmp_path / "h", approval=ApprovalPolicy(timeout=5)))
-    try:
-        await host.install(EXCEL)
-        model = ScriptedModel(
-            [call("excel_execute", {"outputDir": "/nonexistent"}), ModelTurn(text="ok")]
-        )
-        seen: list[Event] = []
-        async for event in host.chat("split", model=model, conversation_id="c"):
-            seen.append(event)
-            if event.type == "approval":
-                assert host.approvals.decide(event.data["id"], True)
-        kinds = [(e.type, e.data.get("phase")) for e in seen]
-        assert kinds[:3] == [("tool", "call"), ("approval", None), ("tool", "result")]
-        assert "not approved" not in seen[2].data["output"]
-    finally:
-        await host.close()
+async def test_approval_asked_and_granted(tmp_path: Path, make_host: MakeHost) -> None:
+    host = make_host(data_dir=tmp_path / "h", approval=ApprovalPolicy(timeout=5))
+    await host.install(EXCEL)
+    model = ScriptedModel(
+        [call("excel_execute", {"outputDir": "/nonexistent"}), ModelTurn(text="ok")]
+    )
+    seen: list[Event] = []
+    async for event in host.chat("split", model=model, conversation_id="c"):
+        seen.append(event)
+        if event.type == "approval":
+            assert host.approvals.decide(event.data["id"], True)
+    kinds = [(e.type, e.data.get("phase")) for e in seen]
+    assert kinds[:3] == [("tool", "call"), ("approval", None), ("tool", "result")]
+    assert "not approved" not in seen[2].data["output"]
 
 
-async def test_approval_times_out_as_denial(tmp_path: Path) -> None:
-    host = Host(HostConfig(data_dir=tmp_path / "h", approval=ApprovalPolicy(timeout=0.2)))
-    try:
-        await host.install(EXCEL)
-        events = await run(host, call("excel_execute", {"outputDir": "/tmp"}))
-        assert events[1].type == "approval"
-        assert json.loads(events[2].data["output"]) == {
-            "success": False,
-            "error": "the call to excel_execute was not approved",
-        }
-    finally:
-        await host.close()
+async def test_approval_times_out_as_denial(tmp_path: Path, make_host: MakeHost) -> None:
+    host = make_host(data_dir=tmp_path / "h", approval=ApprovalPolicy(timeout=0.2))
+    await host.install(EXCEL)
+    events = await run(host, call("excel_execute", {"outputDir": "/tmp"}))
+    assert events[1].type == "approval"
+    assert json.loads(events[2].data["output"]) == {
+        "success": False,
+        "error": "the call to excel_execute was not approved",
+    }
 
 
 def _context() -> CallContext:

@@ -34,7 +34,7 @@ from reference_host.tools import CallContext
 from reference_host.workflow.canvas import Canvas, WorkflowError
 from reference_host.workflow.runner import run_saved
 from reference_host.workflow.store import WorkflowStore
-from tests.conftest import REPO
+from tests.conftest import REPO, MakeHost
 
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
 RENDER = "fan.summer.markdown:markdown_render"
@@ -112,14 +112,24 @@ def fakes() -> dict[str, Fake]:
     }
 
 
-def make_host(
-    path: Path, tools: dict[str, Fake] | None = None, policy: ApprovalPolicy | None = None
-) -> Host:
-    config = HostConfig(
-        data_dir=path,
-        approval=policy or ApprovalPolicy(write=Decision.ALLOW, external=Decision.DENY),
-    )
-    return Host(config, builtins=list((tools or {}).values()))
+# Workflow hosts allow writes without asking and deny external calls, unless a test says.
+POLICY = ApprovalPolicy(write=Decision.ALLOW, external=Decision.DENY)
+FlowHost = Callable[..., Host]
+
+
+@pytest.fixture
+def flow_host(make_host: MakeHost) -> FlowHost:
+    """`flow_host(data_dir, tools, policy)`: a host from make_host with the fakes as its
+    built-ins and POLICY unless another policy is given."""
+
+    def build(
+        path: Path, tools: dict[str, Fake] | None = None, policy: ApprovalPolicy | None = None
+    ) -> Host:
+        return make_host(
+            data_dir=path, approval=policy or POLICY, builtins=list((tools or {}).values())
+        )
+
+    return build
 
 
 @pytest.fixture
@@ -128,10 +138,8 @@ def tools() -> dict[str, Fake]:
 
 
 @pytest.fixture
-async def host(tmp_path: Path, tools: dict[str, Fake]):
-    host = make_host(tmp_path / "host", tools)
-    yield host
-    await host.close()
+def host(tmp_path: Path, tools: dict[str, Fake], flow_host: FlowHost) -> Host:
+    return flow_host(tmp_path / "host", tools)
 
 
 @pytest.fixture
@@ -305,22 +313,21 @@ async def test_unknown_workflow_is_not_found(host: Host) -> None:
         assert raised.value.kind == "not_found"
 
 
-async def test_workflows_live_in_the_host_database_and_survive_a_restart(tmp_path: Path) -> None:
-    first = make_host(tmp_path / "h", fakes())
+async def test_workflows_live_in_the_host_database_and_survive_a_restart(
+    tmp_path: Path, flow_host: FlowHost
+) -> None:
+    first = flow_host(tmp_path / "h", fakes())
     Canvas.for_host(first).save(workflow(node("c", "builtin:collect", {"value": 1})))
     await first.close()
     with sqlite3.connect(tmp_path / "h" / "host.sqlite3") as db:
         (name, definition) = db.execute("SELECT name, definition FROM workflows").fetchone()
     assert name == "Test flow" and json.loads(definition)["nodes"][0]["id"] == "c"
-    second = make_host(tmp_path / "h", fakes())
-    try:
-        canvas = Canvas.for_host(second)
-        assert canvas.load("wf1")["nodes"][0]["available"]
-        assert [w["id"] for w in canvas.workflows.list()] == ["wf1"]
-        canvas.delete("wf1")
-        assert canvas.workflows.list() == []
-    finally:
-        await second.close()
+    second = flow_host(tmp_path / "h", fakes())
+    canvas = Canvas.for_host(second)
+    assert canvas.load("wf1")["nodes"][0]["available"]
+    assert [w["id"] for w in canvas.workflows.list()] == ["wf1"]
+    canvas.delete("wf1")
+    assert canvas.workflows.list() == []
 
 
 def test_workflow_store_on_a_plain_store(tmp_path: Path) -> None:
@@ -523,24 +530,23 @@ async def test_a_result_that_is_not_json_binds_whole_as_text(
     assert tools["collect"].received == [{"value": "not json either way"}]
 
 
-async def test_a_bound_field_missing_from_the_result_ends_the_run(tmp_path: Path) -> None:
+async def test_a_bound_field_missing_from_the_result_ends_the_run(
+    tmp_path: Path, flow_host: FlowHost
+) -> None:
     tools = fakes()
     tools["collect"].reply = lambda args: {"success": True}  # declares count, omits it
-    host = make_host(tmp_path / "h", tools)
-    try:
-        Canvas.for_host(host).save(
-            workflow(
-                node("a", "builtin:collect", {"value": 1}),
-                node("b", "builtin:collect", value=("a", "count")),
-            )
+    host = flow_host(tmp_path / "h", tools)
+    Canvas.for_host(host).save(
+        workflow(
+            node("a", "builtin:collect", {"value": 1}),
+            node("b", "builtin:collect", value=("a", "count")),
         )
-        events = await run(host, "wf1")
-        assert tool_events(events) == [("call", "a"), ("result", "a")]
-        assert events[-1].data == {
-            "message": "node 'b': input 'value': the result of node 'a' has no field 'count'"
-        }
-    finally:
-        await host.close()
+    )
+    events = await run(host, "wf1")
+    assert tool_events(events) == [("call", "a"), ("result", "a")]
+    assert events[-1].data == {
+        "message": "node 'b': input 'value': the result of node 'a' has no field 'count'"
+    }
 
 
 async def test_run_refuses_a_node_with_inputs_the_tool_lost(host: Host, tmp_path: Path) -> None:
@@ -558,58 +564,50 @@ async def test_run_refuses_a_node_with_inputs_the_tool_lost(host: Host, tmp_path
     )
 
 
-async def test_approval_in_a_run(tmp_path: Path) -> None:
+async def test_approval_in_a_run(tmp_path: Path, flow_host: FlowHost) -> None:
     tools = fakes()
-    host = make_host(tmp_path / "h", tools, ApprovalPolicy(timeout=5))
-    try:
-        canvas = Canvas.for_host(host)
-        canvas.save(
-            workflow(
-                node("c", "builtin:collect", {"value": "v"}),
-                node("w", "builtin:write", text=("c", None)),
-            )
+    host = flow_host(tmp_path / "h", tools, ApprovalPolicy(timeout=5))
+    canvas = Canvas.for_host(host)
+    canvas.save(
+        workflow(
+            node("c", "builtin:collect", {"value": "v"}),
+            node("w", "builtin:write", text=("c", None)),
         )
-        seen: list[Event] = []
-        async for event in run_saved(host, canvas.raw("wf1")):
-            seen.append(event)
-            if event.type == "approval":
-                assert event.data["callId"] == "w" and event.data["effect"] == "write"
-                assert json.loads(event.data["arguments"]) == {
-                    "text": {"success": True, "count": 3}
-                }
-                assert host.approvals.decide(event.data["id"], True)
-        kinds = [(e.type, e.data.get("phase"), e.data.get("id")) for e in seen]
-        assert kinds[2:] == [
-            ("tool", "call", "w"),
-            ("approval", None, seen[3].data["id"]),
-            ("tool", "result", "w"),
-            ("done", None, None),
-        ]
-        assert tools["write"].received == [{"text": {"success": True, "count": 3}}]
+    )
+    seen: list[Event] = []
+    async for item in run_saved(host, canvas.raw("wf1")):
+        seen.append(item)
+        if item.type == "approval":
+            assert item.data["callId"] == "w" and item.data["effect"] == "write"
+            assert json.loads(item.data["arguments"]) == {"text": {"success": True, "count": 3}}
+            assert host.approvals.decide(item.data["id"], True)
+    kinds = [(e.type, e.data.get("phase"), e.data.get("id")) for e in seen]
+    assert kinds[2:] == [
+        ("tool", "call", "w"),
+        ("approval", None, seen[3].data["id"]),
+        ("tool", "result", "w"),
+        ("done", None, None),
+    ]
+    assert tools["write"].received == [{"text": {"success": True, "count": 3}}]
 
-        denied: list[Event] = []
-        async for event in run_saved(host, canvas.raw("wf1")):
-            denied.append(event)
-            if event.type == "approval":
-                host.approvals.decide(event.data["id"], False)
-        assert denied[-1].data == {
-            "message": "node 'w' (builtin:write) failed: the call to write was not approved"
-        }
-        assert len(tools["write"].received) == 1
-    finally:
-        await host.close()
+    denied: list[Event] = []
+    async for item in run_saved(host, canvas.raw("wf1")):
+        denied.append(item)
+        if item.type == "approval":
+            host.approvals.decide(item.data["id"], False)
+    assert denied[-1].data == {
+        "message": "node 'w' (builtin:write) failed: the call to write was not approved"
+    }
+    assert len(tools["write"].received) == 1
 
 
-async def test_denied_by_policy_without_asking(tmp_path: Path) -> None:
+async def test_denied_by_policy_without_asking(tmp_path: Path, flow_host: FlowHost) -> None:
     tools = fakes()
-    host = make_host(tmp_path / "h", tools, ApprovalPolicy(write=Decision.DENY))
-    try:
-        Canvas.for_host(host).save(workflow(node("w", "builtin:write", {"text": 1})))
-        events = await run(host, "wf1")
-        assert [e.type for e in events] == ["tool", "tool", "error"]
-        assert tools["write"].received == []
-    finally:
-        await host.close()
+    host = flow_host(tmp_path / "h", tools, ApprovalPolicy(write=Decision.DENY))
+    Canvas.for_host(host).save(workflow(node("w", "builtin:write", {"text": 1})))
+    events = await run(host, "wf1")
+    assert [e.type for e in events] == ["tool", "tool", "error"]
+    assert tools["write"].received == []
 
 
 # -- HTTP ----------------------------------------------------------------------------------------
@@ -935,7 +933,8 @@ def check(
 
 async def lifecycle(data: st.DataObject, root: Path) -> None:
     specs = {t: data.draw(tool_specs(), label=t) for names in PLUGINS.values() for t in names}
-    host = make_host(root / "host")
+    # Not make_host: each example runs in its own event loop (asyncio.run) and folder.
+    host = Host(HostConfig(data_dir=root / "host", approval=POLICY))
     try:
         versions = 0
 

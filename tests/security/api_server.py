@@ -1,8 +1,8 @@
 """The host's HTTP API for the HTTP security tests: in-process (httpx over ASGI) or on a
 real uvicorn at 127.0.0.1:<free port>, plus a log meter and raw HTTP/1.1 on one connection.
 
-Each host lives in the test's tmp_path and has the scripted model, so a chat or a workflow
-run ends at once.
+Each host comes from the make_host fixture (in the test's tmp_path) and has the scripted
+model, so a chat or a workflow run ends at once.
 """
 
 from __future__ import annotations
@@ -13,16 +13,15 @@ import json
 import logging
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
 from reference_host.loopback import serve_on_loopback
+from tests.conftest import MakeHost
 
 TIMEOUT = 30.0
 
@@ -31,16 +30,13 @@ def model() -> ScriptedModel:
     return ScriptedModel([ModelTurn(text="ok")])
 
 
-def host_config(tmp_path: Path, **options: Any) -> HostConfig:
-    return HostConfig(data_dir=tmp_path / "host", **options)
-
-
 @contextlib.asynccontextmanager
 async def asgi_client(
-    tmp_path: Path, base_url: str = "http://127.0.0.1", **options: Any
+    make_host: MakeHost, base_url: str = "http://127.0.0.1", **options: Any
 ) -> AsyncIterator[httpx.AsyncClient]:
-    """An httpx client on create_app in-process (the Host closed at the end)."""
-    host = Host(host_config(tmp_path, **options))
+    """An httpx client on create_app in-process, on a host from the make_host fixture with
+    these HostConfig options (the Host closed at the end)."""
+    host = make_host(**options)
     try:
         app = create_app(host, model)
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
@@ -53,12 +49,13 @@ async def asgi_client(
 
 
 @contextlib.contextmanager
-def served(tmp_path: Path, **options: Any) -> Iterator[tuple[str, int]]:
-    """create_app on uvicorn on loopback; yields (address, port)."""
+def served(make_host: MakeHost, **options: Any) -> Iterator[tuple[str, int]]:
+    """create_app on uvicorn on loopback (in a thread of this process), on a host from the
+    make_host fixture made and closed in the server's event loop; yields (address, port)."""
 
     @contextlib.asynccontextmanager
     async def make() -> AsyncIterator[Any]:
-        host = Host(host_config(tmp_path, **options))
+        host = make_host(**options)
         try:
             yield create_app(host, model)
         finally:

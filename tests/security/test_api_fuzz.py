@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +33,9 @@ from schemathesis.generation import GenerationMode
 from conformance.install_validation import kit_validator
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.approval import ApprovalPolicy, Decision
-from reference_host.host import DEFAULT_ALLOWED_HOSTS, Host, HostConfig
+from reference_host.host import DEFAULT_ALLOWED_HOSTS, Host
 from reference_host.http.app import create_app
+from tests.conftest import MakeHost
 from tests.security.conftest import MARKDOWN, copy_sample
 
 PLUGIN = "fan.summer.markdown"
@@ -67,22 +67,18 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def api_host(tmp_path: Path, sandbox: Path) -> Iterator[Host]:
+def api_host(tmp_path: Path, sandbox: Path, make_host: MakeHost) -> Host:
     files = tmp_path / "files"
     files.mkdir()
     (files / "doc.md").write_text("# Doc\n")
-    host = Host(
-        HostConfig(
-            data_dir=tmp_path / "host",
-            allowed_roots=(files,),
-            allowed_hosts=(*DEFAULT_ALLOWED_HOSTS, TEST_HOST),
-            approval=ApprovalPolicy(write=Decision.DENY, external=Decision.DENY, timeout=1),
-        ),
+    host = make_host(
+        allowed_roots=(files,),
+        allowed_hosts=(*DEFAULT_ALLOWED_HOSTS, TEST_HOST),
+        approval=ApprovalPolicy(write=Decision.DENY, external=Decision.DENY, timeout=1),
         validator=kit_validator,
     )
     asyncio.run(host.install(copy_sample(MARKDOWN, tmp_path)))
-    yield host
-    asyncio.run(host.close())
+    return host
 
 
 def as_served(app: Any) -> Any:

@@ -19,7 +19,6 @@ and again before dispatch, like servlet `..;` segments.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +29,9 @@ from conformance.install_validation import kit_validator
 from conformance.kit import KitRun, Status, Verdict
 from reference_host.actors import ActorDirectory
 from reference_host.approval import ApprovalPolicy, Decision
-from reference_host.host import Host, HostConfig
+from reference_host.host import Host
 from reference_host.plugins import PluginError
+from tests.conftest import MakeHost
 from tests.security.conftest import (
     SEC_PLUGIN,
     Recorder,
@@ -66,13 +66,11 @@ def plugin_with_path(tmp_path: Path, path: str, **options: Any) -> Path:
     )
 
 
-async def make_host(tmp_path: Path, base_url: str, *, validate: bool = True) -> Host:
-    host = Host(
-        HostConfig(
-            data_dir=tmp_path / "host",
-            erp_base_url=base_url,
-            approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.ALLOW),
-        ),
+def erp_host(make_host: MakeHost, base_url: str, *, validate: bool = True) -> Host:
+    """A host from the make_host fixture on base_url as its ERP, whose actor is ROOT."""
+    host = make_host(
+        erp_base_url=base_url,
+        approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.ALLOW),
         validator=kit_validator if validate else None,
     )
     host.actors = ActorDirectory.of(ROOT)
@@ -80,12 +78,8 @@ async def make_host(tmp_path: Path, base_url: str, *, validate: bool = True) -> 
 
 
 @pytest.fixture
-async def host(tmp_path: Path, backend_url: str) -> AsyncIterator[Host]:
-    host = await make_host(tmp_path, backend_url)
-    try:
-        yield host
-    finally:
-        await host.close()
+def host(backend_url: str, make_host: MakeHost) -> Host:
+    return erp_host(make_host, backend_url)
 
 
 async def call_tool(host: Host, name: str, arguments: dict[str, Any]) -> list:
@@ -288,11 +282,11 @@ RECHECKED = {
 
 @pytest.mark.parametrize("path", RECHECKED.values(), ids=RECHECKED.keys())
 async def test_dispatch_rechecks_the_namespace_even_without_install_validation(
-    tmp_path: Path, backend_url: str, hits: Recorder, path: str
+    tmp_path: Path, backend_url: str, hits: Recorder, path: str, make_host: MakeHost
 ) -> None:
     """A host installing without the kit (or a tampered store) still never calls out of
     the namespace: the rule is checked again before every dispatch."""
-    host = await make_host(tmp_path, backend_url, validate=False)
+    host = erp_host(make_host, backend_url, validate=False)
     try:
         tool = erp_tool(f"{SEC_PLUGIN}.item.get", path)
         tool["handlerConfig"]["path"] = path
@@ -308,12 +302,8 @@ async def test_dispatch_rechecks_the_namespace_even_without_install_validation(
 
 
 @pytest.fixture
-async def servlet_host(tmp_path: Path, servlet_url: str) -> AsyncIterator[Host]:
-    host = await make_host(tmp_path, servlet_url)
-    try:
-        yield host
-    finally:
-        await host.close()
+def servlet_host(servlet_url: str, make_host: MakeHost) -> Host:
+    return erp_host(make_host, servlet_url)
 
 
 @pytest.mark.parametrize("value", ["a/b", "../../../admin", "..%2f..%2fadmin", "%2e%2e", "..;"])
@@ -331,10 +321,10 @@ async def test_servlet_erp_keeps_values_in_their_segment(
 
 
 async def test_semicolon_dotdot_template_never_reaches_admin_on_a_servlet_erp(
-    tmp_path: Path, servlet_url: str, hits: Recorder
+    tmp_path: Path, servlet_url: str, hits: Recorder, make_host: MakeHost
 ) -> None:
     """Installed without validation, '/..;/' is still refused before it is sent."""
-    host = await make_host(tmp_path, servlet_url, validate=False)
+    host = erp_host(make_host, servlet_url, validate=False)
     try:
         await host.install(plugin_with_path(tmp_path, SERVLET_PARAMETERS["dotdot-semicolon"]))
         error = the_failure(await call_tool(host, "sec-plugin_item_get", {}))

@@ -25,8 +25,9 @@ from plugin_spec.filerefs import FileClass
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.grants import GrantStore
-from reference_host.host import Host, HostConfig
+from reference_host.host import Host
 from reference_host.http.app import create_app
+from tests.conftest import MakeHost
 from tests.security.conftest import (
     EXCEL,
     MARKDOWN,
@@ -62,7 +63,7 @@ class Setup:
 
 
 @pytest.fixture
-async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
+async def setup(tmp_path: Path, make_host: MakeHost) -> Setup:
     files = tmp_path / "files"
     outside = tmp_path / "outside"
     (files / "out").mkdir(parents=True)
@@ -71,22 +72,16 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
     doc.write_text("# Public\n", "utf-8")
     secret = outside / "secret.md"
     secret.write_text("# TOP-SECRET\n", "utf-8")
-    host = Host(
-        HostConfig(
-            data_dir=tmp_path / "host",
-            allowed_roots=(files,),
-            approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.DENY),
-        ),
+    host = make_host(
+        allowed_roots=(files,),
+        approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.DENY),
         validator=kit_validator,
     )
     sent = Dispatched()
     host.manager.observers.append(sent)
-    try:
-        await host.install(copy_sample(MARKDOWN, tmp_path))
-        await host.install(copy_sample(EXCEL, tmp_path))
-        yield Setup(host, files, outside, doc, secret, sent)
-    finally:
-        await host.close()
+    await host.install(copy_sample(MARKDOWN, tmp_path))
+    await host.install(copy_sample(EXCEL, tmp_path))
+    return Setup(host, files, outside, doc, secret, sent)
 
 
 def outline(arguments: Any) -> ModelTurn:

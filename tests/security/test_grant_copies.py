@@ -16,7 +16,7 @@ import pytest
 from plugin_spec.filerefs import FileClass, FileRefError
 from reference_host import grant_copies
 from reference_host.grants import GrantStore
-from reference_host.host import Host, HostConfig
+from tests.conftest import MakeHost
 
 SECRET = "TOP-SECRET"
 
@@ -187,16 +187,15 @@ def test_copies_are_removed_when_forgotten_and_when_the_store_closes(
     assert not (tmp_path / "data" / "p" / "filerefs").exists()
 
 
-async def test_a_host_removes_copies_a_previous_run_left(shared: Path, tmp_path: Path) -> None:
+async def test_a_host_removes_copies_a_previous_run_left(
+    shared: Path, tmp_path: Path, make_host: MakeHost
+) -> None:
     left = tmp_path / "host" / "plugin-data" / "some.plugin" / "filerefs" / "ref_x" / "read"
     left.mkdir(parents=True)
     (left / "a.md").write_text("stale")
-    host = Host(HostConfig(data_dir=tmp_path / "host", allowed_roots=(shared,)))
-    try:
-        assert not left.parent.parent.exists()
-        assert (tmp_path / "host" / "plugin-data" / "some.plugin").is_dir()
-    finally:
-        await host.close()
+    make_host(allowed_roots=(shared,))  # data_dir: tmp_path / "host"
+    assert not left.parent.parent.exists()
+    assert (tmp_path / "host" / "plugin-data" / "some.plugin").is_dir()
 
 
 def test_a_file_grant_in_a_folder_parameter_is_refused(store: GrantStore, shared: Path) -> None:

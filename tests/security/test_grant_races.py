@@ -13,7 +13,7 @@ import asyncio
 import json
 import os
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 
 from reference_host.approval import ApprovalPolicy, Decision
-from reference_host.host import Host, HostConfig
+from reference_host.host import Host
 from reference_host.tools import CallContext
+from tests.conftest import MakeHost
 from tests.sample_plugins.excel_client import make_workbook
 from tests.security.conftest import EXCEL, MARKDOWN, copy_sample
 
@@ -46,24 +47,18 @@ class Race:
 
 
 @pytest.fixture
-async def race(tmp_path: Path) -> AsyncIterator[Race]:
+async def race(tmp_path: Path, make_host: MakeHost) -> Race:
     files = tmp_path / "files"
     outside = tmp_path / "outside"
     files.mkdir()
     outside.mkdir()
-    host = Host(
-        HostConfig(
-            data_dir=tmp_path / "host",
-            allowed_roots=(files,),
-            approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.DENY),
-        )
+    host = make_host(
+        allowed_roots=(files,),
+        approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.DENY),
     )
-    try:
-        await host.install(copy_sample(MARKDOWN, tmp_path))
-        await host.install(copy_sample(EXCEL, tmp_path))
-        yield Race(host, files, outside)
-    finally:
-        await host.close()
+    await host.install(copy_sample(MARKDOWN, tmp_path))
+    await host.install(copy_sample(EXCEL, tmp_path))
+    return Race(host, files, outside)
 
 
 class Swapper(threading.Thread):

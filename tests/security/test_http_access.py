@@ -24,6 +24,7 @@ import reference_host.__main__ as cli
 from reference_host.__main__ import allowed_hosts, build_parser, main
 from reference_host.host import DEFAULT_ALLOWED_HOSTS
 from reference_host.http.access import TOKEN_ENV, origin_host
+from tests.conftest import MakeHost
 from tests.security.api_server import asgi_client, served
 
 TOKEN = "s3cret-token-for-tests-0123456789"
@@ -75,24 +76,24 @@ def test_testserver_is_not_a_production_default() -> None:
         ("::1", 400),
     ],
 )
-def test_only_allowed_host_values_are_answered(tmp_path: Path, host: str, status: int) -> None:
-    with served(tmp_path) as (address, port):
+def test_only_allowed_host_values_are_answered(make_host: MakeHost, host: str, status: int) -> None:
+    with served(make_host) as (address, port):
         value = host.format(port=port)
         got, _ = raw_status(address, port, f"GET /api/plugins HTTP/1.1\r\nHost: {value}\r\n\r\n")
         assert got == status
 
 
-def test_a_request_without_host_is_refused(tmp_path: Path) -> None:
-    with served(tmp_path) as (address, port):
+def test_a_request_without_host_is_refused(make_host: MakeHost) -> None:
+    with served(make_host) as (address, port):
         got, _ = raw_status(address, port, "GET /api/plugins HTTP/1.0\r\n\r\n")
         assert got == 400
 
 
-async def test_more_hosts_can_be_allowed_through_the_config(tmp_path: Path) -> None:
+async def test_more_hosts_can_be_allowed_through_the_config(make_host: MakeHost) -> None:
     hosts = (*DEFAULT_ALLOWED_HOSTS, "host.lan")
-    async with asgi_client(tmp_path, "http://host.lan:8765", allowed_hosts=hosts) as client:
+    async with asgi_client(make_host, "http://host.lan:8765", allowed_hosts=hosts) as client:
         assert (await client.get("/api/plugins")).status_code == 200
-    async with asgi_client(tmp_path, "http://host.lan:8765") as client:
+    async with asgi_client(make_host, "http://host.lan:8765") as client:
         assert (await client.get("/api/plugins")).status_code == 400
 
 
@@ -123,9 +124,9 @@ STATE_CHANGING = [
 )
 @pytest.mark.parametrize(("method", "path", "body"), STATE_CHANGING)
 async def test_a_foreign_origin_is_refused_on_state_changing_and_streaming_requests(
-    tmp_path: Path, origin: str, method: str, path: str, body: object
+    make_host: MakeHost, origin: str, method: str, path: str, body: object
 ) -> None:
-    async with asgi_client(tmp_path) as client:
+    async with asgi_client(make_host) as client:
         answer = await client.request(method, path, json=body, headers={"Origin": origin})
         assert answer.status_code == 403
         assert answer.json() == {
@@ -139,10 +140,10 @@ async def test_a_foreign_origin_is_refused_on_state_changing_and_streaming_reque
     "origin", [None, "http://localhost:5173", "http://127.0.0.1", "https://[::1]:8443"]
 )
 async def test_an_allowed_or_absent_origin_is_let_through(
-    tmp_path: Path, origin: str | None
+    make_host: MakeHost, origin: str | None
 ) -> None:
     headers = {"Origin": origin} if origin else {}
-    async with asgi_client(tmp_path) as client:
+    async with asgi_client(make_host) as client:
         chat = await client.post("/api/chat", json={"message": "hi"}, headers=headers)
         assert chat.status_code == 200
         assert chat.headers["content-type"] == "text/event-stream"
@@ -150,10 +151,10 @@ async def test_an_allowed_or_absent_origin_is_let_through(
         assert saved.status_code == 201
 
 
-async def test_reads_do_not_check_origin(tmp_path: Path) -> None:
+async def test_reads_do_not_check_origin(make_host: MakeHost) -> None:
     """A cross-site page cannot read the answer (no CORS headers), and a rebinding page is
     refused by the Host check; a read changes nothing."""
-    async with asgi_client(tmp_path) as client:
+    async with asgi_client(make_host) as client:
         answer = await client.get("/api/plugins", headers={"Origin": "http://evil.example"})
         assert answer.status_code == 200
         assert "access-control-allow-origin" not in answer.headers
@@ -174,8 +175,10 @@ def test_origin_host_names_the_allow_list_entry() -> None:
     [None, "Bearer wrong-token-wrong-token", f"Basic {TOKEN}", TOKEN, "Bearer", f"Bearer {TOKEN}x"],
     ids=["none", "wrong", "basic", "bare", "empty", "longer"],
 )
-def test_with_a_token_every_request_needs_it(tmp_path: Path, authorization: str | None) -> None:
-    with served(tmp_path, token=TOKEN) as (address, port):
+def test_with_a_token_every_request_needs_it(
+    make_host: MakeHost, authorization: str | None
+) -> None:
+    with served(make_host, token=TOKEN) as (address, port):
         base = f"http://{address}:{port}"
         headers = {"Authorization": authorization} if authorization else {}
         for method, path in [("GET", "/api/plugins"), ("GET", "/openapi.json")]:
@@ -187,8 +190,8 @@ def test_with_a_token_every_request_needs_it(tmp_path: Path, authorization: str 
         assert chat.status_code == 401
 
 
-def test_the_right_token_is_let_through(tmp_path: Path) -> None:
-    with served(tmp_path, token=TOKEN) as (address, port):
+def test_the_right_token_is_let_through(make_host: MakeHost) -> None:
+    with served(make_host, token=TOKEN) as (address, port):
         base = f"http://{address}:{port}"
         for scheme in ("Bearer", "bearer"):
             headers = {"Authorization": f"{scheme} {TOKEN}"}

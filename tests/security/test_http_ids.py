@@ -10,11 +10,11 @@ where the header is actually written.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from reference_host.ids import ID_PATTERN
+from tests.conftest import MakeHost
 from tests.security.api_server import asgi_client, connection, served
 
 BAD_IDS = {
@@ -33,8 +33,10 @@ EMPTY_WORKFLOW = {"id": "wf1", "name": "empty", "nodes": []}
 
 
 @pytest.mark.parametrize("bad", list(BAD_IDS.values()), ids=list(BAD_IDS))
-def test_a_bad_conversation_id_is_a_400_on_chat_and_workflow_runs(tmp_path: Path, bad: str) -> None:
-    with served(tmp_path) as (address, port), connection(address, port) as conn:
+def test_a_bad_conversation_id_is_a_400_on_chat_and_workflow_runs(
+    make_host: MakeHost, bad: str
+) -> None:
+    with served(make_host) as (address, port), connection(address, port) as conn:
         assert conn.request("POST", "/api/workflows", EMPTY_WORKFLOW).status == 201
         for path, body in [
             ("/api/chat", {"message": "hi", "conversationId": bad}),
@@ -49,30 +51,32 @@ def test_a_bad_conversation_id_is_a_400_on_chat_and_workflow_runs(tmp_path: Path
 
 
 @pytest.mark.parametrize("good", GOOD_IDS)
-def test_a_good_conversation_id_is_echoed(tmp_path: Path, good: str) -> None:
-    with served(tmp_path) as (address, port), connection(address, port) as conn:
+def test_a_good_conversation_id_is_echoed(make_host: MakeHost, good: str) -> None:
+    with served(make_host) as (address, port), connection(address, port) as conn:
         answer = conn.request("POST", "/api/chat", {"message": "hi", "conversationId": good})
         assert answer.status == 200
         assert answer.headers["x-conversation-id"] == good
         assert answer.headers["content-type"] == "text/event-stream"
 
 
-async def test_a_made_conversation_id_matches_the_pattern(tmp_path: Path) -> None:
-    async with asgi_client(tmp_path) as client:
+async def test_a_made_conversation_id_matches_the_pattern(make_host: MakeHost) -> None:
+    async with asgi_client(make_host) as client:
         made = (await client.post("/api/chat", json={"message": "hi"})).headers
         assert re.fullmatch(ID_PATTERN, made["x-conversation-id"])
 
 
 @pytest.mark.parametrize("bad", ["a b", "caf\u00e9", "x" * 129], ids=["space", "latin-1", "long"])
-async def test_a_bad_conversation_id_in_a_grants_path_is_a_400(tmp_path: Path, bad: str) -> None:
-    async with asgi_client(tmp_path) as client:
+async def test_a_bad_conversation_id_in_a_grants_path_is_a_400(
+    make_host: MakeHost, bad: str
+) -> None:
+    async with asgi_client(make_host) as client:
         answer = await client.get(f"/api/conversations/{bad}/grants")
         assert answer.status_code == 400
         assert answer.json()["error"] == "invalid request"
 
 
-async def test_the_document_states_the_id_rule(tmp_path: Path) -> None:
-    async with asgi_client(tmp_path) as client:
+async def test_the_document_states_the_id_rule(make_host: MakeHost) -> None:
+    async with asgi_client(make_host) as client:
         doc = (await client.get("/openapi.json")).json()
     schemas = doc["components"]["schemas"]
     for model in ("ChatBody", "RunBody"):

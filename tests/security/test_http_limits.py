@@ -16,6 +16,7 @@ import pytest
 
 from reference_host.host import DEFAULT_MAX_BODY_BYTES
 from reference_host.quoting import quoted, shortened
+from tests.conftest import MakeHost
 from tests.security.api_server import asgi_client, connection, log_meter, served
 
 SMALL_ANSWER = 2_000  # bytes: an error names what it refused, it does not repeat it
@@ -43,8 +44,10 @@ def test_quoted_and_shortened_cut_long_values_and_say_by_how_much() -> None:
     ],
     ids=["name-too-long", "path-4k", "nul-byte", "over-path-max"],
 )
-def test_a_bad_install_path_is_a_400_and_the_connection_lives_on(tmp_path: Path, path: str) -> None:
-    with served(tmp_path) as (address, port), log_meter() as meter:
+def test_a_bad_install_path_is_a_400_and_the_connection_lives_on(
+    make_host: MakeHost, path: str
+) -> None:
+    with served(make_host) as (address, port), log_meter() as meter:
         with connection(address, port) as conn:
             answer = conn.request("POST", "/api/plugins", {"path": path})
             assert answer.status == 400, answer.body[:300]
@@ -57,10 +60,10 @@ def test_a_bad_install_path_is_a_400_and_the_connection_lives_on(tmp_path: Path,
 
 @pytest.mark.parametrize("size", [DEFAULT_MAX_BODY_BYTES + 1, 50_000_000])
 def test_a_body_over_the_limit_is_a_413_named_briefly_and_not_logged(
-    tmp_path: Path, size: int
+    make_host: MakeHost, size: int
 ) -> None:
     body = b'{"path": "/tmp/' + b"c" * (size - 15) + b'"}'
-    with served(tmp_path) as (address, port), log_meter() as meter:
+    with served(make_host) as (address, port), log_meter() as meter:
         with connection(address, port) as conn:
             answer = conn.request("POST", "/api/plugins", raw=body)
             assert answer.status == 413
@@ -101,18 +104,18 @@ def send_chunked(address: str, port: int, chunk: bytes, chunks: int) -> tuple[by
     return answer, sent
 
 
-def test_a_streamed_body_is_refused_once_it_goes_over_the_limit(tmp_path: Path) -> None:
+def test_a_streamed_body_is_refused_once_it_goes_over_the_limit(make_host: MakeHost) -> None:
     """No Content-Length (chunked): the bytes are counted as they arrive, the answer comes
     while the client is still sending, and the body is never buffered whole."""
     limit = 64 * 1024
-    with served(tmp_path, max_body_bytes=limit) as (address, port):
+    with served(make_host, max_body_bytes=limit) as (address, port):
         answer, sent = send_chunked(address, port, b"d" * 16 * 1024, chunks=2_000)
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     assert sent < 100 * limit  # refused long before the 32 MB the client would send
 
 
-async def test_the_limit_is_configurable_and_exact(tmp_path: Path) -> None:
-    async with asgi_client(tmp_path, max_body_bytes=100) as client:
+async def test_the_limit_is_configurable_and_exact(make_host: MakeHost) -> None:
+    async with asgi_client(make_host, max_body_bytes=100) as client:
         fits = b'{"approved": true}'.ljust(100)
         over = fits + b" "
         json = {"Content-Type": "application/json"}
@@ -124,10 +127,10 @@ async def test_the_limit_is_configurable_and_exact(tmp_path: Path) -> None:
         assert refused.json()["error"] == "the body is larger than 100 bytes"
 
 
-async def test_an_unexpected_error_is_a_bounded_500_and_a_bounded_log(tmp_path: Path) -> None:
+async def test_an_unexpected_error_is_a_bounded_500_and_a_bounded_log(make_host: MakeHost) -> None:
     """The last line of defence: whatever fails unexpectedly, with however long a message,
     answers a short JSON 500 and logs a bounded record, and nothing reaches the server."""
-    async with asgi_client(tmp_path) as client:
+    async with asgi_client(make_host) as client:
         host = client._transport.app.state.host  # type: ignore[attr-defined]
 
         def broken() -> list[object]:

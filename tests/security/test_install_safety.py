@@ -21,7 +21,7 @@ import pytest
 import reference_host.plugins
 from conformance.install_validation import kit_validator
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.host import Host, HostConfig
+from reference_host.host import Host
 from reference_host.http.app import create_app
 from reference_host.plugins import PluginError
 from tests.conftest import MakeHost
@@ -179,22 +179,19 @@ async def test_one_unusable_tool_file_cannot_take_the_host_down(
 
 @pytest.mark.parametrize(("path", "params"), UNUSABLE_PATHS.values(), ids=UNUSABLE_PATHS.keys())
 async def test_without_the_kit_an_unusable_tool_file_is_refused_at_install(
-    tmp_path: Path, path: str, params: tuple[str, ...]
+    tmp_path: Path, path: str, params: tuple[str, ...], make_host: MakeHost
 ) -> None:
     """A host that installs without the kit's validation still never stores a plugin whose
     tools it cannot build: that would fail every later snapshot and discovery."""
-    host = Host(HostConfig(data_dir=tmp_path / "data"), validator=None)
-    try:
-        await host.install(copy_sample(MARKDOWN, tmp_path))
-        tool = erp_tool(f"{SEC_PLUGIN}.item.get", path, path_params=params)
-        with pytest.raises(PluginError, match=r"its tools cannot be loaded: .*handlerConfig"):
-            await host.install(write_erp_plugin(tmp_path / "bad", tool))
-        assert [row.id for row in host.plugins.list()] == ["fan.summer.markdown"]
-        assert host.discover("t", "a") == []
-        events = await run_chat(host, ModelTurn(text="hi"))
-        assert events[-1].type == "done", events[-1]
-    finally:
-        await host.close()
+    host = make_host(data_dir=tmp_path / "data", validator=None)
+    await host.install(copy_sample(MARKDOWN, tmp_path))
+    tool = erp_tool(f"{SEC_PLUGIN}.item.get", path, path_params=params)
+    with pytest.raises(PluginError, match=r"its tools cannot be loaded: .*handlerConfig"):
+        await host.install(write_erp_plugin(tmp_path / "bad", tool))
+    assert [row.id for row in host.plugins.list()] == ["fan.summer.markdown"]
+    assert host.discover("t", "a") == []
+    events = await run_chat(host, ModelTurn(text="hi"))
+    assert events[-1].type == "done", events[-1]
 
 
 # --------------------------------------------------------------------------- unusable paths

@@ -23,10 +23,11 @@ from conformance.install_validation import kit_validator
 from plugin_spec.tool_definition import ToolDefinition
 from reference_host.agent.models import Message, ModelTurn, ScriptedModel
 from reference_host.approval import ApprovalPolicy, Decision
-from reference_host.host import Host, HostConfig
+from reference_host.host import Host
 from reference_host.http.app import create_app
 from reference_host.sse import SSEEvent, parse
 from sample_plugins.erp_backends import serve_backends
+from tests.conftest import MakeHost
 from tests.security.conftest import (
     SEC_PLUGIN,
     Recorder,
@@ -74,16 +75,13 @@ class Erp:
 
 
 @pytest.fixture
-async def erp(tmp_path: Path, backend_url: str, hits: Recorder) -> AsyncIterator[Erp]:
+async def erp(tmp_path: Path, backend_url: str, hits: Recorder, make_host: MakeHost) -> Erp:
     actors_file = tmp_path / "actors.json"
     actors_file.write_text(json.dumps({"actors": ACTORS}), "utf-8")
-    host = Host(
-        HostConfig(
-            data_dir=tmp_path / "host",
-            erp_base_url=backend_url,
-            actors_file=actors_file,
-            approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.DENY),
-        ),
+    host = make_host(
+        erp_base_url=backend_url,
+        actors_file=actors_file,
+        approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.DENY),
         validator=kit_validator,
     )
     plugin = write_erp_plugin(
@@ -108,11 +106,8 @@ async def erp(tmp_path: Path, backend_url: str, hits: Recorder) -> AsyncIterator
             risk="MEDIUM",
         ),
     )
-    try:
-        await host.install(plugin)
-        yield Erp(host, actors_file, hits)
-    finally:
-        await host.close()
+    await host.install(plugin)
+    return Erp(host, actors_file, hits)
 
 
 def allowed(tenant: str, actor: str) -> set[str]:

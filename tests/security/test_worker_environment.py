@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from reference_host.__main__ import build_parser
-from reference_host.host import Host, HostConfig
 from reference_host.process.environment import WorkerEnvError, check_names, passed_through
+from tests.conftest import MakeHost
 from tests.faults.support import call_tool, write_worker_plugin
 
 PLUGIN_ID = "test.security.envdump"
@@ -62,11 +62,10 @@ def assert_minimal(env: dict[str, str], values: dict[str, str], data_dir: Path |
 
 
 async def test_a_host_worker_gets_no_secret_and_the_passed_through_name(
-    tmp_path: Path, secrets_set: dict[str, str]
+    tmp_path: Path, secrets_set: dict[str, str], make_host: MakeHost
 ) -> None:
     root, _ = dumper(tmp_path)
-    config = HostConfig(data_dir=tmp_path / "host", worker_env=("PASSED_THROUGH",))
-    host = Host(config)
+    host = make_host(worker_env=("PASSED_THROUGH",))
     try:
         await host.install(root)
         result = await call_tool(host, TOOL)
@@ -77,10 +76,10 @@ async def test_a_host_worker_gets_no_secret_and_the_passed_through_name(
 
 
 async def test_without_pass_through_a_host_worker_sees_only_the_documented_names(
-    tmp_path: Path, secrets_set: dict[str, str]
+    tmp_path: Path, secrets_set: dict[str, str], make_host: MakeHost
 ) -> None:
     root, _ = dumper(tmp_path)
-    host = Host(HostConfig(data_dir=tmp_path / "host"))
+    host = make_host()
     try:
         await host.install(root)
         env = (await call_tool(host, TOOL))["env"]
@@ -150,14 +149,17 @@ CREDENTIALS = {
     "patterns", [("A*",), ("AWS_*",), ("G*", "D*"), ("REFERENCE_HOST_*",), ("OPENAI*", "O*")]
 )
 async def test_a_pattern_never_passes_a_credential_to_a_host_worker(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, patterns: tuple[str, ...]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    patterns: tuple[str, ...],
+    make_host: MakeHost,
 ) -> None:
     """`--worker-env 'AWS_*'` is meant for AWS_REGION, not for every plugin to get the
     host's AWS secret; a credential passes only when listed by its full name."""
     for name, value in {**CREDENTIALS, "AWS_REGION": "eu-1", "GIT_PAGER": "cat"}.items():
         monkeypatch.setenv(name, value)
     root, _ = dumper(tmp_path)
-    host = Host(HostConfig(data_dir=tmp_path / "host", worker_env=patterns))
+    host = make_host(worker_env=patterns)
     try:
         await host.install(root)
         env = (await call_tool(host, TOOL))["env"]
