@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from importlib import resources
 from pathlib import Path
 
 from conformance.catalog import format_catalog
 from conformance.explain import UnknownRequirement, explain
 from conformance.fengyu.manifest import MANIFEST
 from conformance.fengyu.migrate import MigrationError, migrate_v1
+from conformance.package_data import SCHEMAS
 from conformance.reference_page import reference_page
 from conformance.sources import JsonLoadError, load_json_file
 
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         print(reference_page(), end="")
         return 0
     if args.command == "schemas":
-        folder = resources.files("conformance").joinpath("schemas")
+        folder = SCHEMAS
         for entry in sorted(folder.iterdir(), key=lambda e: e.name):
             if entry.name.endswith(".schema.json"):
                 print(entry)

@@ -6,7 +6,8 @@ import tomllib
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from importlib import resources
+
+from conformance.package_data import CATALOG
 
 SPEC_DIR = "docs/spec"  # the specification, relative to the repository root
 
@@ -51,7 +52,7 @@ class Requirement:
 @cache
 def load_catalog() -> dict[str, Requirement]:
     """Requirements by id, in the catalog's order."""
-    text = resources.files("conformance").joinpath("requirements.toml").read_text("utf-8")
+    text = CATALOG.read_text("utf-8")
     return {
         rid: Requirement(
             id=rid,

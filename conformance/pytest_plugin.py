@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conformance.baseline import BaselineError, load_baseline
+from conformance.baseline import BaselineError, ExpectedFailure, load_baseline
 from conformance.catalog import format_catalog
 from conformance.explain import UnknownRequirement, explain
 from conformance.findings import Finding
@@ -57,6 +57,9 @@ def _property_settings(config: pytest.Config) -> PropertySettings:
 
 class ConformanceWarning(UserWarning):
     """A SHOULD requirement the plugin does not meet."""
+
+
+UNUSED_PLUGINS = ("asyncio",)  # registered names of pytest plugins a kit run leaves out
 
 
 class ConformanceFailure(Exception):
@@ -148,9 +151,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    """A kit run is the kit's, not the repo's: the plugin repo's conftest.py files stay out."""
+    """A kit run is the kit's, not the repo's: the plugin repo's conftest.py files stay out,
+    and so do pytest plugins the kit does not use, whose warnings about their own settings
+    (pytest-asyncio's unset loop scope) would be noise in a plugin's run."""
     if early_config.known_args_namespace.plugin_dir:
         early_config.known_args_namespace.noconftest = True
+        for name in UNUSED_PLUGINS:
+            plugin = early_config.pluginmanager.get_plugin(name)
+            if plugin is not None:
+                early_config.pluginmanager.unregister(plugin)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -231,8 +240,20 @@ class KitSession:
             for plugin in self.kit.plugins
             for target in self.kit.targets(plugin)
         ]
+
         report = pytest.CollectReport("", "passed", None, list(items))
         self.config.hook.pytest_collectreport(report=report)
+
+    @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+    def pytest_collection_modifyitems_stale(
+        self, session: pytest.Session, items: list[pytest.Item]
+    ) -> None:
+        """After -m and -k have deselected: a stale baseline entry fails whatever was
+        selected, as an item of its own, so the summary line counts it."""
+        items += [
+            StaleEntryItem.from_parent(session, kit=self.kit, entry=entry)
+            for entry in self.kit.stale_entries
+        ]
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item) -> Any:
@@ -255,8 +276,6 @@ class KitSession:
         self.kit.close()
         if self.is_worker:
             return
-        if self.kit.stale_entries:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         checked = {Status(r["status"]) for r in self.records} - UNCHECKED
         if self.records and not checked and session.exitstatus == pytest.ExitCode.OK:
             # Every item skipped or not applicable: a green run would claim what nobody checked.
@@ -275,14 +294,6 @@ class KitSession:
                 terminalreporter.section(f"file-class parameters of {plugin['label']}", sep="-")
                 for f in plugin["file_parameters"]:
                     write(f"{f['tool']}.{f['parameter']}: {f['class']}, route {f['route']}")
-        stale = self.kit.stale_entries
-        if stale:
-            terminalreporter.section("stale baseline entries", sep="-", red=True)
-            for entry in stale:
-                write(
-                    f"{entry.plugin} {entry.requirement}: the kit checks no such plugin x "
-                    f"requirement; remove it from {self.kit.baseline.path}"
-                )
         if self.nothing_checked:
             terminalreporter.section("nothing checked", sep="-", yellow=True)
             write(
@@ -392,3 +403,28 @@ class ConformanceItem(pytest.Item):
             if verdict
             else [],
         }
+
+
+class StaleEntryItem(pytest.Item):
+    """A baseline entry naming no plugin x requirement of the run: it fails as an item of its
+    own, so the summary line counts it (node id `conformance.baseline::<plugin> <id>`)."""
+
+    def __init__(self, *, kit: KitRun, entry: ExpectedFailure, **kw: Any) -> None:
+        name = f"{entry.plugin} {entry.requirement}"
+        super().__init__(name=name, nodeid=f"conformance.baseline::{name}", **kw)
+        self.kit, self.entry = kit, entry
+        self.add_marker(pytest.mark.conformance(entry.requirement))
+
+    def runtest(self) -> None:
+        raise ConformanceFailure(
+            f"stale baseline entry: {self.entry.plugin} {self.entry.requirement}: the kit "
+            f"checks no such plugin x requirement; remove it from {self.kit.baseline.path}"
+        )
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, ConformanceFailure):
+            return excinfo.value.text
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return Path(self.kit.baseline.path or "."), None, self.name

@@ -13,13 +13,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
+from conformance.package_data import SCHEMAS
 from conformance.schema_messages import (
     Explained,
     bad_name,
@@ -55,7 +55,7 @@ class SchemaError:
 @cache
 def _registry() -> Registry:
     resources_ = []
-    for entry in resources.files("conformance").joinpath("schemas").iterdir():
+    for entry in SCHEMAS.iterdir():
         if entry.name.endswith(".schema.json"):
             contents = json.loads(entry.read_text("utf-8"))
             resources_.append((contents["$id"], DRAFT202012.create_resource(contents)))

@@ -51,9 +51,14 @@ def test_listed_requirement_that_passes_is_stale(pytester: pytest.Pytester) -> N
 
 def test_entry_for_nothing_checked_fails_the_run(pytester: pytest.Pytester) -> None:
     result = run_with_baseline(pytester, SAMPLE, ("gone.plugin", "FY-MAN-004"))
-    result.assert_outcomes(passed=18)
+    result.assert_outcomes(passed=18, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*stale baseline entries*", "gone.plugin FY-MAN-004: *"])
+    result.stdout.fnmatch_lines(
+        [
+            "stale baseline entry: gone.plugin FY-MAN-004: the kit checks no such plugin x *",
+            "FAILED *conformance.baseline::gone.plugin FY-MAN-004*",
+        ]
+    )
 
 
 def test_malformed_baseline_is_a_usage_error(pytester: pytest.Pytester) -> None:
