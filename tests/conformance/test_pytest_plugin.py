@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -291,3 +293,27 @@ def test_worker_cmd_option_starts_that_command(pytester: pytest.Pytester, tmp_pa
     without = pytester.runpytest("--plugin-dir", str(plugin), "-m", "worker")
     without.assert_outcomes(failed=1, skipped=10)
     without.stdout.fnmatch_lines(["*no worker in *: expected backend/worker.jar*"])
+
+
+def test_runs_from_inside_a_plugin_with_a_conformance_folder_without_warnings(
+    tmp_path: Path,
+) -> None:
+    """`python -m pytest --plugin-dir .` in a plugin folder: the current directory comes
+    first on sys.path and the plugin's own `conformance/examples/` must not be taken for the
+    kit; a plugin's run shows no warning of a third-party pytest plugin either."""
+    plugin = shutil.copytree(SAMPLE, tmp_path / "plugin")
+    assert (plugin / "conformance").is_dir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--plugin-dir", ".", "-m", "manifest"],
+        cwd=plugin,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Warning" not in result.stdout + result.stderr
+    passed = len(_requirements("fengyu-v2"))
+    assert f" {passed} passed" in result.stdout.splitlines()[-1]
