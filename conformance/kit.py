@@ -27,6 +27,7 @@ from conformance.properties import PropertySettings, failing_seeds
 from conformance.registry import CheckContext, run_checks
 from conformance.upgrade import Upgrade, compare, current_manifest, read_previous
 from plugin_spec.json_files import JsonFileError
+from plugin_spec.plugin_folders import expand
 
 # A plugin's live services: its worker's (FengYu) or its endpoints' (ERP).
 Services = WorkerServices | EndpointServices
@@ -115,13 +116,13 @@ class KitRun:
         previous: str | None = None,
         worker_env: tuple[str, ...] = (),
     ) -> KitRun:
-        roots = []
+        given = []
         for raw in dirs:
             root = (base / raw).resolve()
             if not root.is_dir():
                 raise KitUsageError(f"--plugin-dir {raw}: {root} is not a folder")
-            if root not in roots:
-                roots.append(root)
+            given.append(root)
+        roots = list(dict.fromkeys(expand(given)))
         plugins = [load_plugin(root) for root in roots]
         run = cls(
             plugins,

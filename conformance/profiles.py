@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypeAlias
 
-from conformance.erp.plugin import ErpPlugin, ErpTool, is_erp_plugin, load_erp_plugin
+from conformance.erp.plugin import ErpPlugin, ErpTool, load_erp_plugin
 from conformance.fengyu.manifest import AiTool, FengYuPlugin, load_fengyu_plugin
+from plugin_spec.plugin_folders import is_erp_plugin
 
 Plugin: TypeAlias = FengYuPlugin | ErpPlugin
 Tool: TypeAlias = AiTool | ErpTool

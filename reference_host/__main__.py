@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import uvicorn
 
+from plugin_spec.plugin_folders import expand
 from reference_host.agent.models import ChatModel, ModelTurn, ScriptedModel
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.builtins import SearxngProvider, builtin_tools
@@ -193,23 +194,9 @@ def worker_env_name(name: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def is_plugin_folder(path: Path) -> bool:
-    """A FengYu plugin (manifest.json) or an ERP one (metadata/tool/)."""
-    return (path / "manifest.json").exists() or (path / "metadata" / "tool").is_dir()
-
-
 def plugin_folders(paths: Sequence[str]) -> list[Path]:
     """Each given folder, or the plugin subfolders of a folder that is not itself a plugin."""
-    folders: list[Path] = []
-    for raw in paths:
-        path = Path(raw).expanduser()
-        if path.is_dir() and not is_plugin_folder(path):
-            children = sorted(c for c in path.iterdir() if c.is_dir() and is_plugin_folder(c))
-            if children:
-                folders += children
-                continue
-        folders.append(path)
-    return folders
+    return expand(Path(raw).expanduser() for raw in paths)
 
 
 def scripted_factory() -> Callable[[], ChatModel]:

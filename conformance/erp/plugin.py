@@ -15,10 +15,6 @@ LOAD_REQUIREMENT = "ERP-TOOL-001"
 MUTATING = ("POST", "PUT", "PATCH", "DELETE")
 
 
-def is_erp_plugin(root: Path) -> bool:
-    return (root / TOOLS_DIR).is_dir() and not (root / "manifest.json").exists()
-
-
 def model_name(tool_code: str) -> str:
     """The name the model sees: dots are not allowed in tool names, so they become '_'."""
     return tool_code.replace(".", "_")

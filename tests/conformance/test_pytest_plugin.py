@@ -317,3 +317,38 @@ def test_runs_from_inside_a_plugin_with_a_conformance_folder_without_warnings(
     assert "Warning" not in result.stdout + result.stderr
     passed = len(_requirements("fengyu-v2"))
     assert f" {passed} passed" in result.stdout.splitlines()[-1]
+
+
+def test_a_folder_of_plugins_checks_each_plugin_in_it(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(
+        "--plugin-dir", str(REPO / "sample_plugins"), "--collect-only", "-q"
+    )
+    labels = {line.split("::")[0].rsplit(".", 1)[0] for line in result.stdout.lines if "::" in line}
+    assert labels == {
+        "conformance.fan.summer.excel",
+        "conformance.fan.summer.markdown",
+        "conformance.hcm-ai-intelligence",
+        "conformance.hcm-employee",
+        "conformance.hello-plugin",
+    }
+
+
+def test_plugins_of_one_folder_are_checked_against_each_other(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """Two plugins in a folder that offer one tool name: both fail FY-MAN-008, as two
+    --plugin-dir options would."""
+    shelf = tmp_path / "shelf"
+    for n in (1, 2):
+        manifest = sample_manifest()
+        manifest["id"] = f"com.example.copy{n}"
+        plugin_with_manifest(shelf, manifest, f"copy{n}")
+    (shelf / "notes").mkdir()  # not a plugin: left out
+    result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(shelf), "-k", "FY-MAN-008")
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    for n, other in ((1, 2), (2, 1)):
+        result.stdout.fnmatch_lines(
+            [f"FAILED *conformance.com.example.copy{n}.manifest::FY-MAN-008*"]
+        )
+        assert f"'markdown_render' is also offered by plugin com.example.copy{other}" in out
