@@ -15,7 +15,7 @@ from typing import Any
 from conformance import checks  # noqa: F401  (registers every check)
 from conformance.baseline import Baseline, ExpectedFailure
 from conformance.catalog import Level, Requirement, load_catalog
-from conformance.checks.fengyu_files import file_parameters
+from conformance.checks.fengyu_files import file_parameters, path_like_parameters
 from conformance.erp.endpoints import EndpointServices
 from conformance.erp.plugin import ErpPlugin
 from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
@@ -268,6 +268,7 @@ class KitRun:
         if not isinstance(plugin, FengYuPlugin):
             return summary
         summary["file_parameters"] = [f.to_json() for f in file_parameters(plugin)]
+        summary["path_like_parameters"] = [p.to_json() for p in path_like_parameters(plugin)]
         if plugin.profile == FENGYU_V1:
             try:
                 summary["v2_equivalent"] = migrate_v1(plugin.data).manifest

@@ -290,10 +290,16 @@ class KitSession:
         write = terminalreporter.write_line
         shown = [] if self.config.option.collectonly else self.kit.summaries
         for plugin in shown:
-            if plugin["file_parameters"]:
+            path_like = plugin.get("path_like_parameters", [])
+            if plugin["file_parameters"] or path_like:
                 terminalreporter.section(f"file-class parameters of {plugin['label']}", sep="-")
                 for f in plugin["file_parameters"]:
                     write(f"{f['tool']}.{f['parameter']}: {f['class']}, route {f['route']}")
+                for p in path_like:
+                    write(
+                        f"{p['tool']}.{p['parameter']}: NOT file-class, though {p['because']} "
+                        f"(FY-FILE-004: add {p['add']})"
+                    )
         if self.nothing_checked:
             terminalreporter.section("nothing checked", sep="-", yellow=True)
             write(

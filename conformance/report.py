@@ -79,6 +79,19 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
             f"| {label} | {f['tool']} | {f['parameter']} | {f['class']} | {f['route']} |"
             for label, f in files
         ]
+    path_like = [(p["label"], f) for p in plugins for f in p.get("path_like_parameters", [])]
+    if path_like:
+        lines += [
+            "",
+            "## Parameters that look like paths but are not file-class (FY-FILE-004)",
+            "",
+            "| plugin | tool | parameter | why | to make it file-class |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {label} | {f['tool']} | {f['parameter']} | {f['because']} | {f['add']} |"
+            for label, f in path_like
+        ]
     for plugin in plugins:
         if "v2_equivalent" in plugin:
             text = json.dumps(plugin["v2_equivalent"], indent=2, ensure_ascii=False)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
+from conformance.fengyu.path_like import looks_like_path
 from conformance.findings import Finding
 from conformance.registry import CheckContext, check
 from conformance.sources import pointer
@@ -95,6 +96,60 @@ def file_permissions_declared(ctx: CheckContext) -> Iterator[Finding]:
                 f"{permission} is not declared, but {example} takes a "
                 f"{'writable directory' if permission == 'files.write' else 'granted file'}",
             )
+
+
+@dataclass(frozen=True)
+class PathLikeParameter:
+    """A parameter that looks like a path but that the host will not treat as a file."""
+
+    tool: str
+    parameter: str
+    schema_pointer: str
+    because: str
+    add: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "tool": self.tool,
+            "parameter": self.parameter,
+            "because": self.because,
+            "add": self.add,
+        }
+
+
+def path_like_parameters(plugin: FengYuPlugin) -> list[PathLikeParameter]:
+    """Every top-level parameter that is not file-class but looks like a path."""
+    found = []
+    for tool in plugin.tools:
+        site = tool.input_schema
+        data = site.data if site is not None else None
+        properties = data.get("properties") if isinstance(data, dict) else None
+        if site is None or not isinstance(properties, dict):
+            continue
+        classes = _classes(tool)
+        for name, schema in properties.items():
+            if name in classes or (seen := looks_like_path(name, schema)) is None:
+                continue
+            at = site.pointer + pointer("properties", name)
+            found.append(PathLikeParameter(str(tool.name), name, at, seen.because, seen.add))
+    return found
+
+
+@check("FY-FILE-004")
+def path_like_parameters_are_file_class(ctx: CheckContext) -> Iterator[Finding]:
+    seen: set[str] = set()
+    for parameter in path_like_parameters(ctx.fengyu):
+        if parameter.schema_pointer in seen:
+            continue
+        seen.add(parameter.schema_pointer)
+        yield ctx.manifest_finding(
+            parameter.schema_pointer,
+            f"{parameter.tool}.{parameter.parameter} looks like a path ({parameter.because}) "
+            "but is not file-class: the host never fills it from a grant, and no file check "
+            "looks at it",
+            f"if it takes a granted file or folder, put {parameter.add}; if it is plain text, "
+            "accept this warning",
+        )
 
 
 def _classes(tool: AiTool) -> dict[str, FileClass]:
