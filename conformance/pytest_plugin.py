@@ -142,7 +142,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         help="pass this variable of the kit's environment to the worker, as a host's "
         "--worker-env would (repeatable; NAME* for a prefix); otherwise a worker sees only "
-        "PATH, the locale, TZ, JAVA_HOME and what F5 sets",
+        "PATH, the locale, TZ, JAVA_HOME and what the spec's worker environment sets",
     )
     parser.addini("conformance_worker_cmd", "default for --worker-cmd")
     parser.addini("conformance_worker_env", "default for --worker-env", type="linelist")
@@ -180,7 +180,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.option.plugin_dir:
         return
     config.addinivalue_line("markers", "conformance(requirement): a conformance kit check")
-    # Orphans of the workers come back to the kit, which ends them with their worker (S5).
+    # Orphans of the workers come back to the kit, which ends them with their worker
+    # (spec: host.md#worker-processes-and-cleanup).
     become_subreaper()
     for suite, what in SUITES.items():
         config.addinivalue_line("markers", f"{suite}: {what}")

@@ -1,4 +1,5 @@
-"""The rules both sides share: what a plugin declares and how it is read (SPEC F, E).
+"""The rules both sides share: what a plugin declares and how it is read
+(spec: fengyu-manifest.md, fengyu-worker.md, erp.md).
 
 The conformance kit checks these rules and the reference host applies them, so they live
 here, below both, with nothing but the standard library: neither side can drift from the

@@ -1,4 +1,5 @@
-"""Names of the tools every host offers besides plugin tools (SPEC F7).
+"""Names of the tools every host offers besides plugin tools
+(spec: host.md#tool-snapshots-and-built-in-names).
 
 Plugin tool names must not clash with these: a host offers one tool per name. This module
 stays free of third-party imports (the kit imports it); the tools themselves live in

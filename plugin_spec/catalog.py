@@ -1,4 +1,5 @@
-"""The workflow catalog (SPEC F11): every tool with a stable identity and a schema revision.
+"""The workflow catalog (spec: host.md#saved-workflows): every tool with a stable identity and
+a schema revision.
 
 Identity is `<pluginId>:<toolName>` (`builtin:<name>` for built-ins; an ERP tool by plugin
 and toolCode). The revision is a hash of exactly what a saved canvas depends on

@@ -1,4 +1,4 @@
-"""An ERP plugin's tool files as declarations (SPEC E1, E2): what each tool is and where it goes.
+"""An ERP plugin's tool files as declarations (spec: erp.md): what each tool is and where it goes.
 
 The model sees each tool under its toolCode with dots turned into underscores; HIGH risk counts
 as a write.

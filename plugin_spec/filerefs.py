@@ -1,4 +1,5 @@
-"""File-class parameters (SPEC F9): which tool inputs take a granted FileRef.
+"""File-class parameters (spec: fengyu-manifest.md#file-parameters): which tool inputs take a
+granted FileRef.
 
 The host classifies a parameter by its description, as FengYu does, to decide whether it can
 inject a grant itself (route B) or must list the refs for the model (route A). The kit reports
@@ -69,7 +70,8 @@ class FileRefError(Exception):
 
 
 def is_file_ref(value: Any) -> bool:
-    """FengYu's test for a FileRef: an object whose id starts with ref_ (SPEC F8)."""
+    """FengYu's test for a FileRef: an object whose id starts with ref_
+    (spec: host.md#fileref-grants)."""
     return (
         isinstance(value, Mapping)
         and isinstance(value.get("id"), str)
@@ -82,7 +84,8 @@ HandOver = Callable[[Mapping[str, Any]], str]
 
 
 def resolve_refs(value: Any, hand_over: HandOver) -> Any:
-    """value with every FileRef object replaced by the path hand_over gives for it (SPEC F8).
+    """value with every FileRef object replaced by the path hand_over gives for it
+    (spec: host.md#fileref-grants).
 
     The one walk over maps and lists, shared by the host (whose grant store hands over copies)
     and the kit (which hands over its own fixture files); it returns a new structure.

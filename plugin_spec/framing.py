@@ -1,4 +1,5 @@
-"""Newline-delimited frames on a byte stream, capped in size (SPEC F5: 16 MiB)."""
+"""Newline-delimited frames on a byte stream, capped in size (16 MiB;
+spec: fengyu-worker.md#framing-on-stdin-and-stdout)."""
 
 from __future__ import annotations
 

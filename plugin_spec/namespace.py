@@ -1,4 +1,4 @@
-"""The ERP namespace rule (SPEC E2), decided on the normalised path.
+"""The ERP namespace rule (spec: erp.md#the-namespace-rule), decided on the normalised path.
 
 A tool's handler path is accepted only as a plain absolute path whose segments, once
 percent-decoded (twice, to catch double encoding) and NFKC-folded (fullwidth dots and

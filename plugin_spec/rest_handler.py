@@ -1,4 +1,5 @@
-"""An ERP tool's `handlerConfig` (SPEC E3): where a call goes, and how arguments fill it in.
+"""An ERP tool's `handlerConfig` (spec: erp.md#path-and-query-parameters): where a call goes,
+and how arguments fill it in.
 
 Placeholders, path segments and query values are decided here, without any HTTP client, so
 the kit reports the same rules (ERP-TOOL-006) that the host applies before it sends.

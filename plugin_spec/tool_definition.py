@@ -1,4 +1,5 @@
-"""A tool as both profiles declare it: its definition for the model and its effect (SPEC F7).
+"""A tool as both profiles declare it: its definition for the model and its effect
+(spec: fengyu-manifest.md#effects).
 
 The host registers these, and the kit checks what they say, so both read them from here.
 """
@@ -20,7 +21,8 @@ class Effect(StrEnum):
 
     @classmethod
     def parse(cls, value: Any) -> Effect:
-        """A declared effect; a missing or unknown one counts as external (SPEC F7)."""
+        """A declared effect; a missing or unknown one counts as external
+        (spec: host.md#approval-by-effect)."""
         try:
             return cls(value)
         except ValueError:

@@ -154,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="pass this variable of the host's environment to plugin workers (repeatable; "
         "NAME* for a prefix); otherwise a worker sees only PATH, the locale, TZ, JAVA_HOME "
-        "and what F5 sets, never OPENAI_API_KEY",
+        "and the FENGYU_* variables, never OPENAI_API_KEY",
     )
     serve.add_argument(
         "--allowed-host",

@@ -1,4 +1,5 @@
-"""Who may use which ERP tool (SPEC E5): actors, their tenants and permissions, from a file.
+"""Who may use which ERP tool (spec: erp.md#risk-levels-and-permissions): actors, their
+tenants and permissions, from a file.
 
     {"actors": {"alice": {"tenants": ["acme"], "permissions": ["HELLO_PLUGIN_DEMO"]}}}
 

@@ -1,4 +1,5 @@
-"""Approval of tool calls (SPEC F7): read runs at once; write and external follow a policy.
+"""Approval of tool calls (spec: host.md#approval-by-effect): read runs at once; write and
+external follow a policy.
 
 With `ask`, the run emits an approval event and waits for a decision posted to the host;
 no decision within the timeout counts as a denial.

@@ -3,7 +3,8 @@
 A path string checked with resolve() can be redirected before anyone opens it (a symlink
 renamed into place). A descriptor cannot: each component here is opened relative to the
 descriptor of its parent with O_NOFOLLOW, so a link anywhere on the way fails the open
-instead of being followed, and what was opened is what gets read or written (SPEC S3).
+instead of being followed, and what was opened is what gets read or written
+(spec: host.md#fileref-grants).
 POSIX only (dir_fd and O_NOFOLLOW); `supported()` says whether this platform has them.
 """
 

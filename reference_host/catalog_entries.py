@@ -1,5 +1,5 @@
-"""Catalog entries (SPEC F11) from a registry snapshot; below the host, so the host's catalog
-and the workflow canvas above it share one definition."""
+"""Catalog entries (spec: host.md#saved-workflows) from a registry snapshot; below the host,
+so the host's catalog and the workflow canvas above it share one definition."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ERP plugins in the host (SPEC E1-E5): tool files as REST-backed tool callbacks.
+"""ERP plugins in the host (spec: erp.md): tool files as REST-backed tool callbacks.
 
 The model sees each tool under its toolCode with dots turned into underscores. HIGH risk
 counts as a write (approval first); a strict tool re-checks the actor's permission when it is

@@ -1,8 +1,9 @@
-"""The chat stream's events (SPEC F10) and their SSE encoding.
+"""The chat stream's events (spec: host.md#tool-events-on-the-chat-stream) and their SSE
+encoding.
 
 `: connected` opens the stream; each event is `event: <type>` plus one `data: <json>` line;
 `error` is always the last frame. Tool call and result carry the same id, so parallel calls
-can be matched (the SPEC's compatible superset).
+can be matched (the spec's compatible superset).
 """
 
 from __future__ import annotations

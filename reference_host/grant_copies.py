@@ -1,4 +1,5 @@
-"""What a worker gets for a grant: host-made copies inside the plugin's own data folder (S3).
+"""What a worker gets for a grant: host-made copies inside the plugin's own data folder
+(spec: host.md#fileref-grants).
 
 A worker is never handed a path in the user's folders, because whatever it opens later
 could be a link swapped in after the host's check. Instead:

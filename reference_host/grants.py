@@ -1,4 +1,5 @@
-"""FileRef grants (SPEC F8, F9, S3): what a conversation may hand to which plugin, and injection.
+"""FileRef grants (spec: host.md#fileref-grants): what a conversation may hand to which plugin,
+and injection.
 
 Grants live in memory, as in FengYu. A grant's path is resolved (symlinks included) when it
 is attached and must lie under one of the host's allowed roots. At dispatch the target is
@@ -179,7 +180,8 @@ class GrantStore:
 
     def commit(self, conversation_id: str, plugin_id: str) -> None:
         """After a call: what the plugin wrote into its staging folders in this conversation
-        goes into the granted folders, reached without following links (SPEC S3)."""
+        goes into the granted folders, reached without following links
+        (spec: host.md#fileref-grants)."""
         writable = {g.ref["id"]: g for g in self.grants(conversation_id, plugin_id) if g.writable}
         problems = []
         for ref_id, staging in self.copies.pending(conversation_id, set(writable)):
@@ -230,7 +232,7 @@ class GrantStore:
         args: dict[str, Any],
         file_classes: Mapping[str, FileClass],
     ) -> dict[str, Any]:
-        """Route B injection, then every FileRef handed over as a path (F8, F9, S3).
+        """Route B injection, then every FileRef handed over as a path (spec: host.md).
 
         A file-class parameter accepts only granted FileRefs: a path the model wrote itself
         would let it reach any file the worker can read, so it is refused.

@@ -55,10 +55,11 @@ class HostConfig:
     log_level: str = "INFO"
     erp_base_url: str = "http://127.0.0.1:8801"
     actors_file: Path | None = None
-    worker_env: tuple[str, ...] = ()  # host variables passed through to workers (S2)
+    worker_env: tuple[str, ...] = ()  # passed through to workers (spec: host.md)
     # Launch commands by plugin id, instead of backend/worker (the kit's --worker-cmd).
     worker_commands: Mapping[str, str] = field(default_factory=dict)
-    # The HTTP API's access rules and body limit (reference_host.http.access, SPEC S4).
+    # The HTTP API's access rules and body limit (reference_host.http.access;
+    # spec: host.md#allowed-roots-and-hosts).
     allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS
     token: str | None = field(default=None, repr=False)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -79,7 +80,8 @@ class Host:
         self.config = config
         config.data_dir.mkdir(parents=True, exist_ok=True)
         # Orphans of workers come back to this process, and what an earlier host on this
-        # data folder left running (it was killed) is ended before anything starts (S5).
+        # data folder left running (it was killed) is ended before anything starts
+        # (spec: host.md#worker-processes-and-cleanup).
         become_subreaper()
         lineages = LineageRecord(config.data_dir / "workers")
         lineages.end_stale()
@@ -189,11 +191,13 @@ class Host:
         return row is not None and row.enabled
 
     def catalog(self) -> list[CatalogEntry]:
-        """The workflow catalog (SPEC F11): every tool offered now, with identity and revision."""
+        """The workflow catalog (spec: host.md#saved-workflows): every tool offered now, with
+        identity and revision."""
         return from_snapshot(self.registry.snapshot())
 
     def discover(self, tenant: str, actor: str) -> list[dict[str, Any]]:
-        """The ERP tools this actor may use in this tenant, with their active state (E5)."""
+        """The ERP tools this actor may use in this tenant, with their active state
+        (spec: erp.md#ownership-and-discovery)."""
         owners = self.store.tool_codes()
         listed = []
         for row in self.store.plugins():

@@ -2,7 +2,8 @@
 -> what it wrote for writable grants committed.
 
 The callback belongs to the snapshot it was made for; if its plugin has since been disabled
-or uninstalled it answers the SPEC's "no longer available" failure instead of calling.
+or uninstalled it answers the spec's "no longer available" failure instead of calling
+(spec: host.md#tool-snapshots-and-built-in-names).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class WorkerToolCallback:
             )
         except (ValueError, FileRefError) as exc:
             return failure(str(exc))
-        except Exception as exc:  # the model layer must never see an exception (SPEC F7)
+        except Exception as exc:  # the model layer never sees an exception (spec: host.md)
             return failure(f"internal error: {type(exc).__name__}: {exc}")
         try:
             output = json.dumps(

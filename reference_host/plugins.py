@@ -288,7 +288,8 @@ class PluginService:
                     _remove_if_empty(entry)
 
     def create_manual_tool(self, code: str) -> None:
-        """Register an ERP toolCode created by hand, outside any plugin (SPEC E4)."""
+        """Register an ERP toolCode created by hand, outside any plugin
+        (spec: erp.md#ownership-and-discovery)."""
         known = self._store.tool_owner(code)
         if known is not None:
             raise PluginError(

@@ -1,4 +1,5 @@
-"""The live tool registry (SPEC F7): one immutable snapshot per agent run.
+"""The live tool registry (spec: host.md#tool-snapshots-and-built-in-names): one immutable
+snapshot per agent run.
 
 A snapshot holds the built-ins and the tools of every installed and enabled plugin, read
 from the store when the snapshot is taken, so lifecycle changes show in the next run without

@@ -1,4 +1,5 @@
-"""ERP REST dispatch: one tool call becomes one HTTP request to the ERP (SPEC E3).
+"""ERP REST dispatch: one tool call becomes one HTTP request to the ERP
+(spec: erp.md#path-and-query-parameters).
 
 A tool file's `handlerConfig` says where the call goes: `path` with `{name}` placeholders for
 `pathParams`, `queryParams` copied into the query string, and `bodyFromInput: true` to send the

@@ -1,8 +1,9 @@
 """What the registry holds: tool definitions as the model sees them, and callbacks that run them.
 
 Built-ins, FengYu worker tools and ERP REST tools are all ToolCallbacks; the agent loop and
-the SSE stream cannot tell them apart (SPEC F7, H). A callback never raises to the model
-layer: every failure comes back as the `{"success": false, "error": ...}` envelope.
+the SSE stream cannot tell them apart (spec: host.md#one-host-for-both-profiles). A callback
+never raises to the model layer: every failure comes back as the
+`{"success": false, "error": ...}` envelope.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ class ToolCallback(Protocol):
 
 
 def unavailable(plugin_id: str) -> str:
-    """What a tool answers when its plugin went away after the snapshot (SPEC F7)."""
+    """What a tool answers when its plugin went away after the snapshot
+    (spec: host.md#tool-snapshots-and-built-in-names)."""
     return failure(f"Plugin tool is no longer available: {plugin_id}")
 
 

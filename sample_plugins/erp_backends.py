@@ -120,7 +120,8 @@ def create_app() -> Starlette:
         routes=[*hello.routes(), *employee.routes(directory), *intelligence.routes(directory)],
         exception_handlers={HTTPException: _http_error_handler(), Exception: _server_error},
     )
-    # Starlette would answer `/x/` with a bodyless 307; every answer here is JSON (SPEC E3).
+    # Starlette would answer `/x/` with a bodyless 307; every answer here is JSON
+    # (spec: erp.md#what-the-endpoint-must-answer).
     app.router.redirect_slashes = False
     return app
 

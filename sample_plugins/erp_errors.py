@@ -1,4 +1,5 @@
-"""The JSON error answers every sample ERP backend gives (SPEC E3: every answer is JSON).
+"""The JSON error answers every sample ERP backend gives (every answer is JSON;
+spec: erp.md#what-the-endpoint-must-answer).
 
 Each `<plugin>/backend/app.py` imports this module as `erp_errors`, from the `sample_plugins/`
 folder that serves them: `erp_backends.load_backend` puts that folder on `sys.path` while it

@@ -30,8 +30,8 @@ os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get(
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (str(FIXTURE_PLUGINS), os.environ.get("PYTHONPATH", "")) if p
 )
-# Workers get only a short list of the host's variables (SPEC S2); PYTHONPATH is passed to
-# them explicitly, as a host owner would with --worker-env.
+# Workers get only a short list of the host's variables (spec: host.md#the-worker-environment);
+# PYTHONPATH is passed to them explicitly, as a host owner would with --worker-env.
 os.environ["REFERENCE_HOST_WORKER_ENV"] = "PYTHONPATH"
 SEVERITY = [
     "failed",

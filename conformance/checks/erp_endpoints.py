@@ -1,4 +1,5 @@
-"""Endpoint checks of an ERP plugin (SPEC E3): generated inputs sent as the host sends them."""
+"""Endpoint checks of an ERP plugin (spec: erp.md#running-the-endpoint-checks): generated
+inputs sent as the host sends them."""
 
 from __future__ import annotations
 

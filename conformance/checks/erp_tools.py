@@ -1,4 +1,4 @@
-"""Static checks of an ERP plugin's metadata/tool/*.json files (SPEC E1-E5)."""
+"""Static checks of an ERP plugin's metadata/tool/*.json files (spec: erp.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Declared effects, observed (SPEC S1): what a tool's calls did, judged against its effect.
+"""Declared effects, observed: what a tool's calls did, judged against its effect
+(spec: fengyu-worker.md#effects-on-files).
 
 A tool's effect decides whether the user is asked before it runs (read tools are not asked),
 so the kit does not take the plugin's word for it. The tool checks (FY-TOOL-*) already make
@@ -26,7 +27,7 @@ COMPARED_CALLS = 3  # calls repeated without network, per tool (successful ones 
 
 def effect_run(ctx: CheckContext, effects: tuple[str, ...]) -> ToolRun:
     """The tool's run, when it declares one of effects (a missing effect counts as external,
-    SPEC F7); otherwise there is nothing to hold it to."""
+    spec: host.md#approval-by-effect); otherwise there is nothing to hold it to."""
     tool = ctx.tool
     declared = tool.effect if isinstance(tool, AiTool) and tool.effect is not None else "external"
     if declared not in effects:

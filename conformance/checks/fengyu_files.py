@@ -1,4 +1,5 @@
-"""Checks of file-class parameters (SPEC F8, F9): what the host will inject and resolve."""
+"""Checks of file-class parameters (spec: fengyu-manifest.md#file-parameters): what the host
+will inject and resolve."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ class FileParameter:
 
 
 def file_parameters(plugin: FengYuPlugin) -> list[FileParameter]:
-    """Every file-class parameter of every tool; route B needs exactly one per tool (F9)."""
+    """Every file-class parameter of every tool; route B needs exactly one per tool
+    (spec: host.md#route-b-injection)."""
     found = []
     for tool in plugin.tools:
         site = tool.input_schema

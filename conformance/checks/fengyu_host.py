@@ -1,5 +1,5 @@
-"""Host checks (SPEC F7-F10): the plugin installed into the reference host and driven by a
-scripted model, the way a user's assistant would drive it."""
+"""Host checks (spec: fengyu-worker.md#running-inside-a-host): the plugin installed into the
+reference host and driven by a scripted model, the way a user's assistant would drive it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Checks of legacy v1 manifests (SPEC F4): recognised, reported, still checked where possible."""
+"""Checks of legacy v1 manifests (spec: fengyu-manifest.md#legacy-version-1-manifests):
+recognised, reported, still checked where possible."""
 
 from __future__ import annotations
 

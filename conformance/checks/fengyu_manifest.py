@@ -1,4 +1,5 @@
-"""Static checks of a FengYu manifest.json (SPEC F1-F3): what the file itself must get right."""
+"""Static checks of a FengYu manifest.json (spec: fengyu-manifest.md): what the file itself must
+get right."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Property checks of each aiTool against the real worker (SPEC F5, F6, F8).
+"""Property checks of each aiTool against the real worker (spec: fengyu-worker.md#tool-properties).
 
 Inputs come from the tool's inputSchema (hypothesis-jsonschema), file-class parameters get
 real files as granted FileRefs, and calls go through the reference host's process manager.

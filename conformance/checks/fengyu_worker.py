@@ -1,4 +1,4 @@
-"""Protocol checks of a FengYu worker (SPEC F5, F6), read from one probe transcript."""
+"""Protocol checks of a FengYu worker (spec: fengyu-worker.md), read from one probe transcript."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Upgrade checks (SPEC F11): what a new version does to canvases saved on the previous one."""
+"""Upgrade checks (spec: fengyu-worker.md#upgrades): what a new version does to canvases saved
+on the previous one."""
 
 from __future__ import annotations
 

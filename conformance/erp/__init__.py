@@ -1,1 +1,1 @@
-"""The ERP profile: metadata/tool/*.json, one REST-backed tool per file (SPEC E1-E5)."""
+"""The ERP profile: metadata/tool/*.json, one REST-backed tool per file (spec: erp.md)."""

@@ -1,4 +1,5 @@
-"""What each tool call did besides answering: files changed and connections opened (SPEC S1).
+"""What each tool call did besides answering: files changed and connections opened
+(spec: fengyu-worker.md).
 
 Every call a tool check makes goes through EffectWatch.observe, which snapshots the watched
 folders before and after it and collects the connections the recording proxy saw meanwhile.

@@ -1,4 +1,5 @@
-"""Turn a legacy v1 manifest into its v2 equivalent (SPEC F4), as a migration aid.
+"""Turn a legacy v1 manifest into its v2 equivalent, as a migration aid
+(spec: fengyu-manifest.md#legacy-version-1-manifests).
 
 v1 tools carry their schemas as escaped strings; v2 declares each method once under
 rpc.methods and lets aiTools point at it. backend.command/protocol are gone in v2 (the host

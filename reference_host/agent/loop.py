@@ -1,8 +1,8 @@
 """The agent loop: model turn -> tool calls through the snapshot -> results back -> reply.
 
-It yields the SSE events of SPEC F10 as they happen. Calls to write and external tools go
-through the approval policy first. Whatever goes wrong ends the stream with an error event,
-and error is always the last event.
+It yields the SSE events of the chat stream (spec: host.md#tool-events-on-the-chat-stream) as
+they happen. Calls to write and external tools go through the approval policy first.
+Whatever goes wrong ends the stream with an error event, and error is always the last event.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The tools every host offers besides plugin tools: `web_search` and `web_fetch` (SPEC F7).
+"""The tools every host offers besides plugin tools: `web_search` and `web_fetch`
+(spec: host.md#tool-snapshots-and-built-in-names).
 
 Both are read tools owned by "builtin"; they are ToolCallbacks like any plugin tool.
 """

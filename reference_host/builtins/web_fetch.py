@@ -1,4 +1,5 @@
-"""The built-in `web_fetch` tool: one public page as bounded, readable text (SPEC F7)."""
+"""The built-in `web_fetch` tool: one public page as bounded, readable text
+(spec: host.md#tool-snapshots-and-built-in-names)."""
 
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ class WebFetchTool:
             return failure(f"web_fetch: timed out after {self._timeout:g}s fetching {url}")
         except httpx.HTTPError as exc:
             return failure(f"web_fetch: could not fetch {url}: {_describe(exc)}")
-        except Exception as exc:  # a tool never raises to the model layer (SPEC F7)
+        except Exception as exc:  # a tool never raises to the model layer (spec: host.md)
             return failure(f"web_fetch: unexpected error fetching {url}: {_describe(exc)}")
         result: dict[str, Any] = {
             "success": True,

@@ -1,4 +1,5 @@
-"""The built-in `web_search` tool and the search providers behind it (SPEC F7)."""
+"""The built-in `web_search` tool and the search providers behind it
+(spec: host.md#tool-snapshots-and-built-in-names)."""
 
 from __future__ import annotations
 
@@ -140,7 +141,7 @@ class WebSearchTool:
             found = await self._provider.search(query, limit)
         except SearchError as exc:
             return failure(f"web_search: {exc}")
-        except Exception as exc:  # a tool never raises to the model layer (SPEC F7)
+        except Exception as exc:  # a tool never raises to the model layer (spec: host.md)
             return failure(f"web_search: search failed: {type(exc).__name__}: {exc}")
         results: list[dict[str, Any]] = [asdict(result) for result in found[:limit]]
         return json.dumps({"success": True, "query": query, "results": results}, ensure_ascii=False)

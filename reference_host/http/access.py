@@ -1,4 +1,5 @@
-"""Who may talk to the host over HTTP (SPEC S4): allowed Host values, Origin, a bearer token.
+"""Who may talk to the host over HTTP (spec: host.md#allowed-roots-and-hosts): allowed Host
+values, Origin, a bearer token.
 
 Why: a loopback service without these is reachable from any web page through DNS rebinding
 (a page on evil.example re-points its name to 127.0.0.1 and its script then talks to the

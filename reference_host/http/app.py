@@ -1,4 +1,4 @@
-"""The host's HTTP API and its SSE streams (SPEC F7-F11), an ASGI app served by uvicorn.
+"""The host's HTTP API and its SSE streams (spec: host.md), an ASGI app served by uvicorn.
 
 Routes (JSON in and out; every error is `{"error": message, "problems": [...]}`), one router
 module per area: reference_host.http.plugins, tools, grants, approvals, erp (discovery), chat

@@ -1,5 +1,6 @@
-"""The chat route (SPEC F10): `POST /api/chat {"message", "conversationId"?}`, answered with
-the run's event stream (reference_host.http.streaming)."""
+"""The chat route (spec: host.md#tool-events-on-the-chat-stream):
+`POST /api/chat {"message", "conversationId"?}`, answered with the run's event stream
+(reference_host.http.streaming)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The ERP discovery route (SPEC E5): `GET /api/v1/agents/metadata/tools` with X-Tenant-Id
-and X-Actor, the tools that actor may use, active or not."""
+"""The ERP discovery route (spec: erp.md#ownership-and-discovery):
+`GET /api/v1/agents/metadata/tools` with X-Tenant-Id and X-Actor, the tools that actor may use,
+active or not."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ async def discover_tools(
     tenant: str | None = Header(None, alias="X-Tenant-Id", include_in_schema=False),
     actor: str | None = Header(None, alias="X-Actor", include_in_schema=False),
 ) -> list[dict[str, Any]]:
-    """The ERP discovery endpoint (SPEC E5): the tools this actor may use, active or not."""
+    """The ERP discovery endpoint (spec: erp.md#ownership-and-discovery): the tools this actor
+    may use, active or not."""
     if not tenant or not actor:
         raise ApiError(400, "the X-Tenant-Id and X-Actor headers are required")
     return host.discover(tenant, actor)

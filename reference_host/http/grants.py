@@ -1,4 +1,4 @@
-"""The FileRef grant routes (SPEC F8):
+"""The FileRef grant routes (spec: host.md#fileref-grants):
 
 POST   /api/conversations/{cid}/grants  {"pluginId", "path", "access"} -> the FileRef (201)
 GET    /api/conversations/{cid}/grants

@@ -1,4 +1,5 @@
-"""The SSE answer of chat and of a workflow run (SPEC F10): framing, keep-alives, the pump.
+"""The SSE answer of chat and of a workflow run: framing, keep-alives, the pump
+(spec: host.md#tool-events-on-the-chat-stream).
 
 Why a StreamingResponse with our own framing rather than sse-starlette's EventSourceResponse:
 EventSourceResponse passes bytes through, so `: connected` and our frames could be sent, but
@@ -7,7 +8,7 @@ task outside the event order, so a ping can land after the final `error` frame (
 last event and the end of the body); (2) it adds `Connection: keep-alive` and defaults to
 `Cache-Control: no-store`; (3) importing it monkey-patches uvicorn's `Server.handle_exit`
 process-wide and starts a shutdown-watcher task per loop. A dozen lines of our own give the
-exact F10 stream: `: connected` first, `Event.encode()` frames, `: keep-alive` only after N
+exact stream of the spec: `: connected` first, `Event.encode()` frames, `: keep-alive` only after N
 idle seconds (one generator, so never after the last event), `done`/`error` last.
 
 A client disconnect stops the run: uvicorn (ASGI spec 2.3) makes Starlette's
@@ -64,8 +65,8 @@ SSE_EVENT = {
     },
 }
 EVENT_STREAM: dict[str, Any] = {
-    "description": "the run's events (SPEC F10): `: connected`, then `event:`/`data:` frames, "
-    "`done` or `error` last",
+    "description": "the run's events (spec: host.md#tool-events-on-the-chat-stream): "
+    "`: connected`, then `event:`/`data:` frames, `done` or `error` last",
     "content": {"text/event-stream": {"schema": SSE_EVENT}},
     "headers": CONVERSATION_HEADER,
 }
@@ -88,7 +89,7 @@ def stream(run: AsyncIterator[Event], conversation: str, *, keep_alive: float) -
 
 
 async def sse_frames(run: AsyncIterator[Event], *, keep_alive: float) -> AsyncIterator[bytes]:
-    """The F10 byte stream of one run: `: connected`, the event frames, keep-alives.
+    """The chat stream's bytes for one run: `: connected`, the event frames, keep-alives.
 
     `done` or `error` ends the stream; an exception in the run becomes a final error
     event, and so does a run that ends without either. Cancelling the consumer (client

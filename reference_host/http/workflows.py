@@ -1,4 +1,4 @@
-"""The workflow routes (SPEC F11):
+"""The workflow routes (spec: host.md#saved-workflows):
 
     GET    /api/workflow/catalog              every tool: identity, pluginId, name,
                                               description, effect, inputSchema,

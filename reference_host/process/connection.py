@@ -1,4 +1,4 @@
-"""One running worker process and the JSON-RPC conversation with it (SPEC F5, F6).
+"""One running worker process and the JSON-RPC conversation with it (spec: fengyu-worker.md).
 
 Requests carry string ids (a per-connection counter: replies can only come back on this
 connection's own pipes); one reader task matches responses to pending calls by id.

@@ -1,10 +1,11 @@
-"""The environment a worker gets (SPEC S2): a short documented list, never the host's secrets.
+"""The environment a worker gets (spec: host.md#the-worker-environment): a short documented
+list, never the host's secrets.
 
 A worker runs plugin code the host did not write, so it inherits nothing by default: only
 what a program needs to run at all (PATH, the locale, the time zone, JAVA_HOME for
 `java -jar` workers, SYSTEMROOT on Windows), plus the names the host's owner passes through
 explicitly (HostConfig.worker_env / `--worker-env NAME`, the kit's `--worker-env`, or the
-REFERENCE_HOST_WORKER_ENV variable, a comma-separated list, for both). The F5 variables,
+REFERENCE_HOST_WORKER_ENV variable, a comma-separated list, for both). The FENGYU_* variables,
 TMPDIR/TMP/TEMP (the plugin's data folder) and HOME (a folder inside it) are set on top.
 
 A name ending in `*` passes every variable starting with the rest (`LC_*`, `AWS_*`), except

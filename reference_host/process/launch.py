@@ -1,4 +1,5 @@
-"""How a worker is started (SPEC F5): its command, working folder and environment."""
+"""How a worker is started (spec: fengyu-worker.md#starting-the-worker): its command, working
+folder and environment."""
 
 from __future__ import annotations
 
@@ -43,9 +44,10 @@ class WorkerSpec:
         self.home.mkdir(parents=True, exist_ok=True)
 
     def environment(self, lineage: str | None = None) -> dict[str, str]:
-        """What a worker sees (SPEC S2, environment.py): the allowed part of the host's
-        environment, extra_env, the F5 variables, TMP in its data folder, HOME in there, and
-        the lineage token that marks every process it starts (lineage.py)."""
+        """What a worker sees (spec: host.md#the-worker-environment; environment.py): the
+        allowed part of the host's environment, extra_env, the FENGYU_* variables, TMP in its
+        data folder, HOME in there, and the lineage token that marks every process it starts
+        (lineage.py)."""
         env = passed_through(os.environ, self.pass_env)
         env.update(self.extra_env)
         data = str(self.data_dir)
@@ -71,7 +73,7 @@ class WorkerSpec:
 
 
 def worker_command(root: Path, override: str | Sequence[str] | None = None) -> tuple[str, ...]:
-    """The launch command, in F5's order: the override, backend/worker.jar, backend/worker."""
+    """The launch command, in the spec's order: the override, backend/worker.jar, backend/worker."""
     if override:
         argv = shlex.split(override) if isinstance(override, str) else list(override)
         return tuple(argv)

@@ -1,4 +1,5 @@
-"""Call timeout precedence (SPEC F6): tool, then caller, then backend default, then 60 s."""
+"""Call timeout precedence (spec: fengyu-worker.md#timeouts-and-the-end-of-input): tool, then
+caller, then backend default, then 60 s."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Background jobs for long worker calls: the *_start / *_status / *_cancel pattern (SPEC F6).
+"""Background jobs for long worker calls: the *_start / *_status / *_cancel pattern
+(spec: fengyu-manifest.md#timeouts).
 
 A call that may outlive its timeout starts a job and answers with its id at once; later calls
 poll the job's log and result, or ask it to stop. Cancellation is cooperative: the job's

@@ -1,4 +1,5 @@
-"""The worker's run loop: read requests on stdin, dispatch, answer on stdout (SPEC F5).
+"""The worker's run loop: read requests on stdin, dispatch, answer on stdout
+(spec: fengyu-worker.md#framing-on-stdin-and-stdout).
 
 One request at a time, in order, like FengYu's own SDK. stdout carries protocol frames only:
 while the loop runs, sys.stdout is pointed at stderr, so a stray print() cannot corrupt the

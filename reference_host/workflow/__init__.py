@@ -1,1 +1,2 @@
-"""The visual-workflow side of the host (SPEC F11): the tool catalog and saved canvases."""
+"""The visual-workflow side of the host (spec: host.md#saved-workflows): the tool catalog and
+saved canvases."""

@@ -1,4 +1,5 @@
-"""The visual workflow canvas (SPEC F11): save, load against the live catalog, reconcile.
+"""The visual workflow canvas (spec: host.md#saved-workflows): save, load against the live
+catalog, reconcile.
 
 A workflow is `{"id", "name", "nodes": [node]}`; a node is
 

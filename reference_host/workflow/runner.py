@@ -1,4 +1,4 @@
-"""Running a saved workflow (SPEC F11) exactly as chat runs tools.
+"""Running a saved workflow (spec: host.md#saved-workflows) exactly as chat runs tools.
 
 Nodes run one at a time in dependency order, through the callbacks of a fresh registry
 snapshot and the agent loop's own call path (`execute_call`: the approval policy and broker, then

@@ -1,4 +1,4 @@
-"""Saved workflows (SPEC F11, H) in the host's own SQLite database.
+"""Saved workflows (spec: host.md#saved-workflows) in the host's own SQLite database.
 
 The table lives next to the plugin tables, in the same file, and every access goes through
 the Store's `transaction()` (its lock and its connection), so a workflow is written whole or

@@ -1,5 +1,5 @@
-"""Declared effects are observed (SPEC S1): the watch, the recording proxy, the namespace, and
-the FY-EFF items on plugins that lie and on one that keeps to its data folder."""
+"""Declared effects are observed (spec: fengyu-worker.md): the watch, the recording proxy, the
+namespace, and the FY-EFF items on plugins that lie and on one that keeps to its data folder."""
 
 from __future__ import annotations
 

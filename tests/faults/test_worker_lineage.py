@@ -1,8 +1,8 @@
-"""Nothing a worker starts outlives it (SPEC S5): not a child that ignores SIGTERM and stays
-in the worker's group, not a daemon that double-forked and called setsid(); after a kit run,
-after each lifecycle operation of the host, and after a host that was SIGKILLed (its
-successor on the same data folder ends what it left). Each fixture process carries a marker
-in its command line, so it is found wherever it was re-parented."""
+"""Nothing a worker starts outlives it (spec: host.md#worker-processes-and-cleanup): not a
+child that ignores SIGTERM and stays in the worker's group, not a daemon that double-forked and
+called setsid(); after a kit run, after each lifecycle operation of the host, and after a host
+that was SIGKILLed (its successor on the same data folder ends what it left). Each fixture
+process carries a marker in its command line, so it is found wherever it was re-parented."""
 
 from __future__ import annotations
 

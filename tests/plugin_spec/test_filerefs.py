@@ -1,4 +1,5 @@
-"""File-class classification (SPEC F9), as the host and the kit both apply it."""
+"""File-class classification (spec: fengyu-manifest.md#file-parameters), as the host and the
+kit both apply it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The ERP namespace rule (SPEC E2): decided on the normalised path, bypasses refused."""
+"""The ERP namespace rule (spec: erp.md#the-namespace-rule): decided on the normalised path,
+bypasses refused."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ERP plugins in the host (SPEC E2-E5): ownership, deactivation, discovery, permissions,
+"""ERP plugins in the host (spec: erp.md): ownership, deactivation, discovery, permissions,
 risk gating and REST dispatch against the sample backends served on loopback."""
 
 from __future__ import annotations

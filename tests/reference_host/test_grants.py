@@ -1,4 +1,5 @@
-"""FileRef grants (SPEC F8, F9): attach, inject (route B), resolve, and every refusal."""
+"""FileRef grants (spec: host.md#fileref-grants): attach, inject (route B), resolve, and every
+refusal."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Launch order (SPEC F5) and timeout precedence (SPEC F6)."""
+"""Launch order (spec: fengyu-worker.md#starting-the-worker) and timeout precedence
+(spec: fengyu-worker.md#timeouts-and-the-end-of-input)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""ERP REST dispatch (SPEC E3): every request exactly as it goes out, and every way it fails.
+"""ERP REST dispatch (spec: erp.md#path-and-query-parameters): every request exactly as it
+goes out, and every way it fails.
 
 respx stands in for the ERP in most tests; each test asserts the one request that went out
 byte for byte (method, URL with its encoded path and query string, headers, body). The last

@@ -1,4 +1,4 @@
-"""The Python worker SDK, correct per JSON-RPC 2.0 (SPEC F5)."""
+"""The Python worker SDK, correct per JSON-RPC 2.0 (spec: fengyu-worker.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Saved workflows (SPEC F11): save and its errors, load against the live catalog, reconcile,
-runs through chat's call path, the HTTP routes, and property-based checks of revisions and
-of canvases across random plugin lifecycles."""
+"""Saved workflows (spec: host.md#saved-workflows): save and its errors, load against the live
+catalog, reconcile, runs through chat's call path, the HTTP routes, and property-based checks
+of revisions and of canvases across random plugin lifecycles."""
 
 from __future__ import annotations
 

@@ -154,7 +154,7 @@ def test_risk_levels_and_namespaces() -> None:
     risks = {code: (t["handlerConfig"]["method"], t["riskLevel"]) for code, t in TOOLS.items()}
     for code, (method, risk) in risks.items():
         if method != "GET":
-            assert risk != "LOW", code  # SPEC E5 warns on a mutating method with LOW
+            assert risk != "LOW", code  # the spec (erp.md) warns on a mutating method with LOW
     for code, tool in TOOLS.items():
         assert tool["strictPermissionCheck"] is (tool["riskLevel"] == "HIGH"), code
     transfer = TOOLS["hcm-ai-intelligence.employee.transfer"]
@@ -162,7 +162,7 @@ def test_risk_levels_and_namespaces() -> None:
     assert transfer["handlerConfig"]["bodyFromInput"] is True
     cross = TOOLS["hcm-ai-intelligence.employee.search"]
     assert cross["applicationCode"] == "hcm-ai-intelligence"
-    assert cross["handlerConfig"]["path"] == EMPLOYEES  # hcm-employee's namespace (SPEC E3)
+    assert cross["handlerConfig"]["path"] == EMPLOYEES  # hcm-employee's namespace (spec: erp.md)
     names = [code.replace(".", "_") for code in TOOLS]
     assert len(set(names)) == len(names)
     assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name) for name in names)

@@ -1,4 +1,5 @@
-"""ERP namespace bypasses (SPEC E2, E3), statically and at dispatch over real HTTP.
+"""ERP namespace bypasses (spec: erp.md#the-namespace-rule), statically and at dispatch over
+real HTTP.
 
 Statically: each handler path that tries to leave /api/v1/plugins/** or /api/v1/entities/**
 must be reported by the kit as ERP-TOOL-005 and refused by the host at install.

@@ -1,4 +1,4 @@
-"""FileRef attacks through the real Host and a real worker (SPEC F8, F9).
+"""FileRef attacks through the real Host and a real worker (spec: host.md#fileref-grants).
 
 The markdown sample's `markdown_outline` takes `filePath` (a read-file parameter) and its
 worker really opens the path it is given; the Excel sample's `excel_execute` takes
@@ -56,7 +56,8 @@ class Setup:
         return self.host.grants.attach(conversation, plugin, path, access)
 
     def copy(self, ref: dict[str, Any], plugin: str = MD) -> str:
-        """The path a worker gets for a read grant: the host's copy in its data folder (S3)."""
+        """The path a worker gets for a read grant: the host's copy in its data folder
+        (spec: host.md#fileref-grants)."""
         path = self.host.grants.copy_path(plugin, ref)
         assert Path(path).is_relative_to(self.host.plugin_data(plugin))
         return path
@@ -351,7 +352,8 @@ async def test_ref_lookalikes_with_non_ref_ids_never_become_paths(
     setup: Setup, value: dict[str, Any]
 ) -> None:
     """Not FileRefs (FengYu's test: a string id starting with ref_), so never resolved: a
-    file-class parameter takes only granted refs, and the host refuses the call (SPEC F8)."""
+    file-class parameter takes only granted refs, and the host refuses the call
+    (spec: host.md#fileref-grants)."""
     setup.grant(setup.doc)
     setup.grant(setup.doc)  # two matching grants: route A, the model's value stays
     error = the_failure(await run_chat(setup.host, outline({"filePath": value})))

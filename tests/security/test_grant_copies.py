@@ -1,4 +1,5 @@
-"""What a worker gets for a grant (SPEC S3): copies made through descriptors, never via links.
+"""What a worker gets for a grant (spec: host.md#fileref-grants): copies made through
+descriptors, never via links.
 
 These drive the GrantStore directly on a real file system; test_grant_races covers the same
 mechanism through the host and real workers.

@@ -1,4 +1,5 @@
-"""Granted files swapped for links while calls run (SPEC S3), through the real host and workers.
+"""Granted files swapped for links while calls run (spec: host.md#fileref-grants), through the
+real host and workers.
 
 A swapper thread replaces the granted file (or writable folder) again and again, by atomic
 rename, between the real thing and a symlink to something outside every allowed root, while

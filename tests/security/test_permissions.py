@@ -1,4 +1,5 @@
-"""Permission and tenant isolation of ERP tools (SPEC E5), through the host and its app.
+"""Permission and tenant isolation of ERP tools (spec: erp.md#risk-levels-and-permissions),
+through the host and its app.
 
 The actors live in a file the host re-reads when it changes, as in production. The ERP is
 the recording Starlette backend on 127.0.0.1: it shows which tenant and actor each call
@@ -299,7 +300,8 @@ async def test_strict_tools_recheck_at_call_time(erp: Erp, change: dict[str, Any
         "success": False,
         "error": f"admin lacks permission SEC_ADMIN for {DELETE}",
     }
-    # Decision (SPEC E5): a non-strict tool trusts the run's snapshot.
+    # Decision (spec: erp.md#risk-levels-and-permissions): a non-strict tool trusts the run's
+    # snapshot.
     assert got["route"] == "item"
     assert [(h["method"], h["route"]) for h in erp.hits.hits] == [("GET", "item")]
 

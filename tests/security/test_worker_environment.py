@@ -1,6 +1,6 @@
-"""A worker sees a minimal, documented environment (SPEC S2): never the host's model key or
-another secret of the host's environment, only what is passed through by name; the kit
-starts workers the same way, so what it tests is what a host gives."""
+"""A worker sees a minimal, documented environment (spec: host.md#the-worker-environment):
+never the host's model key or another secret of the host's environment, only what is passed
+through by name; the kit starts workers the same way, so what it tests is what a host gives."""
 
 from __future__ import annotations
 

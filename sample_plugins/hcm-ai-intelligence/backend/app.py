@@ -13,7 +13,8 @@ hands it (`erp_backends.create_app` passes hcm-employee's `EmployeeDirectory`):
   (404 unknown employee, 409 already there or inactive). The mutating, HIGH-risk one.
 
 Its `employee.search` tool has no endpoint here: it calls hcm-employee's own search (a
-cross-plugin tool, SPEC E3). Bad input is always a 4xx JSON answer, never 5xx.
+cross-plugin tool, spec: erp.md#the-namespace-rule). Bad input is always a 4xx JSON answer,
+never 5xx.
 """
 
 from __future__ import annotations
@@ -229,6 +230,7 @@ def routes(directory: Directory) -> list[Route]:
 def create_app(directory: Directory) -> Starlette:
     """hcm-ai-intelligence's backend on its own, over the given hcm-employee directory."""
     app = Starlette(routes=routes(directory), exception_handlers={HTTPException: http_error})
-    # Starlette would answer `/x/` with a bodyless 307; every answer here is JSON (SPEC E3).
+    # Starlette would answer `/x/` with a bodyless 307; every answer here is JSON
+    # (spec: erp.md#what-the-endpoint-must-answer).
     app.router.redirect_slashes = False
     return app

@@ -218,6 +218,7 @@ def create_app(directory: EmployeeDirectory | None = None) -> Starlette:
         routes=routes(directory if directory is not None else EmployeeDirectory()),
         exception_handlers={HTTPException: http_error},
     )
-    # Starlette would answer `/x/` with a bodyless 307; every answer here is JSON (SPEC E3).
+    # Starlette would answer `/x/` with a bodyless 307; every answer here is JSON
+    # (spec: erp.md#what-the-endpoint-must-answer).
     app.router.redirect_slashes = False
     return app

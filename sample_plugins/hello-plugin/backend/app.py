@@ -44,6 +44,7 @@ def routes() -> list[Route]:
 def create_app() -> Starlette:
     """hello-plugin's backend on its own."""
     app = Starlette(routes=routes(), exception_handlers={HTTPException: http_error})
-    # Starlette would answer `/x/` with a bodyless 307; every answer here is JSON (SPEC E3).
+    # Starlette would answer `/x/` with a bodyless 307; every answer here is JSON
+    # (spec: erp.md#what-the-endpoint-must-answer).
     app.router.redirect_slashes = False
     return app
