@@ -89,11 +89,11 @@ def looks_like_path(name: str, schema: Any) -> PathLike | None:
     if tokens and tokens[-1] in NOT_A_PATH:
         return None
     if hits := [t for t in tokens if t in PATH_WORDS]:
-        because = f"its name speaks of a {hits[0]}"
+        because = f"its name says {hits[0]!r}"
     elif hits := [
         t for n, t in enumerate(described) if t in PATH_WORDS and (n < SUBJECT_WORDS or "path" in t)
     ]:
-        because = f"its description speaks of a {hits[0]}"
+        because = f"its description says {hits[0]!r}"
     elif isinstance(pattern, str) and ("/" in pattern or "\\\\" in pattern):
         because = f"its pattern {pattern!r} matches paths"
     else:

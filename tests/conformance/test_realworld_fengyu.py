@@ -41,21 +41,30 @@ EXPECTED: dict[str, set[str]] = {
     "plugin-cli/test/fixtures/static-plugin/manifest@ddb78fa4.json": {LEGACY},
     # Official plugins. The shipped v1 manifests use `default` and `format` in tool schemas,
     # outside the subset hosts support (FY-MAN-011); excel types its FileRef parameters as
-    # objects although the worker receives paths (FY-FILE-001).
+    # objects although the worker receives paths (FY-FILE-001). Email and offlinepython
+    # take folders in plain words (inputDirectory, outputDirectory, projectDir: no
+    # DirectoryRef, so no grant ever fills them) and email's IMAP `folder` reads like one
+    # too (FY-FILE-004, a warning).
     "OfficialPlugins/plugin-excel/manifest.json": {LEGACY, "FY-MAN-011", "FY-FILE-001"},
-    "OfficialPlugins/plugin-email/manifest.json": {LEGACY, "FY-MAN-011"},
-    "OfficialPlugins/plugin-email/manifest@b07b480b.json": set(),
+    "OfficialPlugins/plugin-email/manifest.json": {LEGACY, "FY-MAN-011", "FY-FILE-004"},
+    "OfficialPlugins/plugin-email/manifest@b07b480b.json": {"FY-FILE-004"},
     "OfficialPlugins/plugin-browser/manifest.json": {LEGACY, "FY-MAN-011"},
-    "OfficialPlugins/plugin-offlinepython/manifest.json": {LEGACY, "FY-MAN-011"},
+    "OfficialPlugins/plugin-offlinepython/manifest.json": {LEGACY, "FY-MAN-011", "FY-FILE-004"},
     "OfficialPlugins/plugin-offlinepython/manifest@dd7a7b98.json": {
         LEGACY,
         "FY-LEG-003",
         "FY-FILE-001",
+        "FY-FILE-004",
     },
     "OfficialPlugins/plugin-markdown/manifest.json": {LEGACY},
     "OfficialPlugins/plugin-markdown/manifest@6c4f24af.json": {LEGACY},
     "OfficialPlugins/plugin-markdown/manifest@e9043fed.json": {LEGACY},
-    "OfficialPlugins/packages/email/manifest.json": {LEGACY, "FY-LEG-003", "FY-MAN-011"},
+    "OfficialPlugins/packages/email/manifest.json": {
+        LEGACY,
+        "FY-LEG-003",
+        "FY-MAN-011",
+        "FY-FILE-004",
+    },
     # manifest.base.json is build input, not a manifest: engines and backend.runtime /
     # protocolVersion are unknown to v2 (FY-MAN-003), as FengYu's own schema says too.
     "OfficialPlugins/plugin-excel/manifest.base.json": {"FY-MAN-003"},
