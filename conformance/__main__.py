@@ -5,6 +5,7 @@ requirements                print the requirement catalog
 explain ID                  one requirement: its level, reason, examples and fix
 reference                   print docs/spec/requirements.md, generated from the catalog
 schemas                     print the paths of the shipped JSON Schemas
+init fengyu|erp DIR [--id ID]  start a plugin that passes the kit in strict mode
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from conformance.catalog import format_catalog
 from conformance.explain import UnknownRequirement, explain
 from conformance.fengyu.manifest import MANIFEST
 from conformance.fengyu.migrate import MigrationError, migrate_v1
+from conformance.init_plugin import PROFILES, InitError, init
 from conformance.package_data import SCHEMAS
 from conformance.reference_page import reference_page
 from conformance.sources import JsonLoadError, load_json_file
@@ -33,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     explain_ = commands.add_parser("explain", help="one requirement, its examples and fix")
     explain_.add_argument("id", help="a requirement id, e.g. FY-MAN-006")
     commands.add_parser("reference", help="print the generated requirement reference page")
+    init_ = commands.add_parser("init", help="start a plugin that passes the kit, with CI")
+    init_.add_argument("profile", choices=PROFILES, help="the plugin profile")
+    init_.add_argument("dir", type=Path, help="the new plugin's folder (new or empty)")
+    init_.add_argument("--id", help="the plugin id (default: from the folder name)")
     args = parser.parse_args(argv)
     if args.command == "requirements":
         print(format_catalog())
@@ -44,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         return 0
+    if args.command == "init":
+        return _init(args.profile, args.dir, args.id)
     if args.command == "reference":
         print(reference_page(), end="")
         return 0
@@ -54,6 +62,18 @@ def main(argv: list[str] | None = None) -> int:
                 print(entry)
         return 0
     return _migrate(args.path)
+
+
+def _init(profile: str, folder: Path, plugin_id: str | None) -> int:
+    try:
+        written = init(profile, folder, plugin_id)
+    except InitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    print(f"next: cd {folder} && pytest --plugin-dir . --conformance-strict")
+    return 0
 
 
 def _migrate(path: Path) -> int:

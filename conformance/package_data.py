@@ -12,3 +12,4 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 CATALOG = PACKAGE / "requirements.toml"
 SCHEMAS = PACKAGE / "schemas"
+SCAFFOLD = PACKAGE / "scaffold"  # one template folder per profile, for `plugin-conformance init`

@@ -137,7 +137,8 @@ class InputSpace:
             raise GeneratorGap(f"no valid input could be generated: {exc}") from None
 
     def mutations(self, value: Any, textual: Iterable[str] = ()) -> list[tuple[str, Any]]:
-        """Ways to break a valid input: drop a required property, or give one a wrong type.
+        """Ways to break a valid input: drop a required property, give one a wrong type, or
+        give a string enum a value it does not list.
 
         textual names properties that travel as text (a URL's path or query), where a number
         in place of a string arrives as a perfectly good string: no break, so not offered.
@@ -153,6 +154,16 @@ class InputSpace:
                 found.append((f"required property {name!r} dropped", broken))
         for name, sub in (self.schema.get("properties") or {}).items():
             kind = sub.get("type") if isinstance(sub, dict) else None
+            choices = sub.get("enum") if isinstance(sub, dict) else None
+            if isinstance(choices, list) and all(isinstance(c, str) for c in choices):
+                # Outside the enum: a different text, so a break even where it travels as text.
+                outside = "-".join(["not", *choices]) or "not-listed"
+                found.append(
+                    (
+                        f"property {name!r} given {outside!r}, not one of its enum",
+                        {**value, name: outside},
+                    )
+                )
             if kind == "string" and name in textual:
                 continue
             if isinstance(kind, str) and kind in WRONG_TYPE_VALUES:

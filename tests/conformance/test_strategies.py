@@ -92,3 +92,13 @@ def test_mutations_break_the_schema() -> None:
         "property 'n' given a str instead of integer": {"path": "/a", "n": "not a number"},
     }
     assert all(not space.validator.is_valid(v) for v in mutations.values())
+
+
+def test_a_string_enum_is_broken_by_a_value_it_does_not_list_even_as_text() -> None:
+    space = InputSpace.of(
+        {"type": "object", "properties": {"lang": {"type": "string", "enum": ["en", "fr"]}}}
+    )
+    mutations = dict(space.mutations({"lang": "en"}, textual={"lang"}))
+    assert mutations == {
+        "property 'lang' given 'not-en-fr', not one of its enum": {"lang": "not-en-fr"}
+    }
