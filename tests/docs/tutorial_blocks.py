@@ -1,0 +1,110 @@
+"""The tutorials' code blocks, run by Sybil as the reader would run them.
+
+Each tutorial runs in a fresh folder of its own, top to bottom:
+
+- a ```sh block runs in bash (`set -euo pipefail`) and must exit 0, or the status its
+  `exit=N` option names; a `cd` carries over to the next block, as in a terminal;
+- a block with `file=PATH` (```json file=manifest.json) writes PATH, relative to where the
+  shell stands; a file that starts with `#!` becomes executable;
+- a ```text block is output shown to the reader and is not run; any other block without
+  `file=` fails, so the tutorials hold no code that nothing checks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sybil import Document, Example, Region, Sybil
+from sybil.parsers.markdown.lexers import RawFencedCodeBlockLexer
+
+INFO = re.compile(r"(?P<language>[a-z]+)(?P<options>(?: +[a-z]+=\S+)*) *$\n", re.MULTILINE)
+SHOWN = {"text", "console"}
+TIMEOUT = 600.0  # a hang guard: each block takes seconds
+
+
+def _options(text: str) -> dict[str, str]:
+    return dict(option.split("=", 1) for option in text.split())
+
+
+class TutorialParser:
+    def __init__(self) -> None:
+        self.lexer = RawFencedCodeBlockLexer(INFO)
+
+    def __call__(self, document: Document) -> Iterator[Region]:
+        for region in self.lexer(document):
+            language = region.lexemes["language"]
+            options = _options(region.lexemes["options"])
+            source = str(region.lexemes["source"])
+            if "file" in options:
+                evaluator = write_file
+            elif language == "sh":
+                evaluator = run_shell
+            elif language in SHOWN:
+                continue
+            else:
+                evaluator = unchecked
+            yield Region(region.start, region.end, (language, options, source), evaluator)
+
+
+def write_file(example: Example) -> str | None:
+    _, options, source = example.parsed
+    path = Path(example.namespace["cwd"], options["file"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source, encoding="utf-8")
+    if source.startswith("#!"):
+        path.chmod(0o755)
+    return None
+
+
+def run_shell(example: Example) -> str | None:
+    _, options, source = example.parsed
+    state = Path(example.namespace["folder"], ".cwd")
+    script = f"set -euo pipefail\n{source}\nprintf '%s' \"$PWD\" > {str(state)!r}\n"
+    done = subprocess.run(
+        ["bash", "-c", script],
+        cwd=example.namespace["cwd"],
+        env=example.namespace["env"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    expected = int(options.get("exit", "0"))
+    if done.returncode != expected:
+        return (
+            f"exit status {done.returncode}, expected {expected}:\n{source}\n"
+            f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+        )
+    if done.returncode == 0:
+        example.namespace["cwd"] = state.read_text()
+    return None
+
+
+def unchecked(example: Example) -> str:
+    language, _, source = example.parsed
+    return f"a ```{language} block that is neither run nor written (add file=PATH):\n{source}"
+
+
+def setup(namespace: dict[str, Any]) -> None:
+    folder = tempfile.mkdtemp(prefix="tutorial-")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTHONPATH")}
+    namespace.update(folder=folder, cwd=folder, env=env)
+
+
+def teardown(namespace: dict[str, Any]) -> None:
+    shutil.rmtree(namespace["folder"], ignore_errors=True)
+
+
+TUTORIALS = Sybil(
+    parsers=[TutorialParser()],
+    patterns=["tutorials/*.md"],
+    setup=setup,
+    teardown=teardown,
+)
