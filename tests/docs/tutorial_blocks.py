@@ -104,6 +104,7 @@ def teardown(namespace: dict[str, Any]) -> None:
 
 TUTORIALS = Sybil(
     parsers=[TutorialParser()],
+    path=str(Path(__file__).resolve().parents[2] / "docs"),
     patterns=["tutorials/*.md"],
     setup=setup,
     teardown=teardown,
