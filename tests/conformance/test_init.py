@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conformance.init_plugin import InitError, init
 from tests.conformance.test_requirement_fixtures import served_backend
@@ -84,3 +85,20 @@ def test_the_command_names_the_files_and_the_next_step(tmp_path: Path) -> None:
         check=False,
     )
     assert again.returncode == 2 and "nothing was written" in again.stderr
+
+
+def test_the_erp_workflow_waits_until_the_backend_answers(tmp_path: Path) -> None:
+    """The generated CI starts the backend in the background; its wait loop must see it up
+    before the kit runs (run here against the backend served on loopback)."""
+    folder = tmp_path / "greeter"
+    init("erp", folder)
+    workflow = yaml.safe_load((folder / ".github" / "workflows" / "conformance.yml").read_text())
+    start = next(s for s in workflow["jobs"]["kit"]["steps"] if "uvicorn" in s.get("run", ""))
+    wait = start["run"].split('python -c "', 1)[1].rsplit('"', 1)[0]
+    with served_backend(folder) as url:
+        assert url is not None
+        port = url.rsplit(":", 1)[1]
+        done = subprocess.run(
+            [sys.executable, "-c", wait.replace("8080", port)], capture_output=True, text=True
+        )
+    assert done.returncode == 0, done.stderr
