@@ -315,7 +315,16 @@ class KitSession:
         return Path(self.config.invocation_params.dir, self.config.option.conformance_report)
 
 
-class ConformanceItem(pytest.Item):
+class KitItem(pytest.Item):
+    """An item of the kit: a ConformanceFailure prints as its text, without a traceback."""
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, ConformanceFailure):
+            return excinfo.value.text
+        return super().repr_failure(excinfo, style)
+
+
+class ConformanceItem(KitItem):
     """One requirement checked on one plugin (or tool), with the node id
     `conformance.<plugin>.<suite>::<ID> <title>[<tool>]`: JUnit reports the part before "::"
     as the classname, so CI dashboards group a run's cases by plugin and suite."""
@@ -384,11 +393,6 @@ class ConformanceItem(pytest.Item):
         lines.append(f"  rerun: {rerun_command(self.kit, self.target, base, seed)}")
         return "\n".join(lines)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, ConformanceFailure):
-            return excinfo.value.text
-        return super().repr_failure(excinfo, style)
-
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.plugin.root, 0, self.name
 
@@ -412,7 +416,7 @@ class ConformanceItem(pytest.Item):
         }
 
 
-class StaleEntryItem(pytest.Item):
+class StaleEntryItem(KitItem):
     """A baseline entry naming no plugin x requirement of the run: it fails as an item of its
     own, so the summary line counts it (node id `conformance.baseline::<plugin> <id>`)."""
 
@@ -427,11 +431,6 @@ class StaleEntryItem(pytest.Item):
             f"stale baseline entry: {self.entry.plugin} {self.entry.requirement}: the kit "
             f"checks no such plugin x requirement; remove it from {self.kit.baseline.path}"
         )
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, ConformanceFailure):
-            return excinfo.value.text
-        return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return Path(self.kit.baseline.path or "."), None, self.name

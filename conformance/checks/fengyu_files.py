@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.fengyu.path_like import looks_like_path
@@ -54,11 +54,7 @@ def file_parameters(plugin: FengYuPlugin) -> list[FileParameter]:
 
 @check("FY-FILE-001")
 def file_parameters_typed_as_paths(ctx: CheckContext) -> Iterator[Finding]:
-    seen: set[str] = set()
-    for parameter in file_parameters(ctx.fengyu):
-        if parameter.schema_pointer in seen:
-            continue
-        seen.add(parameter.schema_pointer)
+    for parameter in _once_per_schema(file_parameters(ctx.fengyu)):
         expected = "array of string" if parameter.file_class is FileClass.FILE_LIST else "string"
         actual = _type_of(parameter.schema)
         if actual != expected:
@@ -100,6 +96,9 @@ def file_permissions_declared(ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
+P = TypeVar("P", "FileParameter", "PathLikeParameter")
+
+
 @dataclass(frozen=True)
 class PathLikeParameter:
     """A parameter that looks like a path but that the host will not treat as a file."""
@@ -139,11 +138,7 @@ def path_like_parameters(plugin: FengYuPlugin) -> list[PathLikeParameter]:
 
 @check("FY-FILE-004")
 def path_like_parameters_are_file_class(ctx: CheckContext) -> Iterator[Finding]:
-    seen: set[str] = set()
-    for parameter in path_like_parameters(ctx.fengyu):
-        if parameter.schema_pointer in seen:
-            continue
-        seen.add(parameter.schema_pointer)
+    for parameter in _once_per_schema(path_like_parameters(ctx.fengyu)):
         yield ctx.manifest_finding(
             parameter.schema_pointer,
             f"{parameter.tool}.{parameter.parameter} looks like a path ({parameter.because}) "
@@ -152,6 +147,16 @@ def path_like_parameters_are_file_class(ctx: CheckContext) -> Iterator[Finding]:
             f"if it takes a granted file or folder, put {parameter.add}; if it is plain text, "
             "accept this warning",
         )
+
+
+def _once_per_schema(parameters: list[P]) -> Iterator[P]:
+    """Each parameter schema once: tools that share a method share its schema, and one
+    defect there gets one finding."""
+    seen: set[str] = set()
+    for parameter in parameters:
+        if parameter.schema_pointer not in seen:
+            seen.add(parameter.schema_pointer)
+            yield parameter
 
 
 def _classes(tool: AiTool) -> dict[str, FileClass]:
