@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from reference_host import events
-from reference_host.agent.models import ChatModel, Message, ModelError, ToolCall
+from reference_host.agent.models import ChatModel, Message, ModelError, ModelTurn, ToolCall
 from reference_host.approval import ApprovalBroker, ApprovalPolicy, Decision
 from reference_host.events import Event
 from reference_host.registry import Snapshot
@@ -40,12 +40,13 @@ async def run_agent(
     tokens = 0
     try:
         for _ in range(settings.max_steps):
-            turn = await model.complete(messages, snapshot.definitions())
+            turn = ModelTurn()
+            async for part in model.stream(messages, snapshot.definitions()):
+                if isinstance(part, ModelTurn):
+                    turn = part
+                elif part.text:
+                    yield events.thinking(part.text) if part.thinking else events.token(part.text)
             tokens += turn.tokens
-            if turn.thinking:
-                yield events.thinking(turn.thinking)
-            if turn.text:
-                yield events.token(turn.text)
             messages.append(Message("assistant", turn.text, turn.tool_calls))
             if not turn.tool_calls:
                 yield events.done(turn.text, tokens, time.monotonic() - started)

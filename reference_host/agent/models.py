@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -39,18 +39,57 @@ class ModelTurn:
     thinking: str = ""
 
 
+@dataclass(frozen=True)
+class Delta:
+    """A piece of a turn as the model produces it: answer text, or its thinking."""
+
+    text: str
+    thinking: bool = False
+
+
+TurnPart = Delta | ModelTurn
+"""What a model's stream yields: deltas as they come, then the whole turn, last."""
+
+
 class ModelError(Exception):
     """The model could not answer (unreachable, bad reply); the run ends with an error event."""
 
 
 class ChatModel(Protocol):
+    """A model as the agent loop sees it: one turn as a stream.
+
+    The stream yields Delta pieces as the model produces them (the loop sends each one on as
+    a `token` or `thinking` event at once) and ends with the whole ModelTurn, whose text and
+    thinking are what the deltas added up to.
+    """
+
+    def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolDefinition]
+    ) -> AsyncIterator[TurnPart]: ...
+
+
+class TurnModel:
+    """A model that answers a turn at once: `complete` gives it whole, and `stream` sends
+    its thinking and text as one delta each."""
+
     async def complete(
         self, messages: Sequence[Message], tools: Sequence[ToolDefinition]
-    ) -> ModelTurn: ...
+    ) -> ModelTurn:
+        raise NotImplementedError
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolDefinition]
+    ) -> AsyncIterator[TurnPart]:
+        turn = await self.complete(messages, tools)
+        if turn.thinking:
+            yield Delta(turn.thinking, thinking=True)
+        if turn.text:
+            yield Delta(turn.text)
+        yield turn
 
 
 @dataclass
-class ScriptedModel:
+class ScriptedModel(TurnModel):
     """Replays prepared turns, recording what it was shown; the model of tests and the kit.
 
     When the script runs out it answers with empty text, which ends the run.

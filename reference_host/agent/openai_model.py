@@ -15,13 +15,13 @@ from typing import Any
 import httpx
 
 from plugin_spec.tool_definition import ToolDefinition
-from reference_host.agent.models import Message, ModelError, ModelTurn, ToolCall
+from reference_host.agent.models import Message, ModelError, ModelTurn, ToolCall, TurnModel
 
 DEFAULT_TIMEOUT = 120.0
 EXCERPT_CHARS = 500
 
 
-class OpenAICompatibleModel:
+class OpenAICompatibleModel(TurnModel):
     """Sends the conversation and the tools, returns the model's text and tool calls.
 
     Without a `client` the model owns one and closes it in `aclose()` (or `async with`);

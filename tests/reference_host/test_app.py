@@ -30,7 +30,14 @@ from httpx_sse import aconnect_sse
 from conformance.install_validation import kit_validator
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host import events
-from reference_host.agent.models import ChatModel, Message, ModelTurn, ScriptedModel, ToolCall
+from reference_host.agent.models import (
+    ChatModel,
+    Message,
+    ModelTurn,
+    ScriptedModel,
+    ToolCall,
+    TurnModel,
+)
 from reference_host.approval import ApprovalPolicy
 from reference_host.events import Event
 from reference_host.http.app import create_app
@@ -516,7 +523,7 @@ async def test_denied_approval_and_unknown_approval(
     assert not_bool.status_code == 400
 
 
-class Raising:
+class Raising(TurnModel):
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolDefinition]):
         raise RuntimeError("the model blew up")
 
@@ -544,7 +551,7 @@ async def test_a_failing_model_factory_ends_with_an_error_frame(
     assert data(items[-1]) == {"message": "internal error: ValueError: no model configured"}
 
 
-class Slow:
+class Slow(TurnModel):
     """Answers after a pause (in the server's loop), first with a tool call."""
 
     def __init__(self, pause: float) -> None:
@@ -581,7 +588,7 @@ async def test_no_keep_alive_when_events_keep_coming(client: httpx.AsyncClient) 
     assert KEEP_ALIVE not in parse((await chat(client)).content)
 
 
-class Blocking:
+class Blocking(TurnModel):
     """Waits forever; tells the test (across threads) that it started and was cancelled."""
 
     def __init__(self) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from conformance.install_validation import kit_validator
 from plugin_spec.tool_definition import Effect, ToolDefinition
-from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
+from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall, TurnModel
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.events import Event
 from reference_host.host import Host
@@ -226,7 +226,7 @@ def _context() -> CallContext:
 async def test_model_error_ends_with_an_error_event(host: Host) -> None:
     from reference_host.agent.models import ModelError
 
-    class Broken:
+    class Broken(TurnModel):
         async def complete(self, messages, tools):
             raise ModelError("unreachable")
 
