@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from benchmarks import kit, kit_tools, registry, rpc, sse
+from benchmarks import first_token, kit, kit_tools, registry, rpc, sse
 from benchmarks.common import BENCHMARKS, Row, Settings, fmt_ratio, fmt_value, machine
 
 SECTIONS: dict[str, Callable[[Settings], tuple[list[Row], list[str]]]] = {
@@ -26,6 +26,7 @@ SECTIONS: dict[str, Callable[[Settings], tuple[list[Row], list[str]]]] = {
     "sse": sse.run,
     "kit": kit.run,
     "kit-tools": kit_tools.run,
+    "first-token": first_token.run,
 }
 HEADER = ["Benchmark", "Median", "Baseline (median)", "Ratio", "Target", "Met", "Notes"]
 
