@@ -11,7 +11,9 @@ always send a cross-site POST. Three checks, outermost first:
   Default: localhost, 127.0.0.1, [::1]. A rebinding page sends its own name, so it is refused.
 - Token: with a token configured, every request needs `Authorization: Bearer <token>`
   (compared in constant time), else 401. The CLI refuses to bind a non-loopback address
-  without one.
+  without one. The exception is a GET of a public path (the dev console's page and assets,
+  reference_host.http.console): a browser loads them before the page can send the token,
+  and they hold no data; every API call the page makes needs the token as usual.
 - Origin: a state-changing request (POST, PUT, PATCH, DELETE; the chat and workflow-run
   streams are POSTs too) that carries an `Origin` must come from an allowed host's origin,
   else 403. Browsers send Origin on every such request, so a cross-site page is refused; a
@@ -79,17 +81,29 @@ def is_valid_token(token: str) -> bool:
 class RequestGuard:
     """ASGI middleware: the token check (401) and the Origin check (403), as JSON errors."""
 
-    def __init__(self, app: ASGIApp, *, allowed_hosts: Iterable[str], token: str | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        allowed_hosts: Iterable[str],
+        token: str | None,
+        public_paths: Iterable[str] = (),
+    ) -> None:
         self.app = app
         self.allowed = frozenset(host_entry(h) for h in allowed_hosts)
         self.token = token.encode() if token else None
+        self.public = frozenset(public_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        if self.token is not None and not self._authorized(headers.get("authorization")):
+        if (
+            self.token is not None
+            and not self._is_public(scope)
+            and not self._authorized(headers.get("authorization"))
+        ):
             answer = error_response(
                 401,
                 "a bearer token is required: send Authorization: Bearer <token>",
@@ -106,6 +120,9 @@ class RequestGuard:
             return
         await self.app(scope, receive, send)
 
+    def _is_public(self, scope: Scope) -> bool:
+        return scope["method"] in ("GET", "HEAD") and scope["path"] in self.public
+
     def _same_site(self, origin: str | None) -> bool:
         """No Origin (not a browser), or the origin of an allowed host."""
         return origin is None or origin_host(origin) in self.allowed
@@ -118,12 +135,17 @@ class RequestGuard:
 
 
 def guard(
-    app: FastAPI, *, allowed_hosts: Iterable[str], token: str | None, max_body_bytes: int
+    app: FastAPI,
+    *,
+    allowed_hosts: Iterable[str],
+    token: str | None,
+    max_body_bytes: int,
+    public_paths: Iterable[str] = (),
 ) -> None:
-    """Wrap app in the checks, outermost first: errors contained, Host, token and Origin,
-    the body limit (reference_host.http.limits)."""
+    """Wrap app in the checks, outermost first: errors contained, Host, token (not for a GET
+    of public_paths) and Origin, the body limit (reference_host.http.limits)."""
     hosts = [host_entry(h) for h in allowed_hosts]
     limit_bodies(app, max_body_bytes)
-    app.add_middleware(RequestGuard, allowed_hosts=hosts, token=token)
+    app.add_middleware(RequestGuard, allowed_hosts=hosts, token=token, public_paths=public_paths)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
     app.add_middleware(ContainErrors)

@@ -14,9 +14,13 @@ for anything unexpected (reference_host.http.errors). Access (Host, Origin, toke
 reference_host.http.access; the OpenAPI document at /openapi.json says all of this
 (reference_host.http.openapi).
 
+The dev console (reference_host.http.console) is a page at `/` that uses this same API; it
+is not in the document. FastAPI's /docs and /redoc pages are off: they load their scripts
+from a CDN, so offline they are blank.
+
 Why FastAPI rather than bare Starlette: the request bodies are declared once as pydantic
-models (validated, with camelCase field names), and a person trying the host gets the
-OpenAPI page at /docs for free. Its validation errors are rewritten into our error shape.
+models (validated, with camelCase field names), and the OpenAPI document comes from them.
+Its validation errors are rewritten into our error shape.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from fastapi import FastAPI
 
 from reference_host.agent.models import ChatModel
 from reference_host.host import Host
-from reference_host.http import approvals, chat, erp, grants, plugins, tools, workflows
+from reference_host.http import approvals, chat, console, erp, grants, plugins, tools, workflows
 from reference_host.http.access import guard
 from reference_host.http.errors import handle_errors
 from reference_host.http.openapi import document
@@ -74,6 +78,8 @@ def create_app(
         title="Reference host",
         summary="AI-tool plugins over HTTP and SSE",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     # What reference_host.http.deps hands to the routes.
     app.state.host = host
@@ -85,9 +91,11 @@ def create_app(
         allowed_hosts=config.allowed_hosts,
         token=config.token,
         max_body_bytes=config.max_body_bytes,
+        public_paths=console.PUBLIC_PATHS,
     )
     document(app, token=config.token is not None, max_body_bytes=config.max_body_bytes)
     handle_errors(app, max_body_bytes=config.max_body_bytes)
     for module in ROUTERS:
         app.include_router(module.router)
+    app.include_router(console.router)
     return app
