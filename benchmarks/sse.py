@@ -38,14 +38,14 @@ from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
 from reference_host.loopback import serve_on_loopback
-from reference_host.tools import CallContext
+from reference_host.tools import CallContext, SentAsIs
 
 SECTION = "4 chat stream (SSE)"
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 15.0
 
 
-class FakeTool:
+class FakeTool(SentAsIs):
     """A cheap built-in: answers at once, in-process."""
 
     definition = ToolDefinition(

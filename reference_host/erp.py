@@ -16,10 +16,10 @@ from plugin_spec.erp_decls import ErpToolDecl
 from plugin_spec.namespace import namespace_problem
 from reference_host.actors import ActorDirectory
 from reference_host.rest import dispatch
-from reference_host.tools import CallContext, failure, parse_arguments, unavailable
+from reference_host.tools import CallContext, SentAsIs, failure, parse_arguments, unavailable
 
 
-class RestToolCallback:
+class RestToolCallback(SentAsIs):
     """Calls one ERP tool's endpoint on the ERP backend over httpx."""
 
     def __init__(

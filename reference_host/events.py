@@ -9,6 +9,7 @@ can be matched (the spec's compatible superset).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,17 @@ def tool_result(call_id: str, name: str, success: bool, output: str) -> Event:
     )
 
 
-def approval(approval_id: str, call_id: str, name: str, effect: str, arguments: str) -> Event:
+def approval(
+    approval_id: str,
+    call_id: str,
+    name: str,
+    effect: str,
+    arguments: str,
+    injected: Sequence[str] = (),
+    files: Sequence[Mapping[str, Any]] = (),
+) -> Event:
+    """What the user is asked to allow: the arguments as they will be sent (after route B),
+    the parameters the host filled in, and each granted file with the path it stands for."""
     return Event(
         "approval",
         {
@@ -54,6 +65,8 @@ def approval(approval_id: str, call_id: str, name: str, effect: str, arguments: 
             "name": name,
             "effect": effect,
             "arguments": arguments,
+            "injected": list(injected),
+            "files": [dict(file) for file in files],
         },
     )
 

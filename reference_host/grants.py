@@ -17,7 +17,7 @@ import tempfile
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -26,6 +26,7 @@ from typing import Any
 from plugin_spec.filerefs import FileClass, FileRefError, is_file_ref, resolve_refs
 from reference_host import beneath
 from reference_host.grant_copies import GrantCopies, commit
+from reference_host.tools import FileShown
 
 ACCESS = ("read", "write", "read-write")
 
@@ -231,13 +232,17 @@ class GrantStore:
         plugin_id: str,
         args: dict[str, Any],
         file_classes: Mapping[str, FileClass],
+        *,
+        inject: bool = True,
     ) -> dict[str, Any]:
-        """Route B injection, then every FileRef handed over as a path (spec: host.md).
+        """Route B injection (unless the arguments come from a plan that did it), then every
+        FileRef handed over as a path (spec: host.md).
 
         A file-class parameter accepts only granted FileRefs: a path the model wrote itself
         would let it reach any file the worker can read, so it is refused.
         """
-        args = self.inject(conversation_id, plugin_id, args, file_classes)
+        if inject:
+            args = self.inject(conversation_id, plugin_id, args, file_classes)
         for name, file_class in file_classes.items():
             if name in args and not _only_refs(args[name], file_class):
                 raise FileRefError(
@@ -263,20 +268,58 @@ class GrantStore:
         args: dict[str, Any],
         file_classes: Mapping[str, FileClass],
     ) -> dict[str, Any]:
-        """With exactly one file-class parameter and matching grants, fill it from them.
+        """args with route B's parameter filled in, replacing what the model sent."""
+        return {**args, **self.injection(conversation_id, plugin_id, file_classes)}
+
+    def injection(
+        self, conversation_id: str, plugin_id: str, file_classes: Mapping[str, FileClass]
+    ) -> dict[str, Any]:
+        """Route B: with exactly one file-class parameter and matching grants, that parameter
+        and the FileRef (or list) the host puts there; otherwise nothing.
 
         A single-file parameter needs exactly one matching grant (several would be a guess,
         so the model chooses: route A); a file list gets every matching grant.
         """
         if len(file_classes) != 1:
-            return args
+            return {}
         ((name, file_class),) = file_classes.items()
         matching = [g.ref for g in self.grants(conversation_id, plugin_id) if g.fits(file_class)]
         if file_class is FileClass.FILE_LIST and matching:
-            return {**args, name: [dict(r) for r in matching]}
+            return {name: [dict(r) for r in matching]}
         if len(matching) == 1:
-            return {**args, name: dict(matching[0])}
-        return args
+            return {name: dict(matching[0])}
+        return {}
+
+    def shown(
+        self,
+        conversation_id: str,
+        plugin_id: str,
+        args: Mapping[str, Any],
+        injected: Iterable[str] = (),
+    ) -> list[FileShown]:
+        """The FileRefs in args granted to plugin in this conversation, by parameter, with the
+        paths they stand for; what an approval shows. A ref that is not granted is left out:
+        the call itself refuses it."""
+        filled = set(injected)
+        shown = []
+        for parameter, value in args.items():
+            for ref in _refs_in(value):
+                try:
+                    grant = self.granted(conversation_id, plugin_id, ref)
+                except FileRefError:
+                    continue
+                shown.append(
+                    FileShown(
+                        parameter=parameter,
+                        id=grant.ref["id"],
+                        name=grant.ref["name"],
+                        kind=grant.kind,
+                        access=grant.ref["access"],
+                        path=str(grant.path),
+                        injected=parameter in filled,
+                    )
+                )
+        return shown
 
     def system_prompt(self, conversation_id: str) -> str:
         """Route A: the refs the model may pass, per plugin (empty when there are none)."""
@@ -301,3 +344,15 @@ def _only_refs(value: Any, file_class: FileClass) -> bool:
     if file_class is FileClass.FILE_LIST:
         return isinstance(value, list) and all(is_file_ref(v) for v in value)
     return is_file_ref(value)
+
+
+def _refs_in(value: Any) -> Iterator[Any]:
+    """Every FileRef object in value, depth first, as resolve_refs finds them."""
+    if is_file_ref(value):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _refs_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _refs_in(item)

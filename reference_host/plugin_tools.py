@@ -16,7 +16,7 @@ from plugin_spec.fengyu_decls import ToolDecl
 from plugin_spec.filerefs import FileRefError
 from reference_host.grants import GrantStore
 from reference_host.process import PluginProcessManager, WorkerError
-from reference_host.tools import CallContext, failure, parse_arguments, unavailable
+from reference_host.tools import CallContext, CallPlan, failure, parse_arguments, unavailable
 
 
 class WorkerToolCallback:
@@ -38,6 +38,25 @@ class WorkerToolCallback:
         self._grants = grants
         self._available = available
 
+    def plan(self, input_json: str, context: CallContext) -> CallPlan:
+        """The arguments with route B's FileRef filled in, and the granted files they hold.
+
+        Arguments that cannot be planned (not an object, absurdly deep) are planned as sent:
+        the call refuses them with its own error.
+        """
+        try:
+            args = parse_arguments(input_json)
+            conversation = context.conversation_id
+            filled = self._grants.injection(conversation, self.owner, self.decl.file_classes)
+            args = {**args, **filled}
+            return CallPlan(
+                json.dumps(args, ensure_ascii=False) if filled else input_json,
+                tuple(filled),
+                tuple(self._grants.shown(conversation, self.owner, args, filled)),
+            )
+        except (ValueError, RecursionError):
+            return CallPlan(input_json)
+
     async def call(self, input_json: str, context: CallContext) -> str:
         if not self._available(self.owner):
             return unavailable(self.owner)
@@ -50,6 +69,7 @@ class WorkerToolCallback:
                 self.owner,
                 args,
                 self.decl.file_classes,
+                inject=not context.planned,
             )
         except (ValueError, FileRefError) as exc:
             return failure(str(exc))

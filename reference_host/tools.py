@@ -24,6 +24,37 @@ class CallContext:
     run_id: str = ""
     tenant: str = ""
     actor: str = ""
+    # The arguments are a plan's (route B already applied, and maybe approved as they are):
+    # the callback sends them unchanged instead of injecting again.
+    planned: bool = False
+
+
+@dataclass(frozen=True)
+class FileShown:
+    """A granted FileRef in a call's arguments, as an approval shows it: what the worker will
+    get a copy of, and whether the host put it there (route B) or the model did."""
+
+    parameter: str
+    id: str
+    name: str
+    kind: str
+    access: str
+    path: str
+    injected: bool
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """What a call will send, worked out before it runs, so an approval shows exactly that.
+
+    arguments is the JSON text the callback will be given (with route B's FileRefs filled
+    in); injected names the parameters the host filled; files lists the granted FileRefs the
+    arguments hold, with the paths they stand for.
+    """
+
+    arguments: str
+    injected: tuple[str, ...] = ()
+    files: tuple[FileShown, ...] = ()
 
 
 class ToolCallback(Protocol):
@@ -33,7 +64,19 @@ class ToolCallback(Protocol):
     effect: Effect
     owner: str
 
+    def plan(self, input_json: str, context: CallContext) -> CallPlan:
+        """The call these arguments make; never raises (bad arguments fail in call)."""
+        ...
+
     async def call(self, input_json: str, context: CallContext) -> str: ...
+
+
+class SentAsIs:
+    """The plan of a tool whose arguments go out as the model wrote them: it takes no
+    FileRefs, so the host fills nothing in (built-ins, ERP tools)."""
+
+    def plan(self, input_json: str, context: CallContext) -> CallPlan:
+        return CallPlan(input_json)
 
 
 def unavailable(plugin_id: str) -> str:
@@ -62,6 +105,8 @@ def parse_arguments(input_json: str) -> dict[str, Any]:
         value = json.loads(input_json) if input_json.strip() else {}
     except json.JSONDecodeError as exc:
         raise ValueError(f"arguments are not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ValueError("arguments are nested too deeply") from None
     if not isinstance(value, dict):
         raise ValueError("arguments must be a JSON object")
     return value

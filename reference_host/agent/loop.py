@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 
 from reference_host import events
 from reference_host.agent.models import ChatModel, Message, ModelError, ModelTurn, ToolCall
@@ -71,20 +71,32 @@ async def run_agent(
 async def execute_call(
     call: ToolCall, snapshot: Snapshot, context: CallContext, settings: RunSettings
 ) -> AsyncIterator[Event | str]:
-    """Approval events (if any), then the call's output text as the last item."""
+    """Approval events (if any), then the call's output text as the last item.
+
+    The call is planned first (route B fills in granted files), the approval shows that plan,
+    and the callback runs exactly the planned arguments: what the user allowed is what runs,
+    even if grants change while the approval waits.
+    """
     callback = snapshot.get(call.name)
     if callback is None:
         yield failure(f"unknown tool: {call.name}")
         return
+    plan = callback.plan(call.arguments, context)
     decision = settings.policy.decide(callback.effect)
     if decision is Decision.ASK:
         approval_id, future = settings.approvals.open()
         yield events.approval(
-            approval_id, call.id, call.name, callback.effect.value, call.arguments
+            approval_id,
+            call.id,
+            call.name,
+            callback.effect.value,
+            plan.arguments,
+            plan.injected,
+            [asdict(file) for file in plan.files],
         )
         approved = await settings.approvals.wait(approval_id, future, settings.policy.timeout)
         decision = Decision.ALLOW if approved else Decision.DENY
     if decision is Decision.DENY:
         yield failure(f"the call to {call.name} was not approved")
         return
-    yield await callback.call(call.arguments, context)
+    yield await callback.call(plan.arguments, replace(context, planned=True))

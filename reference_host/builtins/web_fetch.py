@@ -15,7 +15,7 @@ from plugin_spec.builtin_names import WEB_FETCH
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.builtins._args import optional_integer, required_string
 from reference_host.builtins.html_text import html_to_text
-from reference_host.tools import CallContext, failure, parse_arguments
+from reference_host.tools import CallContext, SentAsIs, failure, parse_arguments
 
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS_CAP = 100_000
@@ -61,7 +61,7 @@ class _Refused(Exception):
     """A fetch that cannot give text; the message goes to the model as is."""
 
 
-class WebFetchTool:
+class WebFetchTool(SentAsIs):
     """`web_fetch`: GET with redirects, a total deadline and a body-size cap, then text.
 
     Every failure comes back as the failure envelope; `call` never raises.

@@ -12,7 +12,7 @@ import httpx
 from plugin_spec.builtin_names import WEB_SEARCH
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.builtins._args import optional_integer, required_string
-from reference_host.tools import CallContext, failure, parse_arguments
+from reference_host.tools import CallContext, SentAsIs, failure, parse_arguments
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 10
@@ -116,7 +116,7 @@ WEB_SEARCH_DEFINITION = ToolDefinition(
 )
 
 
-class WebSearchTool:
+class WebSearchTool(SentAsIs):
     """`web_search` over a SearchProvider; without one it answers a clear failure."""
 
     def __init__(self, provider: SearchProvider | None) -> None:

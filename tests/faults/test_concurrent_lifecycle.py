@@ -28,7 +28,7 @@ from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.events import Event
 from reference_host.host import Host
-from reference_host.tools import CallContext
+from reference_host.tools import CallContext, SentAsIs
 from sample_plugins.erp_backends import serve_backends
 from tests.conftest import MakeHost
 from tests.faults.conftest import GOOD_TOOL, ProcessGuard
@@ -50,7 +50,7 @@ RUNS = 16
 TURNS = 4
 
 
-class EchoTool:
+class EchoTool(SentAsIs):
     """A cheap in-process built-in that yields to the loop once."""
 
     definition = ToolDefinition(BUILTIN, "Echo the arguments back.")

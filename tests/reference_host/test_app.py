@@ -44,7 +44,7 @@ from reference_host.http.app import create_app
 from reference_host.http.streaming import PUMP_AHEAD, sse_frames
 from reference_host.loopback import serve_on_loopback
 from reference_host.sse import SSEComment, SSEEvent, SSEItem, SSEParser, parse
-from reference_host.tools import CallContext
+from reference_host.tools import CallContext, SentAsIs
 from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
 
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
@@ -55,7 +55,7 @@ CONNECTED = SSEComment("connected")
 KEEP_ALIVE = SSEComment("keep-alive")
 
 
-class Echo:
+class Echo(SentAsIs):
     """A stand-in built-in, so /api/tools shows a "builtin" owner without the network."""
 
     definition = ToolDefinition(

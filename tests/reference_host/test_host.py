@@ -16,7 +16,7 @@ from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.events import Event
 from reference_host.host import Host
 from reference_host.plugins import PluginError
-from reference_host.tools import CallContext
+from reference_host.tools import CallContext, SentAsIs
 from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
 
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
@@ -164,7 +164,7 @@ async def test_ref_of_another_conversation_is_refused(host: Host, tmp_path: Path
     }
 
 
-class SendTool:
+class SendTool(SentAsIs):
     """A stand-in external tool, to see the policy without a plugin."""
 
     definition = ToolDefinition("send_mail", "Send a mail.")

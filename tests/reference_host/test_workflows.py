@@ -30,7 +30,7 @@ from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
 from reference_host.sse import SSEEvent, parse
 from reference_host.store import Store
-from reference_host.tools import CallContext
+from reference_host.tools import CallContext, SentAsIs
 from reference_host.workflow.canvas import Canvas, WorkflowError
 from reference_host.workflow.runner import run_saved
 from reference_host.workflow.store import WorkflowStore
@@ -41,7 +41,7 @@ RENDER = "fan.summer.markdown:markdown_render"
 OUTLINE = "fan.summer.markdown:markdown_outline"
 
 
-class Fake:
+class Fake(SentAsIs):
     """A built-in ToolCallback with an outputSchema, recording the arguments it gets."""
 
     owner = "builtin"
