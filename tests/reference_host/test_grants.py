@@ -130,3 +130,18 @@ def test_nested_refs_are_resolved(grants: GrantStore, shared: Path) -> None:
     ref = grants.attach("c", "p", shared / "in.xlsx", "read")
     params = grants.prepare("c", "p", {"jobs": [{"input": ref}], "n": 1}, {})
     assert params == {"jobs": [{"input": grants.copy_path("p", ref)}], "n": 1}
+
+
+def test_shown_lists_granted_refs_with_their_paths(grants: GrantStore, shared: Path) -> None:
+    """What an approval shows: each granted ref, nested ones too, with its resolved path and
+    whether the host injected it; refs of another plugin or forged ones are left out."""
+    mine = grants.attach("c", "p", shared / "in.xlsx", "read")
+    theirs = grants.attach("c", "other", shared / "b.xlsx", "read")
+    forged = {**mine, "id": "ref_forged"}
+    args = {"source": mine, "jobs": [{"input": mine}, theirs, forged], "n": 1}
+    shown = grants.shown("c", "p", args, injected=["source"])
+    assert [(s.parameter, s.id, s.path, s.injected) for s in shown] == [
+        ("source", mine["id"], str(shared / "in.xlsx"), True),
+        ("jobs", mine["id"], str(shared / "in.xlsx"), False),
+    ]
+    assert grants.shown("other-conversation", "p", args) == []
