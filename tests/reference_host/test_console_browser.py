@@ -1,0 +1,384 @@
+"""The dev console (`GET /`) in a real headless Chromium, driven by Playwright, against a real
+host on loopback with the sample plugins, approval `ask` and the scripted model's `/call`.
+
+Debian's Chromium at /usr/bin/chromium is the browser (Playwright's own downloads are not
+used). Without it the tests skip, unless REQUIRE_BROWSER=1 (as .ci/run sets), where they fail.
+The browser may reach 127.0.0.1 only: any other request is aborted and fails the test.
+Every check waits with Playwright's `expect` (retried until it holds, up to EXPECT_TIMEOUT),
+never for a fixed time.
+
+CONSOLE_SCREENSHOT=docs/console.png saves a screenshot of the page after the approved call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.install_validation import kit_validator
+from plugin_spec.tool_definition import ToolDefinition
+from reference_host.agent.models import ChatModel, Message, ModelTurn, ToolCall, TurnModel
+from reference_host.approval import ApprovalPolicy
+from reference_host.host import Host, HostConfig
+from reference_host.http.app import create_app
+from reference_host.loopback import serve_on_loopback
+from tests.conftest import REPO
+
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+EXPECT_TIMEOUT = 30_000  # ms: an upper bound for a worker's start and a split, not a pace
+MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
+EXCEL = REPO / "sample_plugins" / "fan.summer.excel"
+SALES = EXCEL / "conformance" / "examples" / "excel_analyze" / "sales.xlsx"
+TOKEN = "console-test-token-0123456789"
+
+
+class CallLines(TurnModel):
+    """A scripted model that calls the tools its message names, one `/call <tool> <json>`
+    line per call, then answers with their results; other messages get a greeting.
+
+    A stand-in: the host's own scripted model (reference_host.__main__.scripted_factory) is
+    being given the same `/call` lines; once it has them, these tests take it instead.
+    """
+
+    async def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolDefinition]
+    ) -> ModelTurn:
+        last = messages[-1]
+        if last.role == "tool":
+            asked = max(i for i, m in enumerate(messages) if m.role == "user")
+            results = [m for m in messages[asked:] if m.role == "tool"]
+            return ModelTurn(text="\n".join(f"{m.name}: {m.content}" for m in results))
+        calls = [
+            _call(index, line.removeprefix("/call "))
+            for index, line in enumerate(last.content.splitlines(), 1)
+            if line.startswith("/call ")
+        ]
+        if calls:
+            return ModelTurn(tool_calls=tuple(calls))
+        return ModelTurn(text="Hello. Send /call <tool> <json arguments> to call a tool.")
+
+
+def _call(index: int, line: str) -> ToolCall:
+    name, _, arguments = line.strip().partition(" ")
+    return ToolCall(f"call_{index}", name, arguments.strip() or "{}")
+
+
+def model_factory() -> Callable[[], ChatModel]:
+    return CallLines
+
+
+def _browser_missing(reason: str) -> None:
+    if os.environ.get("REQUIRE_BROWSER") == "1":
+        pytest.fail(f"REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium, headless, with a fresh profile for the module."""
+    if not CHROMIUM.exists():
+        _browser_missing(f"{CHROMIUM} is missing (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _browser_missing("playwright is not installed (pip install -e '.[test]')")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@dataclass
+class Console:
+    """A page of the console and what happened in it."""
+
+    page: Any
+    url: str
+    foreign: list[str] = field(default_factory=list)  # requests to anything but the host
+    problems: list[str] = field(default_factory=list)  # script errors, CSP violations
+
+    def expect(self, target: Any) -> Any:
+        from playwright.sync_api import expect
+
+        return expect(target)
+
+    def assert_clean(self) -> None:
+        assert not self.foreign, f"the page reached out: {self.foreign}"
+        assert not self.problems, f"the page had problems: {self.problems}"
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    """The host's allowed root: the sales workbook and an empty output folder."""
+    root = tmp_path / "files"
+    (root / "out").mkdir(parents=True)
+    shutil.copy(SALES, root / "sales.xlsx")
+    return root
+
+
+@contextlib.contextmanager
+def host_on_loopback(tmp_path: Path, files: Path, token: str | None = None) -> Iterator[str]:
+    """The reference host with the markdown sample installed, approval ask and a scripted
+    model that takes `/call` lines; stopped (and its workers with it) at the end."""
+
+    @contextlib.asynccontextmanager
+    async def app() -> AsyncIterator[Any]:
+        config = HostConfig(
+            data_dir=tmp_path / "host",
+            allowed_roots=(files,),
+            approval=ApprovalPolicy(timeout=120),
+            token=token,
+        )
+        host = Host(config, validator=kit_validator)
+        try:
+            await host.install(MARKDOWN)
+            yield create_app(host, model_factory())
+        finally:
+            await host.close()
+
+    with serve_on_loopback(make_app=app, lifespan="on", name="console host") as url:
+        yield url
+
+
+@contextlib.contextmanager
+def console(browser: Any, url: str) -> Iterator[Console]:
+    """A new browser context on the console at url, held to the host's origin."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=EXPECT_TIMEOUT)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        opened = Console(page, url)
+
+        def route(route: Any) -> None:
+            if route.request.url.startswith(url + "/"):
+                route.continue_()
+            else:
+                opened.foreign.append(route.request.url)
+                route.abort()
+
+        context.route("**/*", route)
+        page.on("pageerror", lambda error: opened.problems.append(f"page error: {error}"))
+        page.on(
+            "console",
+            lambda message: (
+                opened.problems.append(message.text)
+                if "Content Security Policy" in message.text
+                else None
+            ),
+        )
+        response = page.goto(url + "/")
+        assert response is not None and response.status == 200
+        policy = response.headers["content-security-policy"]
+        assert "default-src 'self'" in policy and "unsafe-inline" not in policy
+        yield opened
+    finally:
+        context.close()
+
+
+def send(console: Console, message: str) -> Any:
+    """Send a chat message; the assistant's answer element of this exchange."""
+    page = console.page
+    answers = page.locator(".message.assistant")
+    before = answers.count()
+    page.locator("#message").fill(message)
+    page.get_by_role("button", name="Send").click()
+    console.expect(answers).to_have_count(before + 1)
+    return answers.nth(before)
+
+
+def grant(console: Console, plugin: str, path: Path, access: str) -> None:
+    page = console.page
+    page.locator("#grant-plugin").select_option(plugin)
+    page.locator("#grant-path").fill(str(path))
+    page.locator("#grant-access").select_option(access)
+    page.get_by_role("button", name="Grant").click()
+    console.expect(page.locator("#grants .grant").filter(has_text=str(path))).to_have_count(1)
+
+
+def test_plugins_grants_and_an_approved_and_a_denied_write_call(
+    browser: Any, tmp_path: Path, files: Path
+) -> None:
+    """Install excel from the page, disable and enable markdown, grant the workbook and the
+    output folder, analyze and configure, then excel_execute: the approval shows the folder
+    the host injected, Approve runs it (the files are on disk), a second one is denied."""
+    with host_on_loopback(tmp_path, files) as url, console(browser, url) as opened:
+        page, expect = opened.page, opened.expect
+        plugins = page.locator("#plugins")
+        markdown = plugins.locator('[data-plugin-id="fan.summer.markdown"]')
+        expect(markdown).to_contain_text("enabled")
+        expect(page.locator('#tools [data-tool="markdown_render"]')).to_be_visible()
+        conversation = page.locator("#conversation-id").inner_text()
+        assert re.fullmatch(r"conv_[0-9a-f]{32}", conversation)
+
+        # An install the host refuses: its error and problems, readable.
+        page.locator("#install-path").fill(str(tmp_path / "no-such-plugin"))
+        page.get_by_role("button", name="Install").click()
+        expect(page.locator("#plugins-error")).to_contain_text("400")
+
+        page.locator("#install-path").fill(str(EXCEL))
+        page.get_by_role("button", name="Install").click()
+        excel = plugins.locator('[data-plugin-id="fan.summer.excel"]')
+        expect(excel).to_contain_text("enabled")
+        expect(excel).to_contain_text("excel_execute")
+        expect(page.locator("#plugins-error")).to_be_hidden()
+        expect(page.locator('#tools [data-tool="excel_execute"]')).to_contain_text("write")
+
+        markdown.get_by_role("button", name="Disable").click()
+        expect(markdown).to_contain_text("disabled")
+        expect(page.locator('#tools [data-tool="markdown_render"]')).to_have_count(0)
+        markdown.get_by_role("button", name="Enable").click()
+        expect(markdown.get_by_role("button", name="Disable")).to_be_visible()
+        expect(page.locator('#tools [data-tool="markdown_render"]')).to_be_visible()
+
+        grant(opened, "fan.summer.excel", files / "sales.xlsx", "read")
+        grant(opened, "fan.summer.excel", files / "out", "write")
+
+        analyzed = send(opened, "/call excel_analyze {}")
+        expect(analyzed.locator(".outcome")).to_have_text(re.compile("^done"))
+        expect(analyzed.locator(".tool .output")).to_contain_text("sales.xlsx")
+        configured = send(opened, '/call excel_configure {"mode": "BY_SHEET"}')
+        expect(configured.locator(".outcome")).to_have_text(re.compile("^done"))
+
+        approved = send(opened, '/call excel_execute {"filePrefix": "part_"}')
+        card = approved.locator(".tool")
+        expect(card.locator(".arguments").first).to_contain_text('"filePrefix": "part_"')
+        approval = card.locator(".approval")
+        expect(approval).to_contain_text("Approve excel_execute?")
+        # As sent to the worker: the folder's FileRef in outputDir, which the model left out.
+        expect(approval.locator(".arguments")).to_contain_text('"outputDir": {')
+        _expect_injected_row(opened, approval, files / "out")
+        expect(card.locator(".state")).to_have_text("waiting for approval")
+        approval.get_by_role("button", name="Approve").click()
+        expect(approval).to_contain_text("Approved")
+        expect(card.locator(".output")).to_contain_text("part_")
+        expect(card.locator(".state")).to_have_text("succeeded")
+        expect(approved.locator(".outcome")).to_have_text(re.compile("^done"))
+        written = sorted(p.name for p in (files / "out").iterdir())
+        assert written and all(name.startswith("part_") for name in written), written
+        output = json.loads(card.locator(".output").inner_text())
+        assert sorted(output["files"]["names"]) == written
+        if path := os.environ.get("CONSOLE_SCREENSHOT"):
+            page.screenshot(path=path)
+
+        denied = send(opened, '/call excel_execute {"filePrefix": "again_"}')
+        card = denied.locator(".tool")
+        denied.get_by_role("button", name="Deny").click()
+        expect(card.locator(".approval")).to_contain_text("Denied")
+        expect(card.locator(".state")).to_have_text("failed")
+        expect(card.locator(".output")).to_contain_text("not approved")
+        expect(denied.locator(".outcome")).to_have_text(re.compile("^done"))
+        assert not any(p.name.startswith("again_") for p in (files / "out").iterdir())
+
+        page.get_by_role("button", name="New conversation").click()
+        expect(page.locator("#conversation-id")).not_to_have_text(conversation)
+        expect(page.locator("#grants")).to_contain_text("nothing granted")
+        expect(page.locator("#transcript .message")).to_have_count(0)
+        opened.assert_clean()
+
+
+def _expect_injected_row(console: Console, approval: Any, folder: Path) -> None:
+    """The files table of the approval: outputDir, the folder's resolved path, filled in by
+    the host."""
+    row = approval.locator('.files tr[data-parameter="outputDir"]')
+    console.expect(row).to_contain_text(str(folder.resolve()))
+    console.expect(row).to_contain_text("the host")
+
+
+def test_tool_output_is_text_not_markup(browser: Any, tmp_path: Path, files: Path) -> None:
+    """Markup in a tool's arguments and output is shown as text: no element, no script."""
+    hostile = '<img src="/x" onerror="document.title=\'pwned\'"><b id="bold">b</b>'
+    with host_on_loopback(tmp_path, files) as url, console(browser, url) as opened:
+        page, expect = opened.page, opened.expect
+        answer = send(opened, f"/call markdown_render {json.dumps({'markdown': hostile})}")
+        expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))
+        expect(answer.locator(".tool .arguments").first).to_contain_text('<b id=\\"bold\\">')
+        expect(answer.locator(".tool .state")).to_have_text("succeeded")
+        expect(page.locator("#transcript img, #transcript #bold")).to_have_count(0)
+        assert page.title() != "pwned"
+        opened.assert_clean()
+
+
+def test_the_token_field_unlocks_the_api(browser: Any, tmp_path: Path, files: Path) -> None:
+    """With --token the page still loads; the API answers 401 until the token is given."""
+    with host_on_loopback(tmp_path, files, token=TOKEN) as url, console(browser, url) as opened:
+        page, expect = opened.page, opened.expect
+        expect(page.locator("#plugins-error")).to_contain_text("401")
+        page.locator("#token").fill(TOKEN)
+        page.get_by_role("button", name="Use").click()
+        expect(page.locator('#plugins [data-plugin-id="fan.summer.markdown"]')).to_be_visible()
+        expect(page.locator("#plugins-error")).to_be_hidden()
+        answer = send(opened, "hello")
+        expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))
+        expect(answer.locator(".assistant-text")).not_to_be_empty()
+        opened.assert_clean()
+
+
+def test_the_event_stream_parser_follows_the_spec(
+    browser: Any, tmp_path: Path, files: Path
+) -> None:
+    """The page's SSE parser: BOM, CRLF/LF/CR line ends split across chunks, comments,
+    multi-line data, default type, an event without data, an unterminated last event."""
+    chunks = [
+        "\ufeff: connected\r",
+        "\nevent: token\rdata: a\r\ndata:b\n\n",
+        "data: plain\n\nevent: empty\n\n",
+        'event: done\ndata: {"text":"x"}\r',
+        "\r",
+        "event: lost\ndata: never dispatched",
+    ]
+    script = """async (chunks) => {
+        const { SSEParser } = await import("/console/console.js");
+        const seen = [];
+        const parser = new SSEParser(
+            (event) => seen.push([event.type, event.data]),
+            (comment) => seen.push([":", comment]),
+        );
+        const encoder = new TextEncoder();
+        for (const chunk of chunks) parser.feed(encoder.encode(chunk));
+        parser.close();
+        return seen;
+    }"""
+    with host_on_loopback(tmp_path, files) as url, console(browser, url) as opened:
+        seen = opened.page.evaluate(script, chunks)
+        assert seen == [
+            [":", "connected"],
+            ["token", "a\nb"],
+            ["message", "plain"],
+            ["done", '{"text":"x"}'],
+        ]
+        opened.assert_clean()
+
+
+@pytest.mark.parametrize("required", ["1", ""])
+def test_a_missing_browser_skips_unless_it_is_required(
+    required: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REQUIRE_BROWSER", required)
+    outcome = pytest.fail.Exception if required else pytest.skip.Exception
+    with pytest.raises(outcome, match="chromium is missing"):
+        _browser_missing("chromium is missing")
