@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -23,7 +24,8 @@ import httpx
 import uvicorn
 
 from plugin_spec.plugin_folders import expand
-from reference_host.agent.models import ChatModel, ModelTurn, ScriptedModel
+from reference_host.agent.call_commands import CallCommandModel
+from reference_host.agent.models import ChatModel
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.builtins import SearxngProvider, builtin_tools
 from reference_host.host import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY_BYTES, Host, HostConfig
@@ -39,10 +41,6 @@ from reference_host.plugins import PluginError
 from reference_host.process.environment import WorkerEnvError, check_names
 from reference_host.validators import installed_validator
 
-SCRIPTED_REPLY = (
-    "Hello from the reference host's scripted model. It makes no tool calls; start the host "
-    "with --model openai to talk to a real model."
-)
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 
@@ -87,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="extend",
         default=[],
         metavar="DIR",
-        help="folders whose files may be granted to plugins as FileRefs",
+        help="folders whose files may be granted to plugins as FileRefs (each must exist and "
+        "be readable, or the host does not start)",
     )
     serve.add_argument(
         "--approval",
@@ -106,8 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         choices=["scripted", "openai"],
         default="scripted",
-        help="scripted answers with a short text; openai talks to an OpenAI-compatible "
-        "server (default %(default)s)",
+        help="scripted calls the tools a '/call <tool> <json arguments>' message names and "
+        "answers with their results; openai streams from an OpenAI-compatible server "
+        "(default %(default)s)",
     )
     serve.add_argument(
         "--openai-base-url",
@@ -200,7 +200,8 @@ def plugin_folders(paths: Sequence[str]) -> list[Path]:
 
 
 def scripted_factory() -> Callable[[], ChatModel]:
-    return lambda: ScriptedModel([ModelTurn(text=SCRIPTED_REPLY)])
+    """The default model: `/call <tool> <json>` lines make it call tools (call_commands)."""
+    return CallCommandModel
 
 
 def access_problem(args: argparse.Namespace, token: str | None) -> str | None:
@@ -217,6 +218,49 @@ def access_problem(args: argparse.Namespace, token: str | None) -> str | None:
     return None
 
 
+def root_problem(roots: Sequence[Path]) -> str | None:
+    """Why an --allow-root cannot be shared, or None: a root that is missing, not a folder or
+    not readable would refuse every grant later without a word, so it stops the start."""
+    for root in roots:
+        if not root.exists():
+            return f"--allow-root {root} does not exist"
+        if not root.is_dir():
+            return f"--allow-root {root} is not a folder"
+        if not os.access(root, os.R_OK | os.X_OK):
+            return f"--allow-root {root} cannot be read by this user"
+    return None
+
+
+def started_line(args: argparse.Namespace, url: str, config: HostConfig, created: bool) -> str:
+    """What the host says once it listens: where to go, and where its state lives."""
+    data = f"{config.data_dir}{' (created)' if created else ''}"
+    roots = ", ".join(str(root) for root in config.allowed_roots) or "none (nothing can be granted)"
+    return (
+        f"reference host listening on {url} (dev console at /, API under /api/); "
+        f"data folder {data}; database {config.database}; allowed roots: {roots}; "
+        f"approval {args.approval}; model {args.model}"
+    )
+
+
+class AnnouncingServer(uvicorn.Server):
+    """uvicorn's server, which also prints the host's own start-up line once it listens
+    (with the real port, which --port 0 leaves to the OS)."""
+
+    def __init__(self, config: uvicorn.Config, announce: Callable[[str], None]) -> None:
+        super().__init__(config)
+        self._announce = announce
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.should_exit or not self.servers:
+            return
+        for listener in self.servers[0].sockets:
+            address, port = listener.getsockname()[:2]
+            name = f"[{address}]" if ":" in address else address
+            self._announce(f"http://{name}:{port}/")
+            return
+
+
 def allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:
     """The loopback names, the --allowed-host values, and a specific bind address."""
     hosts = [*DEFAULT_ALLOWED_HOSTS, *args.allowed_host]
@@ -231,12 +275,19 @@ async def serve(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    roots = [root.expanduser() for root in args.allow_root]
+    problem = root_problem(roots)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     decision = Decision(args.approval)
+    data_dir = args.data_dir.expanduser()
+    created = not data_dir.exists()
     config = HostConfig(
-        data_dir=args.data_dir.expanduser(),
+        data_dir=data_dir,
         db_path=args.db.expanduser() if args.db else None,
         approval=ApprovalPolicy(decision, decision, args.approval_timeout),
-        allowed_roots=tuple(root.expanduser() for root in args.allow_root),
+        allowed_roots=tuple(roots),
         erp_base_url=args.erp_base_url,
         actors_file=args.actors.expanduser() if args.actors else None,
         worker_env=tuple(args.worker_env),
@@ -270,14 +321,15 @@ async def serve(args: argparse.Namespace) -> int:
             print(f"installed {info.id} {info.version} ({tools})", flush=True)
         factory = model_factory(args, closers)
         app = create_app(host, factory, keep_alive=args.keep_alive, on_shutdown=[close])
-        server = uvicorn.Server(
+        server = AnnouncingServer(
             uvicorn.Config(
                 app,
                 host=args.host,
                 port=args.port,
                 log_level=args.log_level,
                 timeout_graceful_shutdown=5,
-            )
+            ),
+            lambda url: print(started_line(args, url, config, created), flush=True),
         )
         await server.serve()
     finally:

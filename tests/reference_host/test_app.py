@@ -30,6 +30,7 @@ from httpx_sse import aconnect_sse
 from conformance.install_validation import kit_validator
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host import events
+from reference_host.agent.call_commands import CallCommandModel
 from reference_host.agent.models import (
     ChatModel,
     Message,
@@ -498,6 +499,51 @@ async def test_approval_round_trip_over_http(client: httpx.AsyncClient, server: 
     assert sorted(json.loads(result["output"])["files"]["names"]) == written
     again = await client.post(f"/api/approvals/{approval['id']}", json={"approved": True})
     assert again.status_code == 404
+
+
+async def test_call_commands_show_the_injected_folder_in_the_approval(
+    client: httpx.AsyncClient, server: Server
+) -> None:
+    """The default scripted model over HTTP, as the README's curl transcript uses it: `/call`
+    lines run tools, the approval names the folder route B put in, the reply lists results."""
+    await install(client, EXCEL)
+    workbook = server.files / "sales.xlsx"
+    shutil.copy(SALES, workbook)
+    out = server.files / "out"
+    out.mkdir()
+    grants = "/api/conversations/cc/grants"
+    for path, access in [(workbook, "read"), (out, "write")]:
+        granted = await client.post(
+            grants, json={"pluginId": "fan.summer.excel", "path": str(path), "access": access}
+        )
+        assert granted.status_code == 201
+    server.models.extend([CallCommandModel(), CallCommandModel()])
+    message = '/call excel_analyze {}\n/call excel_configure {"mode": "BY_SHEET"}'
+    prepared = parse((await chat(client, message, conversationId="cc")).content)
+    assert kinds(prepared) == [":connected", *["tool.call", "tool.result"] * 2, "token", "done"]
+    assert all(data(item)["success"] for item in prepared[2:5:2])
+    assert data(prepared[-1])["text"].startswith("excel_analyze: {")
+    items: list[SSEItem] = []
+    parser = SSEParser()
+    body = {"message": "/call excel_execute {}", "conversationId": "cc"}
+    async with client.stream("POST", "/api/chat", json=body) as response:
+        async for chunk in response.aiter_bytes():
+            for item in parser.feed(chunk):
+                items.append(item)
+                if isinstance(item, SSEEvent) and item.type == "approval":
+                    url = f"/api/approvals/{data(item)['id']}"
+                    assert (await client.post(url, json={"approved": True})).status_code == 200
+    items += parser.close()
+    assert kinds(items) == [":connected", "tool.call", "approval", "tool.result", "token", "done"]
+    approval = data(items[2])
+    assert approval["injected"] == ["outputDir"]
+    assert [(f["parameter"], f["path"], f["injected"]) for f in approval["files"]] == [
+        ("outputDir", str(out.resolve()), True)
+    ]
+    assert json.loads(approval["arguments"])["outputDir"]["id"] == approval["files"][0]["id"]
+    assert data(items[3])["success"] is True
+    written = sorted(p.name for p in out.iterdir())
+    assert written and data(items[-1])["text"].startswith('excel_execute: {"success": true')
 
 
 async def test_denied_approval_and_unknown_approval(
