@@ -318,7 +318,9 @@ async def serve(args: argparse.Namespace) -> int:
                 print(f"rejected {folder}: {exc.message}{detail}", file=sys.stderr, flush=True)
                 continue
             tools = ", ".join(info.tools) or "no AI tools"
-            print(f"installed {info.id} {info.version} ({tools})", flush=True)
+            print(
+                f"installed {' '.join(filter(None, (info.id, info.version)))} ({tools})", flush=True
+            )
         factory = model_factory(args, closers)
         app = create_app(host, factory, keep_alive=args.keep_alive, on_shutdown=[close])
         server = AnnouncingServer(

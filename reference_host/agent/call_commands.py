@@ -75,14 +75,25 @@ def help_text(tools: Sequence[ToolDefinition]) -> str:
 
 
 def results_text(answers: Sequence[Message]) -> str:
-    """The reply after the tool results: each tool's name and output."""
-    lines = []
-    for answer in answers:
-        output = answer.content
-        if len(output) > RESULT_CHARS:
-            output = f"{output[:RESULT_CHARS]}... ({len(answer.content)} characters)"
-        lines.append(f"{answer.name}: {output}")
-    return "\n".join(lines)
+    """The reply after the tool results, one line per tool: its summary or error when the
+    output is FengYu's envelope, else the output itself (cut to RESULT_CHARS)."""
+    return "\n".join(_result_line(answer) for answer in answers)
+
+
+def _result_line(answer: Message) -> str:
+    try:
+        value = json.loads(answer.content)
+    except (ValueError, RecursionError):
+        value = None
+    if isinstance(value, dict):
+        if value.get("success") is False and isinstance(value.get("error"), str):
+            return f"{answer.name} failed: {value['error']}"
+        if isinstance(value.get("summary"), str):
+            return f"{answer.name}: {value['summary']}"
+    output = answer.content
+    if len(output) > RESULT_CHARS:
+        output = f"{output[:RESULT_CHARS]}... ({len(answer.content)} characters)"
+    return f"{answer.name}: {output}"
 
 
 class CallCommandModel(TurnModel):

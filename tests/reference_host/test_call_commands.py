@@ -70,13 +70,21 @@ async def test_after_the_results_it_answers_with_them() -> None:
     turn = await complete(
         Message("user", "/call a {}\n/call b {}"),
         Message("assistant", ""),
-        Message("tool", '{"success": true}', tool_call_id="1", name="a"),
-        Message("tool", long, tool_call_id="2", name="b"),
+        Message(
+            "tool", '{"success": true, "summary": "Wrote 3 files."}', tool_call_id="1", name="a"
+        ),
+        Message("tool", '{"success": false, "error": "no workbook"}', tool_call_id="2", name="b"),
+        Message("tool", long, tool_call_id="3", name="c"),
+        Message("tool", "plain text", tool_call_id="4", name="d"),
     )
-    first, second = turn.text.split("\n")
-    assert first == 'a: {"success": true}'
-    assert second.startswith("b: " + long[:RESULT_CHARS])
-    assert second.endswith(f"... ({len(long)} characters)")
+    summary, failed, cut, plain = turn.text.split("\n")
+    assert (summary, failed, plain) == (
+        "a: Wrote 3 files.",
+        "b failed: no workbook",
+        "d: plain text",
+    )
+    assert cut.startswith("c: " + long[:RESULT_CHARS])
+    assert cut.endswith(f"... ({len(long)} characters)")
     assert turn.tool_calls == ()
 
 
