@@ -17,7 +17,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,8 +25,7 @@ from typing import Any
 import pytest
 
 from conformance.install_validation import kit_validator
-from plugin_spec.tool_definition import ToolDefinition
-from reference_host.agent.models import ChatModel, Message, ModelTurn, ToolCall, TurnModel
+from reference_host.__main__ import scripted_factory
 from reference_host.approval import ApprovalPolicy
 from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
@@ -49,41 +48,6 @@ MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
 EXCEL = REPO / "sample_plugins" / "fan.summer.excel"
 SALES = EXCEL / "conformance" / "examples" / "excel_analyze" / "sales.xlsx"
 TOKEN = "console-test-token-0123456789"
-
-
-class CallLines(TurnModel):
-    """A scripted model that calls the tools its message names, one `/call <tool> <json>`
-    line per call, then answers with their results; other messages get a greeting.
-
-    A stand-in: the host's own scripted model (reference_host.__main__.scripted_factory) is
-    being given the same `/call` lines; once it has them, these tests take it instead.
-    """
-
-    async def complete(
-        self, messages: Sequence[Message], tools: Sequence[ToolDefinition]
-    ) -> ModelTurn:
-        last = messages[-1]
-        if last.role == "tool":
-            asked = max(i for i, m in enumerate(messages) if m.role == "user")
-            results = [m for m in messages[asked:] if m.role == "tool"]
-            return ModelTurn(text="\n".join(f"{m.name}: {m.content}" for m in results))
-        calls = [
-            _call(index, line.removeprefix("/call "))
-            for index, line in enumerate(last.content.splitlines(), 1)
-            if line.startswith("/call ")
-        ]
-        if calls:
-            return ModelTurn(tool_calls=tuple(calls))
-        return ModelTurn(text="Hello. Send /call <tool> <json arguments> to call a tool.")
-
-
-def _call(index: int, line: str) -> ToolCall:
-    name, _, arguments = line.strip().partition(" ")
-    return ToolCall(f"call_{index}", name, arguments.strip() or "{}")
-
-
-def model_factory() -> Callable[[], ChatModel]:
-    return CallLines
 
 
 def _browser_missing(reason: str) -> None:
@@ -141,8 +105,9 @@ def files(tmp_path: Path) -> Path:
 
 @contextlib.contextmanager
 def host_on_loopback(tmp_path: Path, files: Path, token: str | None = None) -> Iterator[str]:
-    """The reference host with the markdown sample installed, approval ask and a scripted
-    model that takes `/call` lines; stopped (and its workers with it) at the end."""
+    """The reference host with the markdown sample installed, approval ask, and the scripted
+    model of `python -m reference_host serve` (it runs `/call <tool> <json>` lines); stopped
+    (and its workers with it) at the end."""
 
     @contextlib.asynccontextmanager
     async def app() -> AsyncIterator[Any]:
@@ -155,7 +120,7 @@ def host_on_loopback(tmp_path: Path, files: Path, token: str | None = None) -> I
         host = Host(config, validator=kit_validator)
         try:
             await host.install(MARKDOWN)
-            yield create_app(host, model_factory())
+            yield create_app(host, scripted_factory())
         finally:
             await host.close()
 
@@ -320,6 +285,31 @@ def test_tool_output_is_text_not_markup(browser: Any, tmp_path: Path, files: Pat
         expect(answer.locator(".tool .state")).to_have_text("succeeded")
         expect(page.locator("#transcript img, #transcript #bold")).to_have_count(0)
         assert page.title() != "pwned"
+        opened.assert_clean()
+
+
+def test_calls_of_one_message_are_matched_with_their_results_by_id(
+    browser: Any, tmp_path: Path, files: Path
+) -> None:
+    """Two `/call` lines: one card per call id, each with its own arguments and output."""
+    with host_on_loopback(tmp_path, files) as url, console(browser, url) as opened:
+        expect = opened.expect
+        answer = send(
+            opened,
+            '/call markdown_render {"markdown": "# Alpha"}\n'
+            '/call markdown_render {"markdown": "# Beta"}',
+        )
+        expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))
+        cards = answer.locator(".tool")
+        expect(cards).to_have_count(2)
+        for index, (word, other) in enumerate([("Alpha", "Beta"), ("Beta", "Alpha")]):
+            card = cards.nth(index)
+            expect(card.locator(".state")).to_have_text("succeeded")
+            expect(card.locator(".arguments")).to_contain_text(word)
+            expect(card.locator(".output")).to_contain_text(word)
+            expect(card.locator(".output")).not_to_contain_text(other)
+        ids = {cards.nth(i).get_attribute("data-call-id") for i in range(2)}
+        assert len(ids) == 2
         opened.assert_clean()
 
 
