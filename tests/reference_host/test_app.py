@@ -849,9 +849,9 @@ def test_cli_serves_and_reports_rejected_plugins(tmp_path: Path) -> None:
         out, err = process.communicate(timeout=30)
     # uvicorn shuts down cleanly, then re-raises the SIGINT it caught: Ctrl-C's usual 130
     assert process.returncode == 130, err
-    assert out.splitlines() == [
-        "installed fan.summer.markdown 1.0.0 (markdown_render, markdown_outline)"
-    ]
+    installed, started = out.splitlines()
+    assert installed == "installed fan.summer.markdown 1.0.0 (markdown_render, markdown_outline)"
+    assert started.startswith(f"reference host listening on {base}/ ")
     (rejected,) = [line for line in err.splitlines() if line.startswith("rejected ")]
     assert rejected.startswith(
         f"rejected {FIXTURE_PLUGINS / 'FY-MAN-004-dangling-method'}: "
