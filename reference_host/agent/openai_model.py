@@ -28,20 +28,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
 import httpx
 
 from plugin_spec.tool_definition import ToolDefinition
-from reference_host.agent.models import Delta, Message, ModelError, ModelTurn, ToolCall, TurnPart
+from reference_host.agent.models import Delta, Message, ModelError, ModelTurn, TurnPart
+from reference_host.agent.openai_stream import StreamedTurn
+from reference_host.agent.openai_wire import error_excerpt, excerpt, parse_reply, wire_message
 from reference_host.sse import SSEEvent, SSEParser
 
 DEFAULT_TIMEOUT = 120.0
-EXCERPT_CHARS = 500
 MAX_TURN_BYTES = 16 * 1024 * 1024
 MAX_ERROR_BODY_BYTES = 64 * 1024
 DONE = "[DONE]"
@@ -96,7 +95,7 @@ class OpenAICompatibleModel:
         """The JSON body of one completion request."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [_wire_message(message) for message in messages],
+            "messages": [wire_message(message) for message in messages],
             "stream": True,
         }
         if self.stream_usage:
@@ -175,12 +174,12 @@ class OpenAICompatibleModel:
                 continue
             raise ModelError(
                 f"model server answered HTTP {response.status_code} from {self.url}: "
-                f"{_error_excerpt(text)}"
+                f"{error_excerpt(text)}"
             )
 
     async def _read_stream(self, response: httpx.Response) -> AsyncIterator[TurnPart]:
         parser = SSEParser()
-        turn = _StreamedTurn()
+        turn = StreamedTurn()
         read = 0
         async for chunk in response.aiter_bytes():
             read += len(chunk)
@@ -202,9 +201,9 @@ class OpenAICompatibleModel:
     def _chunk(self, data: str, number: int) -> Any:
         try:
             return json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ModelError(
-                f"model stream from {self.url}: chunk {number} is not JSON: {_excerpt(data)}"
+                f"model stream from {self.url}: chunk {number} is not JSON: {excerpt(data)}"
             ) from None
 
     async def _read_body(self, response: httpx.Response, content_type: str) -> ModelTurn:
@@ -220,149 +219,9 @@ class OpenAICompatibleModel:
         except ValueError:
             raise ModelError(
                 f"model reply from {self.url} is neither an event stream nor JSON "
-                f"({content_type or 'no Content-Type'}): {_excerpt(text)}"
+                f"({content_type or 'no Content-Type'}): {excerpt(text)}"
             ) from None
         return parse_reply(payload)
-
-
-@dataclass
-class _PendingCall:
-    """A tool call being streamed: its pieces so far."""
-
-    id: str = ""
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _StreamedTurn:
-    """The turn the chunks add up to."""
-
-    chunks: int = 0
-    text: list[str] = field(default_factory=list)
-    thinking: list[str] = field(default_factory=list)
-    calls: dict[int, _PendingCall] = field(default_factory=dict)
-    last_index: int | None = None
-    tokens: int = 0
-    finished: bool = False  # a finish_reason was seen
-
-    def add(self, payload: Any) -> list[Delta]:
-        """One chunk's deltas; its tool-call pieces and usage are kept for the end."""
-        self.chunks += 1
-        where = f"chunk {self.chunks}"
-        if not isinstance(payload, dict):
-            raise ModelError(f"malformed model stream: {where} is {_kind(payload)}, not an object")
-        if payload.get("error") is not None:
-            raise ModelError(
-                f"model server returned an error mid-stream: "
-                f"{_excerpt(_error_text(payload['error']))}"
-            )
-        usage = payload.get("usage")
-        tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
-        if isinstance(tokens, int) and not isinstance(tokens, bool):
-            self.tokens = tokens  # cumulative where a server reports it on every chunk
-        choices = payload.get("choices")
-        if not choices:  # the usage chunk has none
-            return []
-        if not isinstance(choices, list):
-            raise ModelError(f"malformed model stream: {where}: choices is not a list")
-        choice = choices[0]
-        if not isinstance(choice, dict):
-            raise ModelError(f"malformed model stream: {where}: choices[0] is not an object")
-        if choice.get("finish_reason"):
-            self.finished = True
-        delta = choice.get("delta")
-        if delta is None:
-            return []
-        if not isinstance(delta, dict):
-            raise ModelError(f"malformed model stream: {where}: choices[0].delta is not an object")
-        out = []
-        thinking = delta.get("reasoning_content") or delta.get("reasoning")
-        if isinstance(thinking, str) and thinking:
-            self.thinking.append(thinking)
-            out.append(Delta(thinking, thinking=True))
-        text = _content_text(delta.get("content"), f"{where}: choices[0].delta.content")
-        if text:
-            self.text.append(text)
-            out.append(Delta(text))
-        pieces = delta.get("tool_calls")
-        if pieces is not None:
-            if not isinstance(pieces, list):
-                raise ModelError(
-                    f"malformed model stream: {where}: choices[0].delta.tool_calls is not a list"
-                )
-            for position, piece in enumerate(pieces):
-                self._add_piece(piece, f"{where}: choices[0].delta.tool_calls[{position}]")
-        return out
-
-    def _add_piece(self, piece: Any, where: str) -> None:
-        if not isinstance(piece, dict):
-            raise ModelError(f"malformed model stream: {where} is not an object")
-        call_id = piece.get("id")
-        call_id = call_id if isinstance(call_id, str) else ""
-        function = piece.get("function")
-        if function is None:
-            function = {}
-        if not isinstance(function, dict):
-            raise ModelError(f"malformed model stream: {where}.function is not an object")
-        name = function.get("name")
-        if name is not None and not isinstance(name, str):
-            raise ModelError(f"malformed model stream: {where}.function.name is not a string")
-        call = self._call_for(piece.get("index"), call_id, where)
-        if call_id and not call.id:
-            call.id = call_id
-        if name and not call.name:
-            call.name = name
-        arguments = function.get("arguments")
-        if isinstance(arguments, str):
-            call.arguments.append(arguments)
-        elif arguments is not None:  # some servers send the object itself, whole
-            call.arguments.append(json.dumps(arguments, ensure_ascii=False))
-
-    def _call_for(self, index: Any, call_id: str, where: str) -> _PendingCall:
-        """The call a piece belongs to: by its index; without one (some servers send each
-        call whole), by its id, else a new call when it has an id, else the last call."""
-        if index is None:
-            for known, call in self.calls.items():
-                if call_id and call.id == call_id:
-                    self.last_index = known
-                    return call
-            if call_id or self.last_index is None:
-                index = max(self.calls, default=-1) + 1
-            else:
-                index = self.last_index
-        elif isinstance(index, bool) or not isinstance(index, int) or index < 0:
-            raise ModelError(f"malformed model stream: {where}.index is not a non-negative integer")
-        self.last_index = index
-        return self.calls.setdefault(index, _PendingCall())
-
-    def finish(self, url: str, *, done: bool) -> ModelTurn:
-        """The whole turn; a stream cut short (no [DONE], no finish_reason) is an error."""
-        if not done and not self.finished:
-            raise ModelError(
-                f"model stream from {url} ended without [DONE] or a finish_reason "
-                f"after {self.chunks} chunk(s)"
-            )
-        calls = []
-        for index in sorted(self.calls):
-            pending = self.calls[index]
-            if not pending.name:
-                raise ModelError(
-                    f"malformed model stream: tool call index {index}: function.name is missing"
-                )
-            calls.append(
-                ToolCall(
-                    id=pending.id or f"call_{uuid.uuid4().hex}",
-                    name=pending.name,
-                    arguments="".join(pending.arguments) or "{}",
-                )
-            )
-        return ModelTurn(
-            text="".join(self.text),
-            tool_calls=tuple(calls),
-            tokens=self.tokens,
-            thinking="".join(self.thinking),
-        )
 
 
 async def _read_bounded(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
@@ -373,113 +232,3 @@ async def _read_bounded(response: httpx.Response, limit: int) -> tuple[bytes, bo
         if len(body) > limit:
             return bytes(body[:limit]), False
     return bytes(body), True
-
-
-def parse_reply(payload: Any) -> ModelTurn:
-    """A chat-completions reply as a ModelTurn; anything malformed is a ModelError."""
-    if not isinstance(payload, dict):
-        raise ModelError(f"malformed model reply: expected an object, got {_kind(payload)}")
-    choices = payload.get("choices")
-    if not isinstance(choices, list) or not choices:
-        error = payload.get("error")
-        if error is not None:
-            raise ModelError(f"model server returned an error: {_excerpt(_error_text(error))}")
-        raise ModelError("malformed model reply: no choices")
-    choice = choices[0]
-    message = choice.get("message") if isinstance(choice, dict) else None
-    if not isinstance(message, dict):
-        raise ModelError("malformed model reply: choices[0].message is not an object")
-    text = _content_text(message.get("content"), "choices[0].message.content")
-    thinking_raw = message.get("reasoning_content", message.get("reasoning"))
-    thinking = thinking_raw if isinstance(thinking_raw, str) else ""
-    raw_calls = message.get("tool_calls") or []
-    if not isinstance(raw_calls, list):
-        raise ModelError("malformed model reply: choices[0].message.tool_calls is not a list")
-    calls = tuple(_tool_call(raw, index) for index, raw in enumerate(raw_calls))
-    usage = payload.get("usage")
-    tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
-    if isinstance(tokens, bool) or not isinstance(tokens, int):
-        tokens = 0
-    return ModelTurn(text=text, tool_calls=calls, tokens=tokens, thinking=thinking)
-
-
-def _wire_message(message: Message) -> dict[str, Any]:
-    if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    wire: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.role == "assistant" and message.tool_calls:
-        wire["content"] = message.content or None
-        wire["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments or "{}"},
-            }
-            for call in message.tool_calls
-        ]
-    if message.name and message.role != "assistant":
-        wire["name"] = message.name
-    return wire
-
-
-def _tool_call(raw: Any, index: int) -> ToolCall:
-    where = f"choices[0].message.tool_calls[{index}]"
-    if not isinstance(raw, dict):
-        raise ModelError(f"malformed model reply: {where} is not an object")
-    function = raw.get("function")
-    if not isinstance(function, dict):
-        raise ModelError(f"malformed model reply: {where}.function is not an object")
-    name = function.get("name")
-    if not isinstance(name, str) or not name:
-        raise ModelError(f"malformed model reply: {where}.function.name is missing")
-    arguments = function.get("arguments")
-    if arguments is None:
-        arguments = "{}"
-    elif not isinstance(arguments, str):  # some servers send the object itself
-        arguments = json.dumps(arguments, ensure_ascii=False)
-    call_id = raw.get("id")
-    if not isinstance(call_id, str) or not call_id:  # some local servers omit it
-        call_id = f"call_{uuid.uuid4().hex}"
-    return ToolCall(id=call_id, name=name, arguments=arguments)
-
-
-def _content_text(content: Any, where: str) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: keep the text ones
-        return "".join(
-            part["text"]
-            for part in content
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    raise ModelError(f"malformed model reply: {where} is {_kind(content)}")
-
-
-def _error_text(error: Any) -> str:
-    if isinstance(error, dict) and isinstance(message := error.get("message"), str):
-        return message
-    return error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
-
-
-def _error_excerpt(body: str) -> str:
-    """An error body, preferring the OpenAI-style `error.message`."""
-    try:
-        payload = json.loads(body)
-    except ValueError:
-        return _excerpt(body)
-    if isinstance(payload, dict) and "error" in payload:
-        return _excerpt(_error_text(payload["error"]))
-    return _excerpt(body)
-
-
-def _excerpt(text: str) -> str:
-    text = " ".join(text.split())
-    if not text:
-        return "(empty body)"
-    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
