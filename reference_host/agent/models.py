@@ -68,6 +68,17 @@ class ChatModel(Protocol):
     ) -> AsyncIterator[TurnPart]: ...
 
 
+def whole(turn: ModelTurn) -> list[TurnPart]:
+    """A turn that came at once, as a stream: its thinking and its text as one delta each,
+    then the turn."""
+    parts: list[TurnPart] = []
+    if turn.thinking:
+        parts.append(Delta(turn.thinking, thinking=True))
+    if turn.text:
+        parts.append(Delta(turn.text))
+    return [*parts, turn]
+
+
 class TurnModel:
     """A model that answers a turn at once: `complete` gives it whole, and `stream` sends
     its thinking and text as one delta each."""
@@ -80,12 +91,8 @@ class TurnModel:
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolDefinition]
     ) -> AsyncIterator[TurnPart]:
-        turn = await self.complete(messages, tools)
-        if turn.thinking:
-            yield Delta(turn.thinking, thinking=True)
-        if turn.text:
-            yield Delta(turn.text)
-        yield turn
+        for part in whole(await self.complete(messages, tools)):
+            yield part
 
 
 @dataclass

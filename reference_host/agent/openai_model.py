@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 
 from plugin_spec.tool_definition import ToolDefinition
-from reference_host.agent.models import Delta, Message, ModelError, ModelTurn, TurnPart
+from reference_host.agent.models import Message, ModelError, ModelTurn, TurnPart, whole
 from reference_host.agent.openai_stream import StreamedTurn
 from reference_host.agent.openai_wire import error_excerpt, excerpt, parse_reply, wire_message
 from reference_host.sse import SSEEvent, SSEParser
@@ -119,12 +119,8 @@ class OpenAICompatibleModel:
                     async for part in self._read_stream(response):
                         yield part
                 else:
-                    turn = await self._read_body(response, content_type)
-                    if turn.thinking:
-                        yield Delta(turn.thinking, thinking=True)
-                    if turn.text:
-                        yield Delta(turn.text)
-                    yield turn
+                    for part in whole(await self._read_body(response, content_type)):
+                        yield part
         except httpx.TimeoutException:
             if started:
                 raise ModelError(

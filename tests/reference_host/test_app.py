@@ -47,6 +47,7 @@ from reference_host.loopback import serve_on_loopback
 from reference_host.sse import SSEComment, SSEEvent, SSEItem, SSEParser, parse
 from reference_host.tools import CallContext, SentAsIs
 from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
+from tests.reference_host.stream_items import data, kinds
 
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
 EXCEL = REPO / "sample_plugins" / "fan.summer.excel"
@@ -180,23 +181,6 @@ async def chat(client: httpx.AsyncClient, message: str = "hi", **body: Any) -> h
     response = await client.post("/api/chat", json={"message": message, **body})
     assert response.status_code == 200, response.text
     return response
-
-
-def kinds(items: Sequence[SSEItem]) -> list[str]:
-    """`:connected`-style names for comments, event types (with the tool phase) otherwise."""
-    out = []
-    for item in items:
-        if isinstance(item, SSEComment):
-            out.append(f":{item.text}")
-        else:
-            phase = json.loads(item.data).get("phase")
-            out.append(f"{item.type}.{phase}" if phase else item.type)
-    return out
-
-
-def data(item: SSEItem) -> dict[str, Any]:
-    assert isinstance(item, SSEEvent), item
-    return json.loads(item.data)
 
 
 # -- plugins and tools -------------------------------------------------------------------

@@ -27,9 +27,10 @@ from reference_host.agent.models import Delta, Message, ModelError, ModelTurn, T
 from reference_host.agent.openai_model import OpenAICompatibleModel
 from reference_host.http.app import create_app
 from reference_host.loopback import serve_on_loopback
-from reference_host.sse import SSEComment, SSEEvent, SSEItem, SSEParser, parse
+from reference_host.sse import SSEEvent, SSEItem, SSEParser, parse
 from reference_host.tools import CallContext, SentAsIs
 from tests.conftest import MakeHost
+from tests.reference_host.stream_items import data, kinds
 
 BASE = "http://127.0.0.1:8000"
 URL = f"{BASE}/v1/chat/completions"
@@ -790,24 +791,6 @@ async def chat(loopback: Loopback) -> list[SSEItem]:
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/event-stream")
     return parse(response.content)
-
-
-def kinds(items: Sequence[SSEItem]) -> list[str]:
-    """`:connected` for comments, event types (with the tool phase) otherwise."""
-    out = []
-    for item in items:
-        if isinstance(item, SSEComment):
-            out.append(f":{item.text}")
-        else:
-            phase = json.loads(item.data).get("phase")
-            out.append(f"{item.type}.{phase}" if phase else item.type)
-    return out
-
-
-def data(item: SSEItem) -> dict[str, Any]:
-    assert isinstance(item, SSEEvent), item
-    result: dict[str, Any] = json.loads(item.data)
-    return result
 
 
 async def test_token_deltas_are_separate_token_events_in_order(loopback: Loopback) -> None:
