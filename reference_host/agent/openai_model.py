@@ -18,7 +18,12 @@ into whole calls, and `data: [DONE]` ends the turn. Choices made:
   is parsed as one whole reply (parse_reply) and its text comes as one delta.
 - One turn reads at most `max_turn_bytes` (16 MiB by default: about 60 000 streamed tokens at
   some 250 bytes of JSON each); past that, or on an error body larger than 64 KiB, the read
-  stops. A huge line or an endless stream is a ModelError, not unbounded memory.
+  stops. A huge line or an endless stream is a ModelError, not unbounded memory. The answer
+  must come uncompressed (`Accept-Encoding: identity`; any other `Content-Encoding` is a
+  ModelError): httpx inflates each network chunk whole, so 64 KiB of gzip could become
+  64 MiB before the cap saw it.
+- `timeout` bounds every wait for bytes, and also the time between events: a stream of
+  keep-alive comments alone is a ModelError after `timeout` seconds, as silence is.
 - Whatever breaks mid-stream (the connection drops, a chunk carrying `error`, a data line
   that is not JSON, the stream ending with neither `[DONE]` nor a `finish_reason`) is a
   ModelError; the agent loop ends the chat with an `error` event after the tokens already sent.
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import Any
@@ -142,7 +148,7 @@ class OpenAICompatibleModel:
         tools: Sequence[ToolDefinition],
     ) -> httpx.Response:
         """The answer's response once its status is a success; an error status is raised."""
-        headers = {"Accept": "text/event-stream"}
+        headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         while True:
@@ -156,6 +162,12 @@ class OpenAICompatibleModel:
                     timeout=self._timeout,
                 )
             )
+            encoding = response.headers.get("content-encoding", "identity").strip().lower()
+            if encoding not in ("", "identity"):
+                raise ModelError(
+                    f"model server at {self.url} answered with Content-Encoding "
+                    f"{excerpt(encoding)}; only an uncompressed answer is read"
+                )
             if response.is_success:
                 return response
             body, _ = await _read_bounded(response, MAX_ERROR_BODY_BYTES)
@@ -177,6 +189,7 @@ class OpenAICompatibleModel:
         parser = SSEParser()
         turn = StreamedTurn()
         read = 0
+        last_event = time.monotonic()
         async for chunk in response.aiter_bytes():
             read += len(chunk)
             if read > self._max_turn_bytes:
@@ -184,7 +197,15 @@ class OpenAICompatibleModel:
                     f"model stream from {self.url} exceeded {self._max_turn_bytes} bytes "
                     "in one turn"
                 )
-            for item in parser.feed(chunk):
+            items = parser.feed(chunk)
+            if any(isinstance(item, SSEEvent) for item in items):
+                last_event = time.monotonic()
+            elif time.monotonic() - last_event > self._timeout:
+                raise ModelError(
+                    f"model stream from {self.url} sent no event for {self._timeout:g}s "
+                    "(keep-alive comments only, or a line never ended)"
+                )
+            for item in items:
                 if not isinstance(item, SSEEvent):
                     continue  # comments: keep-alives
                 if item.data.strip() == DONE:
