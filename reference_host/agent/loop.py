@@ -19,6 +19,9 @@ from reference_host.registry import Snapshot
 from reference_host.tools import CallContext, failure, is_failure
 
 MAX_STEPS = 24
+# Real turns ask for a handful of parallel calls; without a bound one 1 MiB `/call` message or
+# one model turn could queue tens of thousands, each run (and maybe asked about) in turn.
+MAX_CALLS_PER_TURN = 64
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class RunSettings:
     policy: ApprovalPolicy
     approvals: ApprovalBroker
     max_steps: int = MAX_STEPS
+    max_calls: int = MAX_CALLS_PER_TURN
 
 
 async def run_agent(
@@ -47,6 +51,12 @@ async def run_agent(
                 elif part.text:
                     yield events.thinking(part.text) if part.thinking else events.token(part.text)
             tokens += turn.tokens
+            if len(turn.tool_calls) > settings.max_calls:
+                yield events.error(
+                    f"the model asked for {len(turn.tool_calls)} tool calls in one turn; "
+                    f"at most {settings.max_calls} run"
+                )
+                return
             messages.append(Message("assistant", turn.text, turn.tool_calls))
             if not turn.tool_calls:
                 yield events.done(turn.text, tokens, time.monotonic() - started)

@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from reference_host.agent.loop import MAX_CALLS_PER_TURN
 from reference_host.agent.models import Delta, ModelError, ModelTurn, ToolCall
 from reference_host.agent.openai_wire import content_text, error_text, excerpt, kind
 
@@ -122,6 +123,11 @@ class StreamedTurn:
         elif isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise ModelError(f"malformed model stream: {where}.index is not a non-negative integer")
         self.last_index = index
+        if index not in self.calls and len(self.calls) >= MAX_CALLS_PER_TURN:
+            # the loop would refuse the turn anyway: stop holding more calls now
+            raise ModelError(
+                f"malformed model stream: more than {MAX_CALLS_PER_TURN} tool calls in one turn"
+            )
         return self.calls.setdefault(index, PendingCall())
 
     def finish(self, url: str, *, done: bool) -> ModelTurn:
