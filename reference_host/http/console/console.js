@@ -24,11 +24,23 @@ function tag(text, kind = "") {
   return el("span", { className: kind ? `tag ${kind}` : "tag", text });
 }
 
-/** JSON text indented for reading; anything else as it came. */
+/**
+ * JSON text indented for reading; anything else as it came. So is JSON with a number a
+ * double cannot hold (an integer past 2^53, an overflow): the host keeps those exact, and an
+ * approval must show what will be sent, not a rounded copy.
+ */
 function pretty(text) {
   if (typeof text !== "string") return JSON.stringify(text, null, 2);
+  let exact = true;
+  const check = (key, value) => {
+    if (typeof value === "number" && !Number.isSafeInteger(value)) {
+      if (!Number.isFinite(value) || Number.isInteger(value)) exact = false;
+    }
+    return value;
+  };
   try {
-    return JSON.stringify(JSON.parse(text), null, 2);
+    const value = JSON.parse(text, check);
+    return exact ? JSON.stringify(value, null, 2) : text;
   } catch {
     return text;
   }
