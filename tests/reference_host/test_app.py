@@ -424,20 +424,27 @@ async def test_route_b_grant_reaches_the_worker_through_http(
     assert output["success"] is True and [h["text"] for h in output["headings"]] == ["One", "Two"]
 
 
-async def test_approval_round_trip_over_http(client: httpx.AsyncClient, server: Server) -> None:
-    """Excel's excel_execute is a write tool: with policy ask the stream stops at an approval
-    event until the decision is posted; then the split really writes its files."""
+async def excel_with_grants(client: httpx.AsyncClient, server: Server, conversation: str) -> Path:
+    """The Excel sample installed, and granted to conversation over HTTP: its example workbook
+    (read) and an empty `out` folder (write), which is returned."""
     await install(client, EXCEL)
     workbook = server.files / "sales.xlsx"
     shutil.copy(SALES, workbook)
     out = server.files / "out"
     out.mkdir()
-    grants = "/api/conversations/cx/grants"
     for path, access in [(workbook, "read"), (out, "write")]:
         granted = await client.post(
-            grants, json={"pluginId": "fan.summer.excel", "path": str(path), "access": access}
+            f"/api/conversations/{conversation}/grants",
+            json={"pluginId": "fan.summer.excel", "path": str(path), "access": access},
         )
         assert granted.status_code == 201
+    return out
+
+
+async def test_approval_round_trip_over_http(client: httpx.AsyncClient, server: Server) -> None:
+    """Excel's excel_execute is a write tool: with policy ask the stream stops at an approval
+    event until the decision is posted; then the split really writes its files."""
+    out = await excel_with_grants(client, server, "cx")
     server.models.append(
         ScriptedModel(
             [
@@ -490,17 +497,7 @@ async def test_call_commands_show_the_injected_folder_in_the_approval(
 ) -> None:
     """The default scripted model over HTTP, as the README's curl transcript uses it: `/call`
     lines run tools, the approval names the folder route B put in, the reply lists results."""
-    await install(client, EXCEL)
-    workbook = server.files / "sales.xlsx"
-    shutil.copy(SALES, workbook)
-    out = server.files / "out"
-    out.mkdir()
-    grants = "/api/conversations/cc/grants"
-    for path, access in [(workbook, "read"), (out, "write")]:
-        granted = await client.post(
-            grants, json={"pluginId": "fan.summer.excel", "path": str(path), "access": access}
-        )
-        assert granted.status_code == 201
+    out = await excel_with_grants(client, server, "cc")
     server.models.extend([CallCommandModel(), CallCommandModel()])
     message = '/call excel_analyze {}\n/call excel_configure {"mode": "BY_SHEET"}'
     prepared = parse((await chat(client, message, conversationId="cc")).content)
