@@ -252,13 +252,11 @@ class AnnouncingServer(uvicorn.Server):
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
-        if self.should_exit or not self.servers:
-            return
-        for listener in self.servers[0].sockets:
-            address, port = listener.getsockname()[:2]
+        listeners = self.servers[0].sockets if self.servers and not self.should_exit else ()
+        if listeners:  # the first one: the address --host named
+            address, port = listeners[0].getsockname()[:2]
             name = f"[{address}]" if ":" in address else address
             self._announce(f"http://{name}:{port}/")
-            return
 
 
 def allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -346,13 +346,14 @@ def _only_refs(value: Any, file_class: FileClass) -> bool:
     return is_file_ref(value)
 
 
-def _refs_in(value: Any) -> Iterator[Any]:
-    """Every FileRef object in value, depth first, as resolve_refs finds them."""
-    if is_file_ref(value):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _refs_in(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _refs_in(item)
+def _refs_in(value: Any) -> list[Mapping[str, Any]]:
+    """Every FileRef object in value, found by the walk that hands them over (resolve_refs),
+    so an approval lists exactly the refs a call would hand over."""
+    found: list[Mapping[str, Any]] = []
+
+    def note(ref: Mapping[str, Any]) -> str:
+        found.append(ref)
+        return ""
+
+    resolve_refs(value, note)
+    return found
