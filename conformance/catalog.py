@@ -33,6 +33,7 @@ class Requirement:
     reason: str = ""
     fails: str = ""
     passes: str = ""
+    provider: str = ""  # the model provider it speaks for: --conformance-provider makes it MUST
 
     @property
     def doc(self) -> str:
@@ -67,6 +68,7 @@ def load_catalog() -> dict[str, Requirement]:
             reason=entry.get("reason", ""),
             fails=entry.get("fails", "").strip("\n"),
             passes=entry.get("passes", "").strip("\n"),
+            provider=entry.get("provider", ""),
         )
         for rid, entry in tomllib.loads(text).items()
     }

@@ -16,6 +16,7 @@ from conformance import checks  # noqa: F401  (registers every check)
 from conformance.baseline import Baseline, ExpectedFailure
 from conformance.catalog import Level, Requirement, load_catalog
 from conformance.checks.fengyu_files import file_parameters, path_like_parameters
+from conformance.checks.providers import provider_matrix
 from conformance.erp.endpoints import EndpointServices
 from conformance.erp.plugin import ErpPlugin
 from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
@@ -98,6 +99,7 @@ class KitRun:
     endpoints: EndpointSettings = field(default_factory=lambda: EndpointSettings())
     previous: str | None = None
     worker_env: tuple[str, ...] = ()
+    providers: frozenset[str] = frozenset()  # --conformance-provider: their requirements MUST
     labels: dict[int, str] = field(default_factory=dict)
     _upgrades: dict[int, Upgrade] = field(default_factory=dict)
     _workers: dict[int, Services] = field(default_factory=dict)
@@ -115,6 +117,7 @@ class KitRun:
         endpoints: EndpointSettings | None = None,
         previous: str | None = None,
         worker_env: tuple[str, ...] = (),
+        providers: frozenset[str] = frozenset(),
     ) -> KitRun:
         given = []
         for raw in dirs:
@@ -133,6 +136,7 @@ class KitRun:
             endpoints or EndpointSettings(),
             previous,
             worker_env,
+            providers,
         )
         run.labels = _unique_labels(run.plugins)
         return run
@@ -141,7 +145,13 @@ class KitRun:
         return self.labels[id(plugin)]
 
     def requirements_for(self, plugin: Plugin) -> list[Requirement]:
-        return [r for r in load_catalog().values() if r.applies_to(plugin.profile)]
+        """The catalog's requirements for the plugin's profile; those of a provider named by
+        --conformance-provider are MUST in this run."""
+        return [
+            replace(r, level=Level.MUST) if r.provider in self.providers else r
+            for r in load_catalog().values()
+            if r.applies_to(plugin.profile)
+        ]
 
     def targets(self, plugin: Plugin) -> list[Target]:
         """What to check on a plugin: each requirement once, per-tool ones once per tool."""
@@ -216,13 +226,14 @@ class KitRun:
 
     def static_failures(self, plugin: Plugin) -> tuple[str, ...]:
         """The static MUST requirements the plugin fails, judged once per plugin: a host
-        would refuse or misrepresent such a plugin, so the host suite waits on them."""
+        would refuse or misrepresent such a plugin, so the host suite waits on them. A
+        provider's refusal is not among them: the reference host calls no provider."""
         if id(plugin) not in self._static_failures:
             peers = self.peers(plugin)
             static = [
                 r
                 for r in self.requirements_for(plugin)
-                if r.suite == "manifest" and r.level is Level.MUST
+                if r.suite == "manifest" and r.level is Level.MUST and not r.provider
             ]
             self._static_failures[id(plugin)] = tuple(
                 r.id for r in static if _fails(CheckContext(plugin, r, peers))
@@ -244,8 +255,9 @@ class KitRun:
 
     @cached_property
     def summaries(self) -> list[dict[str, Any]]:
-        """What the reports say about each plugin beyond pass/fail: how the host will fill its
-        file parameters and, for a legacy manifest, its v2 equivalent."""
+        """What the reports say about each plugin beyond pass/fail: how each provider takes its
+        tools, how the host will fill its file parameters and, for a legacy manifest, its v2
+        equivalent."""
         return [self._summary(p) for p in self.plugins]
 
     def _summary(self, plugin: Plugin) -> dict[str, Any]:
@@ -257,6 +269,7 @@ class KitRun:
         }
         if plugin.load_error is not None:
             return summary
+        summary["providers"] = provider_matrix(plugin, self.peers(plugin))
         if (upgrade := self.upgrade(plugin)) is not None:
             summary["upgrade"] = {
                 "from": upgrade.previous_version,

@@ -32,6 +32,7 @@ from conformance.properties import PropertySettings
 from conformance.report import report_paths, write_reports
 from conformance.rerun import rerun_command, rerun_key
 from conformance.upgrade import PreviousError
+from plugin_spec.providers.rules import PROVIDERS
 from reference_host.process.environment import WorkerEnvError, check_names
 from reference_host.process.lineage import become_subreaper
 
@@ -83,6 +84,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--conformance-strict",
         action="store_true",
         help="fail on SHOULD findings too, not only MUST",
+    )
+    group.addoption(
+        "--conformance-provider",
+        metavar="NAMES",
+        help="fail when one of these model providers would refuse a tool: "
+        f"a comma-separated list of {', '.join(PROVIDERS)} (their requirements become MUST)",
     )
     group.addoption(
         "--conformance-report",
@@ -202,6 +209,7 @@ def pytest_configure(config: pytest.Config) -> None:
             worker_env=check_names(
                 config.option.worker_env or config.getini("conformance_worker_env")
             ),
+            providers=chosen_providers(config.option.conformance_provider),
         )
         for plugin in kit.plugins:
             if plugin.load_error is None:
@@ -209,6 +217,18 @@ def pytest_configure(config: pytest.Config) -> None:
     except (BaselineError, KitUsageError, PreviousError, WorkerEnvError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(KitSession(config, kit), "conformance-kit")
+
+
+def chosen_providers(option: str | None) -> frozenset[str]:
+    """The providers of --conformance-provider; an unknown name is a usage error."""
+    names = [n.strip().lower() for n in (option or "").split(",") if n.strip()]
+    unknown = [n for n in names if n not in PROVIDERS]
+    if unknown:
+        raise KitUsageError(
+            f"--conformance-provider: unknown provider {', '.join(unknown)} "
+            f"(known: {', '.join(PROVIDERS)})"
+        )
+    return frozenset(names)
 
 
 class KitSession:

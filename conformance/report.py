@@ -13,6 +13,7 @@ from typing import Any
 
 from conformance import __version__
 from conformance.catalog import load_catalog
+from conformance.provider_report import provider_matrix_markdown
 
 
 def report_paths(base: Path) -> tuple[Path, Path]:
@@ -66,6 +67,7 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
             if record.get("reason"):
                 lines.append(f"- baseline: {record['reason']}")
             lines.append("")
+    lines += provider_matrix_markdown(plugins)
     files = [(p["label"], f) for p in plugins for f in p.get("file_parameters", [])]
     if files:
         lines += [

@@ -10,6 +10,7 @@ from conformance.checks import (
     fengyu_manifest,
     fengyu_tools,
     fengyu_worker,
+    providers,
     upgrade,
 )
 
@@ -23,5 +24,6 @@ __all__ = [
     "fengyu_manifest",
     "fengyu_tools",
     "fengyu_worker",
+    "providers",
     "upgrade",
 ]

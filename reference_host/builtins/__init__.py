@@ -21,7 +21,11 @@ from reference_host.builtins.web_search import (
 )
 from reference_host.tools import ToolCallback
 
+# What the model is offered besides plugin tools; the kit counts them into each request.
+BUILTIN_DEFINITIONS = (WEB_SEARCH_DEFINITION, WEB_FETCH_DEFINITION)
+
 __all__ = [
+    "BUILTIN_DEFINITIONS",
     "BUILTIN_TOOL_NAMES",
     "WEB_FETCH",
     "WEB_FETCH_DEFINITION",

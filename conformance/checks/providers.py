@@ -1,0 +1,130 @@
+"""Will the providers take these tools? (spec: providers.md)
+
+Each tool, under the name the model sees, is judged against the provider's dated rules: a
+rejection is a finding naming the rule, its source and the day it was read; a rewrite by the
+provider's SDK is not a finding, but the reports list each change (conformance.provider_matrix).
+The whole request is judged too: this plugin's tools, the other plugins of the run and the
+host's built-ins, as one snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.erp.plugin import ErpPlugin, ErpTool, model_name
+from conformance.findings import Finding
+from conformance.profiles import Plugin
+from conformance.registry import CheckContext, check
+from plugin_spec.providers.judge import Noted, judge_set, judge_tool
+from plugin_spec.providers.rules import Provider, all_providers, load_provider
+from reference_host.builtins import BUILTIN_DEFINITIONS
+
+
+@dataclass(frozen=True)
+class Offered:
+    """A tool as the model is offered it: name, input schema, and where the schema is written."""
+
+    name: str
+    schema: Any
+    at: str  # the schema's pointer in its file; inner pointers are appended
+    erp: ErpTool | None = None  # the tool file of an ERP tool; a FengYu tool is in the manifest
+
+
+def offered(plugin: Plugin) -> list[Offered]:
+    """The tools of a plugin that has named them; unnamed ones are the profile's own finding."""
+    if isinstance(plugin, ErpPlugin):
+        return [
+            Offered(model_name(t.code), t.data.get("inputSchema"), "/inputSchema", t)
+            for t in plugin.tools
+            if isinstance(t.code, str)
+        ]
+    return [
+        Offered(
+            t.name,
+            t.input_schema.data if t.input_schema else None,
+            t.input_schema.pointer if t.input_schema else t.pointer,
+        )
+        for t in plugin.tools
+        if isinstance(t.name, str)
+    ]
+
+
+def request_tools(plugin: Plugin, peers: Sequence[Plugin]) -> list[tuple[str, Any]]:
+    """Every tool one request would carry, by name: the host's built-ins, this plugin's tools
+    and those of the other plugins in the run (a name offered twice is sent once)."""
+    tools = {d.name: d.input_schema for d in BUILTIN_DEFINITIONS}
+    for one in (plugin, *peers):
+        for tool in offered(one):
+            tools.setdefault(tool.name, tool.schema)
+    return list(tools.items())
+
+
+def _message(provider: Provider, tool: str, noted: Noted) -> str:
+    rule = noted.rule
+    return (
+        f"{provider.title} ({provider.mode}) rejects tool {tool!r}: {noted.line()}\n"
+        f"rule: {rule.text}\nsource: {rule.source.title}, {rule.source.url} (read {rule.read})"
+    )
+
+
+def _fix(noted: Noted) -> str:
+    return f"{noted.rule.id}: {noted.rule.text}"
+
+
+def provider_findings(ctx: CheckContext, provider_id: str) -> Iterator[Finding]:
+    provider = load_provider(provider_id)
+    own = offered(ctx.plugin)
+    for tool in own:
+        for noted in judge_tool(provider, tool.name, tool.schema).rejections:
+            message, at = _message(provider, tool.name, noted), tool.at + noted.hit.pointer
+            if tool.erp is not None:
+                yield ctx.tool_finding(tool.erp, at, message, _fix(noted))
+            else:
+                yield ctx.manifest_finding(at, message, _fix(noted))
+    whole = "/aiTools" if not isinstance(ctx.plugin, ErpPlugin) else ""
+    file = "manifest.json" if whole else "metadata/tool"
+    names = {t.name for t in own}
+    for noted in judge_set(provider, request_tools(ctx.plugin, ctx.peers)):
+        if noted.hit.names and not names & set(noted.hit.names):
+            continue  # two other plugins' tools: their own runs report it
+        yield ctx.finding(
+            f"{provider.title} rejects the request that carries this plugin's tools, the run's "
+            f"other plugins and the host's built-ins: {noted.line()}\nrule: {noted.rule.text}\n"
+            f"source: {noted.rule.source.title}, {noted.rule.source.url} "
+            f"(read {noted.rule.read})",
+            file,
+            whole,
+            fix=_fix(noted),
+        )
+
+
+@check("FY-PROV-001", "ERP-PROV-001")
+def openai_takes_the_tools(ctx: CheckContext) -> Iterator[Finding]:
+    yield from provider_findings(ctx, "openai")
+
+
+@check("FY-PROV-002", "ERP-PROV-002")
+def anthropic_takes_the_tools(ctx: CheckContext) -> Iterator[Finding]:
+    yield from provider_findings(ctx, "anthropic")
+
+
+@check("FY-PROV-003", "ERP-PROV-003")
+def gemini_takes_the_tools(ctx: CheckContext) -> Iterator[Finding]:
+    yield from provider_findings(ctx, "gemini")
+
+
+def provider_matrix(plugin: Plugin, peers: list[Plugin]) -> dict[str, Any]:
+    """What the reports show of the providers: each tool's verdict per provider with every
+    change and rejection, and what keeps the whole request from each provider."""
+    tools: dict[str, dict[str, Any]] = {}
+    for tool in offered(plugin):
+        tools[tool.name] = {
+            p.id: judge_tool(p, tool.name, tool.schema).to_json() for p in all_providers()
+        }
+    request = {
+        p.id: [n.to_json() for n in judge_set(p, request_tools(plugin, peers))]
+        for p in all_providers()
+    }
+    return {"tools": tools, "request": request}

@@ -1,0 +1,69 @@
+"""The tools x providers matrix of a report (spec: providers.md#verdicts), in Markdown.
+
+Each cell is one tool's verdict for one provider; the lines under the table say what each
+rewrite changes and why a tool or the whole request is refused, rule by rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plugin_spec.providers.rules import all_providers
+
+
+def _cell(judged: dict[str, Any]) -> str:
+    if judged["rejections"]:
+        rules = ", ".join(dict.fromkeys(r["rule"] for r in judged["rejections"]))
+        return f"rejected ({rules})"
+    if judged["changes"]:
+        return f"rewritten ({len(judged['changes'])} changes)"
+    return "accepted"
+
+
+def _where(noted: dict[str, Any]) -> str:
+    return f" at `{noted['pointer']}`" if noted["pointer"] else ""
+
+
+def provider_matrix_markdown(plugins: list[dict[str, Any]], heading: str = "##") -> list[str]:
+    """The matrix of every plugin that loaded, with its details; nothing when none did."""
+    providers = all_providers()
+    judged = [p for p in plugins if p.get("providers", {}).get("tools")]
+    if not judged:
+        return []
+    lines = [
+        "",
+        f"{heading} Will the providers take these tools?",
+        "",
+        "Modes: " + "; ".join(f"{p.title}: {p.mode}" for p in providers) + ".",
+        "",
+        "| plugin | tool | " + " | ".join(p.title for p in providers) + " |",
+        "|---|---|" + "---|" * len(providers),
+    ]
+    for plugin in judged:
+        for tool, verdicts in plugin["providers"]["tools"].items():
+            cells = " | ".join(_cell(verdicts[p.id]) for p in providers)
+            lines.append(f"| {plugin['label']} | {tool} | {cells} |")
+    details: list[str] = []
+    for plugin in judged:
+        for p in providers:
+            for noted in plugin["providers"]["request"][p.id]:
+                details.append(
+                    f"- {plugin['label']}, the whole request, {p.title}: refused by "
+                    f"{noted['rule']}: {noted['found']}"
+                )
+        for tool, verdicts in plugin["providers"]["tools"].items():
+            for p in providers:
+                for noted in verdicts[p.id]["rejections"]:
+                    details.append(
+                        f"- {plugin['label']} {tool}, {p.title}: refused by {noted['rule']}: "
+                        f"{noted['found']}{_where(noted)}"
+                    )
+                for noted in verdicts[p.id]["changes"]:
+                    details.append(
+                        f"- {plugin['label']} {tool}, {p.title}: {noted['rule']}: "
+                        f"{noted['found']}{_where(noted)}: {noted['change']}"
+                    )
+    if details:
+        lines += ["", "<details><summary>What each provider changes or refuses</summary>", ""]
+        lines += [*details, "", "</details>"]
+    return lines

@@ -1,0 +1,459 @@
+"""The checks a rule file can name, each a small function over a tool's name and schema.
+
+A check returns hits: where the rule applies, what was found there and, for a provider whose
+SDK rewrites rather than rejects, what the rewrite changes (`apply` makes that change on the
+judge's copy of the schema). Whether a hit rejects or rewrites is the rule's `outcome`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from plugin_spec.providers.rules import Rule
+from plugin_spec.providers.schema_nodes import Node, escape, nodes
+
+
+@dataclass(frozen=True)
+class Hit:
+    pointer: str  # in the input schema ("" for the name or the whole schema)
+    found: str  # what is there, quoted: the value the report shows
+    change: str = ""  # what the provider's rewrite does about it
+    apply: Callable[[], None] | None = None
+    names: tuple[str, ...] = ()  # of a whole-set hit: the tools it is about (none: all)
+
+
+ToolCheck = Callable[[Rule, str, dict[str, Any]], list[Hit]]
+Tools = list[tuple[str, Any]]  # a request's tools: model-facing name and input schema
+SetCheck = Callable[[Rule, Tools], list[Hit]]
+TOOL_CHECKS: dict[str, ToolCheck] = {}
+SET_CHECKS: dict[str, SetCheck] = {}
+
+
+def tool_check(name: str) -> Callable[[ToolCheck], ToolCheck]:
+    def register(fn: ToolCheck) -> ToolCheck:
+        TOOL_CHECKS[name] = fn
+        return fn
+
+    return register
+
+
+def set_check(name: str) -> Callable[[SetCheck], SetCheck]:
+    def register(fn: SetCheck) -> SetCheck:
+        SET_CHECKS[name] = fn
+        return fn
+
+    return register
+
+
+def shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _used(schema: dict[str, Any]) -> list[Node]:
+    """The nodes a provider sees as part of the parameters (all of them, $defs included)."""
+    return list(nodes(schema))
+
+
+def _move(node: dict[str, Any], keyword: str) -> Callable[[], None]:
+    """Take keyword out of node and say it in the node's description instead."""
+
+    def apply() -> None:
+        if keyword not in node:
+            return
+        value = node.pop(keyword)
+        said = f"{{{keyword}: {json.dumps(value, ensure_ascii=False)}}}"
+        description = node.get("description")
+        node["description"] = f"{description}\n\n{said}" if description else said
+
+    return apply
+
+
+def _drop(node: dict[str, Any], keyword: str) -> Callable[[], None]:
+    def apply() -> None:
+        node.pop(keyword, None)
+
+    return apply
+
+
+def _moved_or_dropped(rule: Rule, node: Node, keyword: str) -> Hit:
+    pointer = f"{node.pointer}/{escape(keyword)}"
+    found = f"{keyword}: {shown(node.schema[keyword])}"
+    if rule.params.get("then", "description") == "drop":
+        return Hit(pointer, found, f"{keyword} removed", _drop(node.schema, keyword))
+    return Hit(pointer, found, f"{keyword} moved into the description", _move(node.schema, keyword))
+
+
+@tool_check("name")
+def name_pattern(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    pattern = rule.params["pattern"]
+    return [] if re.fullmatch(pattern, name) else [Hit("", f"name {name!r} (not {pattern})")]
+
+
+@tool_check("root-object")
+def root_object(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    declared = schema.get("type")
+    if isinstance(declared, str) and declared.lower() == "object":
+        return []
+    return [Hit("", f'type {shown(declared)} at the root (not "object")')]
+
+
+@tool_check("keywords")
+def keywords(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    listed = rule.params["keywords"]
+    return [
+        _moved_or_dropped(rule, node, keyword)
+        for node in _used(schema)
+        for keyword in listed
+        if keyword in node.schema
+    ]
+
+
+@tool_check("keywords-kept")
+def keywords_kept(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    """Only the listed keywords stay (`format` only with a listed value, `minItems` only with a
+    listed value); the provider refuses the others, or its SDK moves them all into the node's
+    description in one `{key: value, ...}` block, written the way Python prints values."""
+    keep = set(rule.params["keep"])
+    formats, min_items = rule.params.get("formats"), rule.params.get("min_items")
+
+    def unkept(node: dict[str, Any]) -> list[str]:
+        return [
+            k
+            for k in node
+            if k not in keep
+            or (k == "format" and formats is not None and node[k] not in formats)
+            or (k == "minItems" and min_items is not None and node[k] not in min_items)
+        ]
+
+    def move(node: dict[str, Any], keys: list[str]) -> Callable[[], None]:
+        def apply() -> None:
+            moved = ", ".join(f"{k}: {_python(node.pop(k))}" for k in keys)
+            description = node.get("description")
+            node["description"] = f"{description}\n\n{{{moved}}}" if description else f"{{{moved}}}"
+
+        return apply
+
+    hits = []
+    for n in _used(schema):
+        if keys := unkept(n.schema):
+            found = ", ".join(f"{k}: {shown(n.schema[k])}" for k in keys)
+            hits.append(Hit(n.pointer, found, "moved into the description", move(n.schema, keys)))
+    return hits
+
+
+def _python(value: Any) -> str:
+    """A value as the Anthropic SDK writes it into a description: Python's str()."""
+    return str(value)
+
+
+@tool_check("formats")
+def formats(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    allowed = set(rule.params["allowed"])
+    return [
+        _moved_or_dropped(rule, node, "format")
+        for node in _used(schema)
+        if "format" in node.schema and node.schema["format"] not in allowed
+    ]
+
+
+@tool_check("min-items")
+def min_items(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    allowed = rule.params["allowed"]
+    return [
+        _moved_or_dropped(rule, node, "minItems")
+        for node in _used(schema)
+        if "minItems" in node.schema and node.schema["minItems"] not in allowed
+    ]
+
+
+@tool_check("renames")
+def renames(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    old, new = rule.params["from"], rule.params["to"]
+
+    def rename(node: dict[str, Any]) -> Callable[[], None]:
+        def apply() -> None:
+            value = node.pop(old)
+            node[new] = [*node.get(new, []), *value] if isinstance(value, list) else value
+
+        return apply
+
+    return [
+        Hit(
+            f"{n.pointer}/{escape(old)}",
+            f"{old} ({len(n.schema[old])} branches)",
+            f"{old} turned into {new}",
+            rename(n.schema),
+        )
+        for n in _used(schema)
+        if isinstance(n.schema.get(old), list)
+    ]
+
+
+@tool_check("objects-closed")
+def objects_closed(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    """An object that says nothing of additional properties gets additionalProperties false."""
+
+    def close(node: dict[str, Any]) -> Callable[[], None]:
+        return lambda: node.__setitem__("additionalProperties", False)
+
+    return [
+        Hit(
+            n.pointer,
+            "an object without additionalProperties",
+            "additionalProperties: false added",
+            close(n.schema),
+        )
+        for n in _used(schema)
+        if n.is_object and "additionalProperties" not in n.schema
+    ]
+
+
+@tool_check("objects-open")
+def objects_open(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    """An object that allows additional properties, which the provider cannot."""
+
+    def close(node: dict[str, Any]) -> Callable[[], None]:
+        return lambda: node.__setitem__("additionalProperties", False)
+
+    return [
+        Hit(
+            f"{n.pointer}/additionalProperties",
+            f"additionalProperties: {shown(n.schema['additionalProperties'])}",
+            "additionalProperties set to false",
+            close(n.schema),
+        )
+        for n in _used(schema)
+        if n.is_object and n.schema.get("additionalProperties", False) is not False
+    ]
+
+
+def nullable(schema: dict[str, Any]) -> None:
+    """Let schema admit null as well, the way strict-mode schemas spell an optional value."""
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        schema["type"] = [declared, "null"] if declared != "null" else declared
+    elif isinstance(declared, list):
+        if "null" not in declared:
+            schema["type"] = [*declared, "null"]
+    else:
+        branches = [{k: schema.pop(k) for k in list(schema) if k not in ("description", "title")}]
+        schema["anyOf"] = [*branches, {"type": "null"}]
+        return
+    if isinstance(schema.get("enum"), list) and None not in schema["enum"]:
+        schema["enum"] = [*schema["enum"], None]
+
+
+@tool_check("all-required")
+def all_required(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    """Every property listed in required; with `nullable`, an optional one may then be null."""
+    with_null = rule.params.get("nullable", False)
+    change = (
+        "made required and nullable (null stands for omitted)" if with_null else ("made required")
+    )
+
+    def require(node: dict[str, Any], prop: str) -> Callable[[], None]:
+        def apply() -> None:
+            node["required"] = [*node.get("required", []), prop]
+            sub = node["properties"][prop]
+            if with_null and isinstance(sub, dict):
+                nullable(sub)
+
+        return apply
+
+    hits = []
+    for n in _used(schema):
+        properties = n.schema.get("properties")
+        if not n.is_object or not isinstance(properties, dict):
+            continue
+        required = n.schema.get("required")
+        listed = set(required) if isinstance(required, list) else set()
+        hits += [
+            Hit(
+                f"{n.pointer}/properties/{escape(p)}",
+                f"optional property {p!r}",
+                change,
+                require(n.schema, p),
+            )
+            for p in properties
+            if p not in listed
+        ]
+    return hits
+
+
+@tool_check("max-depth")
+def max_depth(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    limit = rule.params["max"]
+    deep = [n for n in _used(schema) if n.depth > limit and not n.in_defs]
+    return (
+        [Hit(deep[0].pointer, f"{max(n.depth for n in deep)} levels of nesting (at most {limit})")]
+        if deep
+        else []
+    )
+
+
+@tool_check("max-properties")
+def max_properties(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    limit = rule.params["max"]
+    total = sum(len(p) for n in _used(schema) if isinstance(p := n.schema.get("properties"), dict))
+    return [Hit("", f"{total} object properties in all (at most {limit})")] if total > limit else []
+
+
+@tool_check("max-enum")
+def max_enum(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    limit = rule.params["max"]
+    total = sum(len(e) for n in _used(schema) if isinstance(e := n.schema.get("enum"), list))
+    return [Hit("", f"{total} enum values in all (at most {limit})")] if total > limit else []
+
+
+@tool_check("max-string-total")
+def max_string_total(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    """Property names, enum values and const values together, in characters."""
+    limit = rule.params["max"]
+    total = 0
+    for n in _used(schema):
+        if isinstance(props := n.schema.get("properties"), dict):
+            total += sum(len(p) for p in props)
+        if isinstance(values := n.schema.get("enum"), list):
+            total += sum(len(v) for v in values if isinstance(v, str))
+        if isinstance(const := n.schema.get("const"), str):
+            total += len(const)
+    if total > limit:
+        return [
+            Hit(
+                "", f"{total} characters of property names, enum and const values (at most {limit})"
+            )
+        ]
+    return []
+
+
+@tool_check("typed-nodes")
+def typed_nodes(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    """Every node says its type, unless it has one of the keywords the rule lists."""
+    branches = rule.params.get("unless", [])
+    return [
+        Hit(n.pointer, f"a schema without type: {shown(n.schema)}")
+        for n in _used(schema)
+        if "type" not in n.schema and not any(k in n.schema for k in branches)
+    ]
+
+
+@tool_check("type-arrays")
+def type_arrays(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    return [
+        Hit(f"{n.pointer}/type", f"type {shown(n.schema['type'])}")
+        for n in _used(schema)
+        if isinstance(n.schema.get("type"), list)
+    ]
+
+
+@tool_check("ref-siblings")
+def ref_siblings(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    """Keywords beside a $ref other than the ones the rule keeps."""
+    keep = {"$ref", *rule.params.get("keep", [])}
+
+    def drop(node: dict[str, Any], keys: list[str]) -> Callable[[], None]:
+        def apply() -> None:
+            for key in keys:
+                node.pop(key, None)
+
+        return apply
+
+    hits = []
+    for n in _used(schema):
+        if "$ref" in n.schema and (beside := sorted(set(n.schema) - keep)):
+            found = f"$ref beside {', '.join(f'{k}: {shown(n.schema[k])}' for k in beside)}"
+            hits.append(
+                Hit(n.pointer, found, f"{', '.join(beside)} dropped", drop(n.schema, beside))
+            )
+    return hits
+
+
+@tool_check("unresolved-refs")
+def unresolved_refs(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    return [
+        Hit(f"{n.pointer}/$ref", f"$ref {shown(n.schema['$ref'])} (nothing in the schema)")
+        for n in _used(schema)
+        if "$ref" in n.schema and not _resolves(schema, n.schema["$ref"])
+    ]
+
+
+def _resolves(schema: dict[str, Any], ref: Any) -> bool:
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return False
+    target: Any = schema
+    for token in ref[1:].split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if not isinstance(target, dict) or token not in target:
+            return False
+        target = target[token]
+    return isinstance(target, dict)
+
+
+@tool_check("object-keywords-on-non-object")
+def object_keywords(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+    return [
+        Hit(f"{n.pointer}/{k}", f"{k} on a node of type {shown(n.schema['type'])}")
+        for n in _used(schema)
+        if n.types and "object" not in n.types
+        for k in ("properties", "required")
+        if k in n.schema
+    ]
+
+
+@set_check("tool-count")
+def tool_count(rule: Rule, tools: Tools) -> list[Hit]:
+    limit = rule.params["max"]
+    return [Hit("", f"{len(tools)} tools (at most {limit})")] if len(tools) > limit else []
+
+
+def _counted(rule: Rule, tools: Tools, what: str, count: Callable[[Node], int]) -> list[Hit]:
+    """A limit on something counted over every schema of the request."""
+    limit = rule.params["max"]
+    per_tool = {
+        name: n for name, schema in tools if (n := sum(count(node) for node in _used(schema)))
+    }
+    total = sum(per_tool.values())
+    if total <= limit:
+        return []
+    most = ", ".join(f"{name} {n}" for name, n in sorted(per_tool.items(), key=lambda i: -i[1])[:5])
+    return [Hit("", f"{total} {what} in all (at most {limit}; most: {most})")]
+
+
+@set_check("optional-count")
+def optional_count(rule: Rule, tools: Tools) -> list[Hit]:
+    def optional(node: Node) -> int:
+        properties, required = node.schema.get("properties"), node.schema.get("required")
+        if not isinstance(properties, dict):
+            return 0
+        listed = set(required) if isinstance(required, list) else set()
+        return sum(1 for p in properties if p not in listed)
+
+    return _counted(rule, tools, "optional parameters", optional)
+
+
+@set_check("union-count")
+def union_count(rule: Rule, tools: Tools) -> list[Hit]:
+    def unions(node: Node) -> int:
+        return int(isinstance(node.schema.get("type"), list) or "anyOf" in node.schema)
+
+    return _counted(rule, tools, "parameters with union types (anyOf or a type list)", unions)
+
+
+@set_check("unique-names")
+def unique_names(rule: Rule, tools: Tools) -> list[Hit]:
+    """Names made to fit (characters outside the allowed ones as `_`, cut to the length)
+    must still tell the tools apart."""
+    allowed, length = rule.params["allowed"], rule.params["max_length"]
+    seen: dict[str, list[str]] = {}
+    for name in dict.fromkeys(name for name, _ in tools):
+        seen.setdefault(re.sub(f"[^{allowed}]", "_", name)[:length], []).append(name)
+    return [
+        Hit("", f"{' and '.join(repr(n) for n in group)} all become {fitted!r}", names=tuple(group))
+        for fitted, group in seen.items()
+        if len(group) > 1
+    ]
