@@ -7,6 +7,7 @@ import difflib
 import textwrap
 
 from conformance.catalog import Level, Requirement, load_catalog
+from conformance.provider_report import rules_for
 
 WIDTH = 92
 
@@ -58,6 +59,14 @@ def explain(rid: str) -> str:
     if r.passes:
         lines += _block("Passes", r.passes)
     lines += _wrapped("Fix", r.hint)
+    if r.provider and r.suite == "manifest":
+        lines += _block(
+            f"{r.provider} rules (each with its source and the day it was read)",
+            "\n".join(rules_for(r.provider)),
+        )
+        lines.append(f"--conformance-provider {r.provider} makes {r.id} MUST.")
+    elif r.provider:
+        lines.append(f"--conformance-provider {r.provider} makes {r.id} MUST.")
     lines.append(f"Applies to: {', '.join(r.profiles)} ({r.suite} suite)")
     lines.append(f"Read more: {r.doc}")
     return "\n".join(lines)

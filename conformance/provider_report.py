@@ -67,3 +67,38 @@ def provider_matrix_markdown(plugins: list[dict[str, Any]], heading: str = "##")
         lines += ["", "<details><summary>What each provider changes or refuses</summary>", ""]
         lines += [*details, "", "</details>"]
     return lines
+
+
+RULES_BEGIN = "<!-- provider rules: generated from plugin_spec/providers/*.toml -->"
+RULES_END = "<!-- end of provider rules -->"
+
+
+def rule_tables() -> list[str]:
+    """Every provider's rules as a table, for docs/spec/providers.md (a test keeps the page in
+    step with the data files)."""
+    lines = [RULES_BEGIN]
+    for provider in all_providers():
+        lines += [
+            "",
+            f"### {provider.title} rules",
+            "",
+            f"Judged as: {provider.mode}.",
+            "",
+            "| rule | outcome | what it says | source | read |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| `{r.id}` | {r.outcome.value} | {r.text} | [{r.source.title}]({r.source.url}) "
+            f"| {r.read} |"
+            for r in provider.rules
+        ]
+    return [*lines, "", RULES_END]
+
+
+def rules_for(provider_id: str) -> list[str]:
+    """One provider's rules as plain lines, for `plugin-conformance explain`."""
+    provider = next(p for p in all_providers() if p.id == provider_id)
+    return [
+        f"{r.id} ({r.outcome.value}): {r.text} [{r.source.url}, read {r.read}]"
+        for r in provider.rules
+    ]

@@ -1,5 +1,6 @@
-"""The tool route: `GET /api/tools`, the current snapshot's name, description,
-inputSchema, effect and owner of each tool."""
+"""The tool routes: `GET /api/tools`, the current snapshot's name, description, inputSchema,
+effect and owner of each tool; `GET /api/tools/providers`, which model providers can take that
+snapshot in one request (spec: providers.md#the-whole-request)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from plugin_spec.providers.judge import fits
 from reference_host.http.deps import HostDep
 
 router = APIRouter()
@@ -25,3 +27,12 @@ async def list_tools(host: HostDep) -> list[dict[str, Any]]:
         }
         for callback in snapshot.callbacks.values()
     ]
+
+
+@router.get("/api/tools/providers")
+async def provider_fit(host: HostDep) -> dict[str, Any]:
+    """Per provider: whether every tool of the snapshot, and the snapshot as one request, is
+    within its rules; what stands in the way, rule by rule, when not."""
+    snapshot = host.registry.snapshot()
+    tools = [(d.name, dict(d.input_schema)) for d in snapshot.definitions()]
+    return {"tools": len(tools), "providers": fits(tools)}

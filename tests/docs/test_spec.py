@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conformance.catalog import SPEC_DIR, load_catalog
+from conformance.provider_report import RULES_BEGIN, RULES_END, rule_tables
 from conformance.reference_page import PAGE, reference_page
 from tests.conftest import REPO
 from tests.docs.markdown_links import anchors, broken, links
@@ -38,6 +39,16 @@ def test_the_reference_page_is_generated_from_the_catalog() -> None:
     page = SPEC / PAGE
     assert page.read_text(encoding="utf-8") == reference_page(), (
         f"{SPEC_DIR}/{PAGE} is stale: run `plugin-conformance reference > {SPEC_DIR}/{PAGE}`"
+    )
+
+
+def test_the_provider_rules_on_the_page_are_the_data_files() -> None:
+    """providers.md shows each rule as its TOML file states it, source and date included."""
+    text = (SPEC / "providers.md").read_text(encoding="utf-8")
+    start, end = text.index(RULES_BEGIN), text.index(RULES_END) + len(RULES_END)
+    assert text[start:end] == "\n".join(rule_tables()), (
+        "docs/spec/providers.md is stale: paste conformance.provider_report.rule_tables() "
+        "between its markers"
     )
 
 

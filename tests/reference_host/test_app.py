@@ -239,6 +239,40 @@ async def test_tools_show_definition_effect_and_owner(client: httpx.AsyncClient)
     assert tools["excel_analyze"]["effect"] == "read"
 
 
+async def test_provider_fit_says_which_providers_take_the_snapshot(
+    client: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """GET /api/tools/providers judges the snapshot as one request; a tool with a keyword
+    Gemini's Schema lacks keeps Gemini out, names the rule and leaves OpenAI fitting."""
+    await install(client, MARKDOWN)
+    fit = (await client.get("/api/tools/providers")).json()
+    assert fit["tools"] == 3  # echo and the two Markdown tools
+    assert {p: v["fits"] for p, v in fit["providers"].items()} == {
+        "openai": True,
+        "anthropic": True,
+        "gemini": True,
+    }
+
+    plugin = shutil.copytree(MARKDOWN, tmp_path / "untyped-plugin")
+    manifest = json.loads((plugin / "manifest.json").read_text("utf-8"))
+    manifest["id"] = "fan.summer.markdown-untyped"
+    render = manifest["rpc"]["methods"]["render"]["inputSchema"]
+    render["properties"]["flavour"] = {"description": "any value"}
+    manifest["aiTools"] = [{**manifest["aiTools"][0], "name": "render_untyped"}]
+    (plugin / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+    await install(client, plugin)
+
+    providers = (await client.get("/api/tools/providers")).json()["providers"]
+    gemini = providers["gemini"]
+    assert gemini["fits"] is False and gemini["set"] == []
+    assert list(gemini["rejected"]) == ["render_untyped"]
+    (reason,) = gemini["rejected"]["render_untyped"]
+    assert (
+        reason.startswith("GEMINI-TYPED: a schema without type") and "/properties/flavour" in reason
+    )
+    assert providers["openai"]["fits"] is True
+
+
 async def test_rejected_install_is_400_with_the_kits_problems(
     client: httpx.AsyncClient, tmp_path: Path
 ) -> None:
