@@ -6,6 +6,7 @@ explain ID                  one requirement: its level, reason, examples and fix
 reference                   print docs/spec/requirements.md, generated from the catalog
 schemas                     print the paths of the shipped JSON Schemas
 init fengyu|erp DIR [--id ID]  start a plugin that passes the kit in strict mode
+providers DIR...            the tools x providers matrix of each plugin, in Markdown
 """
 
 from __future__ import annotations
@@ -16,13 +17,17 @@ import sys
 from pathlib import Path
 
 from conformance.catalog import format_catalog
+from conformance.checks.providers import provider_matrix
 from conformance.explain import UnknownRequirement, explain
 from conformance.fengyu.manifest import MANIFEST
 from conformance.fengyu.migrate import MigrationError, migrate_v1
 from conformance.init_plugin import PROFILES, InitError, init
 from conformance.package_data import SCHEMAS
+from conformance.profiles import load_plugin
+from conformance.provider_report import provider_matrix_markdown
 from conformance.reference_page import reference_page
 from conformance.sources import JsonLoadError, load_json_file
+from plugin_spec.plugin_folders import expand
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     init_.add_argument("profile", choices=PROFILES, help="the plugin profile")
     init_.add_argument("dir", type=Path, help="the new plugin's folder (new or empty)")
     init_.add_argument("--id", help="the plugin id (default: from the folder name)")
+    providers = commands.add_parser(
+        "providers", help="will OpenAI, Anthropic and Gemini take these plugins' tools?"
+    )
+    providers.add_argument("dirs", type=Path, nargs="+", help="plugin folders (or folders of them)")
     args = parser.parse_args(argv)
+    if args.command == "providers":
+        return _providers(args.dirs)
     if args.command == "requirements":
         print(format_catalog())
         return 0
@@ -73,6 +84,23 @@ def _init(profile: str, folder: Path, plugin_id: str | None) -> int:
     for path in written:
         print(f"wrote {path}")
     print(f"next: cd {folder} && pytest --plugin-dir . --conformance-strict")
+    return 0
+
+
+def _providers(dirs: list[Path]) -> int:
+    """Each plugin judged on its own, with the host's built-ins, as the README shows it."""
+    missing = [d for d in dirs if not d.is_dir()]
+    if missing:
+        print(f"error: {missing[0]} is not a folder", file=sys.stderr)
+        return 2
+    summaries = []
+    for root in dict.fromkeys(expand([d.resolve() for d in dirs])):
+        plugin = load_plugin(root)
+        if plugin.load_error is not None:
+            print(f"note: {root}: the plugin's files did not load", file=sys.stderr)
+            continue
+        summaries.append({"label": plugin.label, "providers": provider_matrix(plugin, [])})
+    print("\n".join(provider_matrix_markdown(summaries, heading="###")).strip())
     return 0
 
 

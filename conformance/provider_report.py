@@ -16,8 +16,15 @@ def _cell(judged: dict[str, Any]) -> str:
         rules = ", ".join(dict.fromkeys(r["rule"] for r in judged["rejections"]))
         return f"rejected ({rules})"
     if judged["changes"]:
-        return f"rewritten ({len(judged['changes'])} changes)"
+        count = len(judged["changes"])
+        return f"rewritten ({count} change{'' if count == 1 else 's'})"
     return "accepted"
+
+
+def _request_cell(refusals: list[dict[str, Any]]) -> str:
+    if refusals:
+        return f"refused ({', '.join(dict.fromkeys(r['rule'] for r in refusals))})"
+    return "fits"
 
 
 def _where(noted: dict[str, Any]) -> str:
@@ -43,6 +50,9 @@ def provider_matrix_markdown(plugins: list[dict[str, Any]], heading: str = "##")
         for tool, verdicts in plugin["providers"]["tools"].items():
             cells = " | ".join(_cell(verdicts[p.id]) for p in providers)
             lines.append(f"| {plugin['label']} | {tool} | {cells} |")
+        request = plugin["providers"]["request"]
+        cells = " | ".join(_request_cell(request[p.id]) for p in providers)
+        lines.append(f"| {plugin['label']} | *one request with the built-ins* | {cells} |")
     details: list[str] = []
     for plugin in judged:
         for p in providers:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
+from conformance.__main__ import main
 from conformance.catalog import load_catalog
 from tests.conftest import REPO
 
@@ -28,3 +31,16 @@ def test_quick_start_has_exactly_two_commands_and_ci_runs_the_test_one() -> None
     test_command = commands[1].rsplit("&& ", 1)[1]
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert test_command in ci.splitlines()
+
+
+@pytest.mark.parametrize(
+    "folder", ["sample_plugins", "tests/data/fengyu_realworld/OfficialPlugins"]
+)
+def test_provider_matrices_are_what_the_command_prints(folder: str, capsys) -> None:
+    """The README's tools x providers matrices are `plugin-conformance providers FOLDER`."""
+    begin, end = f"<!-- provider matrix: {folder} -->\n", "\n<!-- end of provider matrix -->"
+    shown = README.split(begin, 1)[1].split(end, 1)[0]
+    assert main(["providers", str(REPO / folder)]) == 0
+    assert shown == capsys.readouterr().out.strip(), (
+        f"the README's matrix for {folder} is stale: run `plugin-conformance providers {folder}`"
+    )
