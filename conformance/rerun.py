@@ -44,6 +44,8 @@ def _options(kit: KitRun, suite: str, base: Path, seed: int | None) -> list[str]
         options.append("--conformance-strict")
     if kit.baseline.path is not None:
         options += ["--conformance-baseline", str(base / kit.baseline.path)]
+    if kit.providers:
+        options += ["--conformance-provider", ",".join(sorted(kit.providers))]
     if suite in WORKER_SUITES:
         if kit.worker_override:
             options.append(f"--worker-cmd={kit.worker_override}")

@@ -141,6 +141,17 @@ def test_unloadable_manifest_fails_one_requirement_and_skips_the_rest(
     result.stdout.fnmatch_lines(["*manifest.json:1", "*manifest.json is not valid JSON*"])
 
 
+def test_unknown_provider_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(
+        "-m", "manifest", "--plugin-dir", str(SAMPLE), "--conformance-provider", "openai,mistral"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--conformance-provider: unknown provider mistral (known: openai, anthropic, gemini)*"]
+    )
+    assert "Traceback" not in result.stderr.str()
+
+
 def test_missing_plugin_dir_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-m", "manifest", "--plugin-dir", "no/such/dir")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

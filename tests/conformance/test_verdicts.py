@@ -16,7 +16,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.baseline import Baseline
-from conformance.catalog import requirement
+from conformance.catalog import Level, load_catalog, requirement
 from conformance.checks.fengyu_worker import no_reply_to_notifications, stdout_discipline
 from conformance.fengyu.probe import Exchange, Line, Transcript
 from conformance.findings import NotApplicable
@@ -272,3 +272,21 @@ def test_nothing_checked_under_xdist_exits_5_once(pytester: pytest.Pytester) -> 
     result = pytester.runpytest("--plugin-dir", str(plugin), "-m", "endpoints", "-n", "2")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     assert result.stdout.str().count("no requirement was checked") == 1
+
+
+def test_named_providers_make_their_requirements_must_and_the_rerun_names_them(
+    tmp_path: Path,
+) -> None:
+    """--conformance-provider promotes only the named providers' requirements, leaves the
+    host suite unblocked by them, and the rerun line carries the option."""
+    kit = KitRun.load(
+        [str(SAMPLE)], Baseline(None), strict=False, base=REPO, providers=frozenset({"gemini"})
+    )
+    (sample,) = kit.plugins
+    levels = {r.id: r.level for r in kit.requirements_for(sample) if r.provider}
+    assert levels["FY-PROV-003"] is Level.MUST
+    assert {levels[rid] for rid in ("FY-PROV-001", "FY-PROV-002", "FY-PROV-004")} == {Level.SHOULD}
+    gemini = next(t for t in kit.targets(sample) if t.requirement.id == "FY-PROV-003")
+    argv = shlex.split(rerun_command(kit, gemini, tmp_path, None))
+    assert argv[argv.index("--conformance-provider") + 1] == "gemini"
+    assert load_catalog()["FY-PROV-003"].level is Level.SHOULD  # the catalog is unchanged
