@@ -26,7 +26,24 @@ class Hit:
     names: tuple[str, ...] = ()  # of a whole-set hit: the tools it is about (none: all)
 
 
-ToolCheck = Callable[[Rule, str, dict[str, Any]], list[Hit]]
+@dataclass
+class Subject:
+    """What a tool check looks at: the model-facing name, the schema, and its nodes (walked
+    once, and again only after a rewrite changed the schema)."""
+
+    name: str
+    schema: dict[str, Any]
+    nodes: list[Node]
+
+    @classmethod
+    def of(cls, name: str, schema: dict[str, Any]) -> Subject:
+        return cls(name, schema, list(nodes(schema)))
+
+    def rewalk(self) -> None:
+        self.nodes = list(nodes(self.schema))
+
+
+ToolCheck = Callable[[Rule, Subject], list[Hit]]
 Tools = list[tuple[str, Any]]  # a request's tools: model-facing name and input schema
 SetCheck = Callable[[Rule, Tools], list[Hit]]
 TOOL_CHECKS: dict[str, ToolCheck] = {}
@@ -52,11 +69,6 @@ def set_check(name: str) -> Callable[[SetCheck], SetCheck]:
 def shown(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _used(schema: dict[str, Any]) -> list[Node]:
-    """The nodes a provider sees as part of the parameters (all of them, $defs included)."""
-    return list(nodes(schema))
 
 
 def _move(node: dict[str, Any], keyword: str) -> Callable[[], None]:
@@ -89,32 +101,33 @@ def _moved_or_dropped(rule: Rule, node: Node, keyword: str) -> Hit:
 
 
 @tool_check("name")
-def name_pattern(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def name_pattern(rule: Rule, subject: Subject) -> list[Hit]:
     pattern = rule.params["pattern"]
+    name = subject.name
     return [] if re.fullmatch(pattern, name) else [Hit("", f"name {name!r} (not {pattern})")]
 
 
 @tool_check("root-object")
-def root_object(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
-    declared = schema.get("type")
+def root_object(rule: Rule, subject: Subject) -> list[Hit]:
+    declared = subject.schema.get("type")
     if isinstance(declared, str) and declared.lower() == "object":
         return []
     return [Hit("", f'type {shown(declared)} at the root (not "object")')]
 
 
 @tool_check("keywords")
-def keywords(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def keywords(rule: Rule, subject: Subject) -> list[Hit]:
     listed = rule.params["keywords"]
     return [
         _moved_or_dropped(rule, node, keyword)
-        for node in _used(schema)
+        for node in subject.nodes
         for keyword in listed
         if keyword in node.schema
     ]
 
 
 @tool_check("keywords-kept")
-def keywords_kept(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def keywords_kept(rule: Rule, subject: Subject) -> list[Hit]:
     """Only the listed keywords stay (`format` only with a listed value, `minItems` only with a
     listed value); the provider refuses the others, or its SDK moves them all into the node's
     description in one `{key: value, ...}` block, written the way Python prints values."""
@@ -139,7 +152,7 @@ def keywords_kept(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
         return apply
 
     hits = []
-    for n in _used(schema):
+    for n in subject.nodes:
         if keys := unkept(n.schema):
             found = ", ".join(f"{k}: {shown(n.schema[k])}" for k in keys)
             hits.append(Hit(n.pointer, found, "moved into the description", move(n.schema, keys)))
@@ -152,27 +165,27 @@ def _python(value: Any) -> str:
 
 
 @tool_check("formats")
-def formats(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def formats(rule: Rule, subject: Subject) -> list[Hit]:
     allowed = set(rule.params["allowed"])
     return [
         _moved_or_dropped(rule, node, "format")
-        for node in _used(schema)
+        for node in subject.nodes
         if "format" in node.schema and node.schema["format"] not in allowed
     ]
 
 
 @tool_check("min-items")
-def min_items(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def min_items(rule: Rule, subject: Subject) -> list[Hit]:
     allowed = rule.params["allowed"]
     return [
         _moved_or_dropped(rule, node, "minItems")
-        for node in _used(schema)
+        for node in subject.nodes
         if "minItems" in node.schema and node.schema["minItems"] not in allowed
     ]
 
 
 @tool_check("renames")
-def renames(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def renames(rule: Rule, subject: Subject) -> list[Hit]:
     old, new = rule.params["from"], rule.params["to"]
 
     def rename(node: dict[str, Any]) -> Callable[[], None]:
@@ -189,13 +202,13 @@ def renames(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
             f"{old} turned into {new}",
             rename(n.schema),
         )
-        for n in _used(schema)
+        for n in subject.nodes
         if isinstance(n.schema.get(old), list)
     ]
 
 
 @tool_check("objects-closed")
-def objects_closed(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def objects_closed(rule: Rule, subject: Subject) -> list[Hit]:
     """An object that says nothing of additional properties gets additionalProperties false."""
 
     def close(node: dict[str, Any]) -> Callable[[], None]:
@@ -208,13 +221,13 @@ def objects_closed(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
             "additionalProperties: false added",
             close(n.schema),
         )
-        for n in _used(schema)
+        for n in subject.nodes
         if n.is_object and "additionalProperties" not in n.schema
     ]
 
 
 @tool_check("objects-open")
-def objects_open(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def objects_open(rule: Rule, subject: Subject) -> list[Hit]:
     """An object that allows additional properties, which the provider cannot."""
 
     def close(node: dict[str, Any]) -> Callable[[], None]:
@@ -227,7 +240,7 @@ def objects_open(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
             "additionalProperties set to false",
             close(n.schema),
         )
-        for n in _used(schema)
+        for n in subject.nodes
         if n.is_object and n.schema.get("additionalProperties", False) is not False
     ]
 
@@ -249,7 +262,7 @@ def nullable(schema: dict[str, Any]) -> None:
 
 
 @tool_check("all-required")
-def all_required(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def all_required(rule: Rule, subject: Subject) -> list[Hit]:
     """Every property listed in required; with `nullable`, an optional one may then be null."""
     with_null = rule.params.get("nullable", False)
     change = (
@@ -266,7 +279,7 @@ def all_required(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
         return apply
 
     hits = []
-    for n in _used(schema):
+    for n in subject.nodes:
         properties = n.schema.get("properties")
         if not n.is_object or not isinstance(properties, dict):
             continue
@@ -286,9 +299,9 @@ def all_required(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
 
 
 @tool_check("max-depth")
-def max_depth(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def max_depth(rule: Rule, subject: Subject) -> list[Hit]:
     limit = rule.params["max"]
-    deep = [n for n in _used(schema) if n.depth > limit and not n.in_defs]
+    deep = [n for n in subject.nodes if n.depth > limit and not n.in_defs]
     return (
         [Hit(deep[0].pointer, f"{max(n.depth for n in deep)} levels of nesting (at most {limit})")]
         if deep
@@ -297,25 +310,25 @@ def max_depth(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
 
 
 @tool_check("max-properties")
-def max_properties(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def max_properties(rule: Rule, subject: Subject) -> list[Hit]:
     limit = rule.params["max"]
-    total = sum(len(p) for n in _used(schema) if isinstance(p := n.schema.get("properties"), dict))
+    total = sum(len(p) for n in subject.nodes if isinstance(p := n.schema.get("properties"), dict))
     return [Hit("", f"{total} object properties in all (at most {limit})")] if total > limit else []
 
 
 @tool_check("max-enum")
-def max_enum(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def max_enum(rule: Rule, subject: Subject) -> list[Hit]:
     limit = rule.params["max"]
-    total = sum(len(e) for n in _used(schema) if isinstance(e := n.schema.get("enum"), list))
+    total = sum(len(e) for n in subject.nodes if isinstance(e := n.schema.get("enum"), list))
     return [Hit("", f"{total} enum values in all (at most {limit})")] if total > limit else []
 
 
 @tool_check("max-string-total")
-def max_string_total(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def max_string_total(rule: Rule, subject: Subject) -> list[Hit]:
     """Property names, enum values and const values together, in characters."""
     limit = rule.params["max"]
     total = 0
-    for n in _used(schema):
+    for n in subject.nodes:
         if isinstance(props := n.schema.get("properties"), dict):
             total += sum(len(p) for p in props)
         if isinstance(values := n.schema.get("enum"), list):
@@ -332,27 +345,27 @@ def max_string_total(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]
 
 
 @tool_check("typed-nodes")
-def typed_nodes(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def typed_nodes(rule: Rule, subject: Subject) -> list[Hit]:
     """Every node says its type, unless it has one of the keywords the rule lists."""
     branches = rule.params.get("unless", [])
     return [
         Hit(n.pointer, f"a schema without type: {shown(n.schema)}")
-        for n in _used(schema)
+        for n in subject.nodes
         if "type" not in n.schema and not any(k in n.schema for k in branches)
     ]
 
 
 @tool_check("type-arrays")
-def type_arrays(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def type_arrays(rule: Rule, subject: Subject) -> list[Hit]:
     return [
         Hit(f"{n.pointer}/type", f"type {shown(n.schema['type'])}")
-        for n in _used(schema)
+        for n in subject.nodes
         if isinstance(n.schema.get("type"), list)
     ]
 
 
 @tool_check("ref-siblings")
-def ref_siblings(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def ref_siblings(rule: Rule, subject: Subject) -> list[Hit]:
     """Keywords beside a $ref other than the ones the rule keeps."""
     keep = {"$ref", *rule.params.get("keep", [])}
 
@@ -364,7 +377,7 @@ def ref_siblings(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
         return apply
 
     hits = []
-    for n in _used(schema):
+    for n in subject.nodes:
         if "$ref" in n.schema and (beside := sorted(set(n.schema) - keep)):
             found = f"$ref beside {', '.join(f'{k}: {shown(n.schema[k])}' for k in beside)}"
             hits.append(
@@ -374,11 +387,11 @@ def ref_siblings(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
 
 
 @tool_check("unresolved-refs")
-def unresolved_refs(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def unresolved_refs(rule: Rule, subject: Subject) -> list[Hit]:
     return [
         Hit(f"{n.pointer}/$ref", f"$ref {shown(n.schema['$ref'])} (nothing in the schema)")
-        for n in _used(schema)
-        if "$ref" in n.schema and not _resolves(schema, n.schema["$ref"])
+        for n in subject.nodes
+        if "$ref" in n.schema and not _resolves(subject.schema, n.schema["$ref"])
     ]
 
 
@@ -395,10 +408,10 @@ def _resolves(schema: dict[str, Any], ref: Any) -> bool:
 
 
 @tool_check("object-keywords-on-non-object")
-def object_keywords(rule: Rule, name: str, schema: dict[str, Any]) -> list[Hit]:
+def object_keywords(rule: Rule, subject: Subject) -> list[Hit]:
     return [
         Hit(f"{n.pointer}/{k}", f"{k} on a node of type {shown(n.schema['type'])}")
-        for n in _used(schema)
+        for n in subject.nodes
         if n.types and "object" not in n.types
         for k in ("properties", "required")
         if k in n.schema
@@ -415,7 +428,7 @@ def _counted(rule: Rule, tools: Tools, what: str, count: Callable[[Node], int]) 
     """A limit on something counted over every schema of the request."""
     limit = rule.params["max"]
     per_tool = {
-        name: n for name, schema in tools if (n := sum(count(node) for node in _used(schema)))
+        name: n for name, schema in tools if (n := sum(count(node) for node in nodes(schema)))
     }
     total = sum(per_tool.values())
     if total <= limit:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from plugin_spec.providers.checks import SET_CHECKS, TOOL_CHECKS, Hit
+from plugin_spec.providers.checks import SET_CHECKS, TOOL_CHECKS, Hit, Subject
 from plugin_spec.providers.rules import Outcome, Provider, Rule, all_providers
 
 
@@ -69,29 +69,35 @@ class Judgement:
 
 def judge_tool(provider: Provider, name: str, schema: Any) -> Judgement:
     """How the provider takes one tool: its model-facing name and its input schema."""
-    sent = copy.deepcopy(schema) if isinstance(schema, dict) else {}
+    subject = Subject.of(name, copy.deepcopy(schema) if isinstance(schema, dict) else {})
     changes: list[Noted] = []
     rules = provider.tool_rules()
     for rule in (r for r in rules if r.outcome is Outcome.REWRITES):
-        hits = TOOL_CHECKS[rule.check](rule, name, sent)
+        hits = TOOL_CHECKS[rule.check](rule, subject)
         for hit in hits:
             if hit.apply is not None:
                 hit.apply()
+        if hits:
+            subject.rewalk()
         changes += [Noted(rule, hit) for hit in hits]
     rejections = [
         Noted(rule, hit)
         for rule in rules
         if rule.outcome is Outcome.REJECTS
-        for hit in TOOL_CHECKS[rule.check](rule, name, sent)
+        for hit in TOOL_CHECKS[rule.check](rule, subject)
     ]
-    return Judgement(provider.id, name, tuple(rejections), tuple(changes), sent)
+    return Judgement(provider.id, name, tuple(rejections), tuple(changes), subject.schema)
 
 
 def judge_set(provider: Provider, tools: Sequence[tuple[str, Any]]) -> list[Noted]:
     """What keeps one request carrying all these tools (model-facing name, input schema) from
     the provider: too many tools, parameters or unions, or names it cannot tell apart. Limits
     on what schemas hold are counted on what the provider gets, after its rewrite."""
-    sent = [(name, judge_tool(provider, name, schema).sent) for name, schema in tools]
+    return _set_refusals(provider, [judge_tool(provider, name, schema) for name, schema in tools])
+
+
+def _set_refusals(provider: Provider, judged: Sequence[Judgement]) -> list[Noted]:
+    sent = [(j.tool, j.sent) for j in judged]
     return [
         Noted(rule, hit)
         for rule in provider.set_rules()
@@ -104,12 +110,9 @@ def fits(tools: Sequence[tuple[str, Any]]) -> dict[str, dict[str, Any]]:
     and what stands in the way."""
     report = {}
     for provider in all_providers():
-        problems = [n.line() for n in judge_set(provider, tools)]
-        rejected = {
-            name: [n.line() for n in judged.rejections]
-            for name, schema in tools
-            if (judged := judge_tool(provider, name, schema)).rejections
-        }
+        judged = [judge_tool(provider, name, schema) for name, schema in tools]
+        problems = [n.line() for n in _set_refusals(provider, judged)]
+        rejected = {j.tool: [n.line() for n in j.rejections] for j in judged if j.rejections}
         report[provider.id] = {
             "fits": not problems and not rejected,
             "mode": provider.mode,

@@ -4,6 +4,7 @@ snapshot in one request (spec: providers.md#the-whole-request)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter
@@ -32,7 +33,8 @@ async def list_tools(host: HostDep) -> list[dict[str, Any]]:
 @router.get("/api/tools/providers")
 async def provider_fit(host: HostDep) -> dict[str, Any]:
     """Per provider: whether every tool of the snapshot, and the snapshot as one request, is
-    within its rules; what stands in the way, rule by rule, when not."""
+    within its rules; what stands in the way, rule by rule, when not. Judged off the event
+    loop: a snapshot of large schemas takes a while to walk, and chats must not wait on it."""
     snapshot = host.registry.snapshot()
     tools = [(d.name, dict(d.input_schema)) for d in snapshot.definitions()]
-    return {"tools": len(tools), "providers": fits(tools)}
+    return {"tools": len(tools), "providers": await asyncio.to_thread(fits, tools)}
