@@ -246,16 +246,25 @@ def objects_open(rule: Rule, subject: Subject) -> list[Hit]:
 
 
 def nullable(schema: dict[str, Any]) -> None:
-    """Let schema admit null as well, the way strict-mode schemas spell an optional value."""
+    """Let schema admit null as well, the way strict-mode schemas spell an optional value.
+    An untyped schema that holds object or array keywords gets that type named (a node keeps
+    its own keywords, so checks that hold it still find them); any other untyped one becomes
+    an anyOf of itself and null."""
     declared = schema.get("type")
+    if declared is None:
+        if any(k in schema for k in ("properties", "required", "additionalProperties")):
+            declared = "object"
+        elif any(k in schema for k in ("items", "prefixItems", "minItems", "maxItems")):
+            declared = "array"
     if isinstance(declared, str):
         schema["type"] = [declared, "null"] if declared != "null" else declared
     elif isinstance(declared, list):
         if "null" not in declared:
             schema["type"] = [*declared, "null"]
     else:
-        branches = [{k: schema.pop(k) for k in list(schema) if k not in ("description", "title")}]
-        schema["anyOf"] = [*branches, {"type": "null"}]
+        kept = ("description", "title")
+        branch = {k: schema.pop(k) for k in list(schema) if k not in kept}
+        schema["anyOf"] = [branch, {"type": "null"}]
         return
     if isinstance(schema.get("enum"), list) and None not in schema["enum"]:
         schema["enum"] = [*schema["enum"], None]
