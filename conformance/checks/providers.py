@@ -13,8 +13,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.checks.erp_tools import PORTABLE_NAME
 from conformance.erp.plugin import ErpPlugin, ErpTool, model_name
-from conformance.findings import Finding
+from conformance.findings import Finding, NotApplicable
 from conformance.profiles import Plugin
 from conformance.registry import CheckContext, check
 from plugin_spec.providers.judge import Noted, judge_set, judge_tool
@@ -33,7 +34,7 @@ class Offered:
 
 
 def offered(plugin: Plugin) -> list[Offered]:
-    """The tools of a plugin that has named them; unnamed ones are the profile's own finding."""
+    """The tools of a plugin that has named them, as the host would offer them."""
     if isinstance(plugin, ErpPlugin):
         return [
             Offered(model_name(t.code), t.data.get("inputSchema"), "/inputSchema", t)
@@ -49,6 +50,41 @@ def offered(plugin: Plugin) -> list[Offered]:
         for t in plugin.tools
         if isinstance(t.name, str)
     ]
+
+
+def own_rules(plugin: Plugin) -> tuple[str, str]:
+    """The profile's requirements on a tool's name and on its schema being an object schema:
+    a tool that breaks them is their finding, so the providers do not judge it again."""
+    return (
+        ("ERP-TOOL-009", "ERP-TOOL-012")
+        if isinstance(plugin, ErpPlugin)
+        else (
+            "FY-MAN-006",
+            "FY-MAN-010",
+        )
+    )
+
+
+def judged(plugin: Plugin) -> list[Offered]:
+    """The tools a provider can be asked about: a portable name and an object inputSchema.
+    None of them, where the plugin has tools, means the profile's own rules failed first."""
+    tools = offered(plugin)
+    fit = [
+        t
+        for t in tools
+        if PORTABLE_NAME.match(t.name)
+        and isinstance(t.schema, dict)
+        and t.schema.get("type") == "object"
+    ]
+    if tools and not fit:
+        name_rule, schema_rule = own_rules(plugin)
+        raise NotApplicable(
+            f"no tool has a portable name ({name_rule}) and an object inputSchema "
+            f"({schema_rule}) to judge"
+        )
+    if not tools:
+        raise NotApplicable("the plugin offers no tool to judge", blocked_by=())
+    return fit
 
 
 def request_tools(plugin: Plugin, peers: Sequence[Plugin]) -> list[tuple[str, Any]]:
@@ -75,7 +111,7 @@ def _fix(noted: Noted) -> str:
 
 def provider_findings(ctx: CheckContext, provider_id: str) -> Iterator[Finding]:
     provider = load_provider(provider_id)
-    own = offered(ctx.plugin)
+    own = judged(ctx.plugin)
     for tool in own:
         for noted in judge_tool(provider, tool.name, tool.schema).rejections:
             message, at = _message(provider, tool.name, noted), tool.at + noted.hit.pointer
@@ -85,10 +121,7 @@ def provider_findings(ctx: CheckContext, provider_id: str) -> Iterator[Finding]:
                 yield ctx.manifest_finding(at, message, _fix(noted))
     whole = "/aiTools" if not isinstance(ctx.plugin, ErpPlugin) else ""
     file = "manifest.json" if whole else "metadata/tool"
-    names = {t.name for t in own}
     for noted in judge_set(provider, request_tools(ctx.plugin, ctx.peers)):
-        if noted.hit.names and not names & set(noted.hit.names):
-            continue  # two other plugins' tools: their own runs report it
         yield ctx.finding(
             f"{provider.title} rejects the request that carries this plugin's tools, the run's "
             f"other plugins and the host's built-ins: {noted.line()}\nrule: {noted.rule.text}\n"
@@ -115,11 +148,18 @@ def gemini_takes_the_tools(ctx: CheckContext) -> Iterator[Finding]:
     yield from provider_findings(ctx, "gemini")
 
 
+def _judged_or_none(plugin: Plugin) -> list[Offered]:
+    try:
+        return judged(plugin)
+    except NotApplicable:
+        return []
+
+
 def provider_matrix(plugin: Plugin, peers: list[Plugin]) -> dict[str, Any]:
     """What the reports show of the providers: each tool's verdict per provider with every
     change and rejection, and what keeps the whole request from each provider."""
     tools: dict[str, dict[str, Any]] = {}
-    for tool in offered(plugin):
+    for tool in _judged_or_none(plugin):
         tools[tool.name] = {
             p.id: judge_tool(p, tool.name, tool.schema).to_json() for p in all_providers()
         }

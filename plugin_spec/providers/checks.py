@@ -23,7 +23,6 @@ class Hit:
     found: str  # what is there, quoted: the value the report shows
     change: str = ""  # what the provider's rewrite does about it
     apply: Callable[[], None] | None = None
-    names: tuple[str, ...] = ()  # of a whole-set hit: the tools it is about (none: all)
 
 
 @dataclass
@@ -464,18 +463,3 @@ def union_count(rule: Rule, tools: Tools) -> list[Hit]:
         return int(isinstance(node.schema.get("type"), list) or "anyOf" in node.schema)
 
     return _counted(rule, tools, "parameters with union types (anyOf or a type list)", unions)
-
-
-@set_check("unique-names")
-def unique_names(rule: Rule, tools: Tools) -> list[Hit]:
-    """Names made to fit (characters outside the allowed ones as `_`, cut to the length)
-    must still tell the tools apart."""
-    allowed, length = rule.params["allowed"], rule.params["max_length"]
-    seen: dict[str, list[str]] = {}
-    for name in dict.fromkeys(name for name, _ in tools):
-        seen.setdefault(re.sub(f"[^{allowed}]", "_", name)[:length], []).append(name)
-    return [
-        Hit("", f"{' and '.join(repr(n) for n in group)} all become {fitted!r}", names=tuple(group))
-        for fitted, group in seen.items()
-        if len(group) > 1
-    ]

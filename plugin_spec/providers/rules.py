@@ -90,7 +90,7 @@ class Rule:
         return f"{self.id} ({self.source.title}, {self.source.url}, read {self.read})"
 
 
-SET_CHECKS = frozenset({"tool-count", "unique-names", "optional-count", "union-count"})
+SET_CHECKS = frozenset({"tool-count", "optional-count", "union-count"})
 RULE_KEYS = frozenset({"id", "check", "outcome", "text", "source", "read", "fails"})
 
 

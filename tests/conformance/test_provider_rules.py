@@ -26,35 +26,26 @@ STATIC = ("-m", "manifest", "-n", "0")
 # subset of type/title/description/properties/items/required/enum/nullable/minimum/maximum and
 # a boolean additionalProperties, so a JSON Schema keyword the provider refuses or rewrites is
 # outside it too. Any other requirement reported beside FY-PROV is a finding of this test.
-NAME = {"FY-MAN-006"}  # item.get, item:get, item get, excel.analyze
 SUBSET = {"FY-MAN-011"}
 ALLOWED_EXTRAS: dict[str, set[str]] = {
-    "OPENAI-NAME": NAME,
-    "OPENAI-NAMES-UNIQUE": NAME,
-    "OPENAI-ROOT": {"FY-MAN-010", *SUBSET},  # anyOf at the root, no type
     "OPENAI-OPEN": SUBSET,  # additionalProperties as a schema
     "OPENAI-KEYWORDS": SUBSET,  # not, const
     "OPENAI-FORMATS": SUBSET,  # format
-    "ANTHROPIC-NAME": NAME,
-    "ANTHROPIC-NAMES-UNIQUE": NAME,
-    "ANTHROPIC-ROOT": {"FY-MAN-010"},  # type array at the root
     "ANTHROPIC-ONEOF": SUBSET,  # oneOf
     "ANTHROPIC-REF-SIBLINGS": SUBSET,  # $ref, $defs, default
     "ANTHROPIC-UNIONS": SUBSET,  # a type list
-    "GEMINI-NAMES-UNIQUE": NAME,
     "GEMINI-KEYWORDS": SUBSET,  # const
     "GEMINI-TYPE-ARRAYS": SUBSET,  # a type list
 }
 
-# Rules of the same provider that a rule's example cannot help breaking too. Two names that
-# collide once made to fit (characters outside the allowed ones as _, cut to the length) are
-# two different names, so at least one of them has such a character or is too long, and the
-# provider's NAME rule (same characters, same length) refuses it: no example, in any profile,
-# breaks a NAMES-UNIQUE rule alone (tests/plugin_spec/test_providers.py proves it).
-SAME_PROVIDER_TOO: dict[str, set[str]] = {
-    "OPENAI-NAMES-UNIQUE": {"OPENAI-NAME"},
-    "ANTHROPIC-NAMES-UNIQUE": {"ANTHROPIC-NAME"},
-    "GEMINI-NAMES-UNIQUE": {"GEMINI-NAME"},
+# Rules the profile enforces itself, so that a tool breaking them is the profile's finding and
+# no provider judges it (spec: providers.md#the-whole-request): the provider's requirement is
+# skipped, naming the profile's requirements it waits on.
+PROFILE_FIRST: dict[str, set[str]] = {
+    "OPENAI-NAME": {"FY-MAN-006"},  # excel.analyze
+    "ANTHROPIC-NAME": {"FY-MAN-006"},  # item:get
+    "OPENAI-ROOT": {"FY-MAN-010", *SUBSET},  # anyOf at the root, no type
+    "ANTHROPIC-ROOT": {"FY-MAN-010"},  # type array at the root
 }
 
 
@@ -108,11 +99,16 @@ def test_the_kit_reports_the_rule(run_kit, tmp_path: Path, rule: Rule) -> None:
 
     reported = result.reported()
     extras = reported - {"FY-PROV-001", "FY-PROV-002", "FY-PROV-003"}
+    if rule.id in PROFILE_FIRST:
+        assert extras == PROFILE_FIRST[rule.id]
+        (record,) = [r for r in result.report["results"] if r["requirement"] == requirement]
+        assert record["status"] == "skipped"
+        assert set(record["blocked_by"]) == {"FY-MAN-006", "FY-MAN-010"}
+        return
     assert extras == ALLOWED_EXTRAS.get(rule.id, set())
     if rule.outcome is Outcome.REJECTS:
         assert result.statuses()[requirement] == "warned"
-        expected = {rule.id, *SAME_PROVIDER_TOO.get(rule.id, ())}
-        assert rules_named(result, requirement, rule.provider) == expected
+        assert rules_named(result, requirement, rule.provider) == {rule.id}
     else:
         assert result.statuses()[requirement] == "passed", result.findings(requirement)
         tool = rule.fails.tool_names()[0]
@@ -127,7 +123,7 @@ def plain_rejection(provider: str) -> Rule:
         if r.provider == provider
         and r.outcome is Outcome.REJECTS
         and r.id not in ALLOWED_EXTRAS
-        and r.id not in SAME_PROVIDER_TOO
+        and r.id not in PROFILE_FIRST
     )
 
 

@@ -44,10 +44,16 @@ EXPECTED: dict[str, set[str]] = {
     # objects although the worker receives paths (FY-FILE-001). Email and offlinepython
     # take folders in plain words (inputDirectory, outputDirectory, projectDir: no
     # DirectoryRef, so no grant ever fills them) and email's IMAP `folder` reads like one
-    # too (FY-FILE-004, a warning).
+    # too (FY-FILE-004, a warning). Email's tools have 27 or 28 optional parameters in all,
+    # more than the 24 Anthropic's strict mode takes in one request (FY-PROV-002, a warning).
     "OfficialPlugins/plugin-excel/manifest.json": {LEGACY, "FY-MAN-011", "FY-FILE-001"},
-    "OfficialPlugins/plugin-email/manifest.json": {LEGACY, "FY-MAN-011", "FY-FILE-004"},
-    "OfficialPlugins/plugin-email/manifest@b07b480b.json": {"FY-FILE-004"},
+    "OfficialPlugins/plugin-email/manifest.json": {
+        LEGACY,
+        "FY-MAN-011",
+        "FY-FILE-004",
+        "FY-PROV-002",
+    },
+    "OfficialPlugins/plugin-email/manifest@b07b480b.json": {"FY-FILE-004", "FY-PROV-002"},
     "OfficialPlugins/plugin-browser/manifest.json": {LEGACY, "FY-MAN-011"},
     "OfficialPlugins/plugin-offlinepython/manifest.json": {LEGACY, "FY-MAN-011", "FY-FILE-004"},
     "OfficialPlugins/plugin-offlinepython/manifest@dd7a7b98.json": {
@@ -64,6 +70,7 @@ EXPECTED: dict[str, set[str]] = {
         "FY-LEG-003",
         "FY-MAN-011",
         "FY-FILE-004",
+        "FY-PROV-002",
     },
     # manifest.base.json is build input, not a manifest: engines and backend.runtime /
     # protocolVersion are unknown to v2 (FY-MAN-003), as FengYu's own schema says too.

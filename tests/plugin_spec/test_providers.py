@@ -233,32 +233,20 @@ def test_judging_never_changes_the_schema_it_is_given(provider: Any, schema: Any
     assert schema == before
 
 
-def fitted(name: str, allowed: str, length: int) -> str:
-    return re.sub(f"[^{allowed}]", "_", name)[:length]
-
-
-@pytest.mark.parametrize("provider", all_providers(), ids=PROVIDERS)
 @settings(max_examples=300, deadline=None)
-@given(
-    st.text(alphabet="ab_.:- 1é", min_size=1, max_size=3),
-    st.text(alphabet="ab_.:- 1é", min_size=1, max_size=3),
-    st.integers(0, 130),
-)
-def test_names_that_collide_break_the_name_rule(
-    provider: Any, first: str, second: str, padding: int
-) -> None:
-    """Why no example breaks a NAMES-UNIQUE rule alone: two different names that become one
-    when made to fit differ by a character outside the allowed ones or by what is cut off,
-    and the provider's NAME rule refuses such a name."""
-    (unique,) = [r for r in provider.rules if r.check == "unique-names"]
-    allowed, length = unique.params["allowed"], unique.params["max_length"]
-    first, second = "x" * padding + first, "x" * padding + second
-    if first == second or fitted(first, allowed, length) != fitted(second, allowed, length):
-        return
-    tools = [(first, {"type": "object"}), (second, {"type": "object"})]
-    assert unique.id in rule_ids(judge_set(provider, tools))
-    named = {name for name, schema in tools if judge_tool(provider, name, schema).rejections}
-    assert named, (first, second)
+@given(st.from_regex(r"[a-zA-Z0-9_-]{1,64}", fullmatch=True))
+def test_every_name_the_profiles_allow_needs_no_repair(name: str) -> None:
+    """Why the kit checks no name uniqueness of its own per provider: a name FY-MAN-006 and
+    ERP-TOOL-009 allow is taken as it is by OpenAI and Anthropic, and Gemini only refuses one
+    that starts with a digit or a hyphen (spec: providers.md#the-whole-request)."""
+    schema = {"type": "object", "properties": {}, "additionalProperties": False}
+    for provider in all_providers():
+        refused = rule_ids(judge_tool(provider, name, schema).rejections)
+        name_rules = {r for r in refused if r.endswith("-NAME")}
+        expected = (
+            {"GEMINI-NAME"} if provider.id == "gemini" and name[0] in "0123456789-" else set()
+        )
+        assert name_rules == expected, (provider.id, name)
 
 
 # Schemas from a small grammar: leaves are drawn by hypothesis-jsonschema from LEAF, a schema
