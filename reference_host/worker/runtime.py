@@ -51,6 +51,68 @@ class Context:
 class Method:
     handler: Handler
     validator: Draft202012Validator | None
+    nulls: Nulls | None = None
+
+
+@dataclass(frozen=True)
+class Nulls:
+    """Where in a method's params a null stands for an omitted property (spec:
+    providers.md#what-providers-send, FY-PROV-004).
+
+    OpenAI's strict mode makes every property required and lets the model send null for one it
+    would leave out, so a worker that validated such a null against `{"type": "string"}` would
+    refuse every call that leaves an optional parameter unset. The decision: null stands for
+    omitted whenever the property is optional and its own schema does not admit null. Such
+    nulls are dropped before the params are validated, and the handler never sees them.
+    """
+
+    dropped: frozenset[str]  # optional properties of this object whose schema refuses null
+    properties: dict[str, Nulls]  # properties whose values hold such places further down
+    items: Nulls | None  # array items that hold them
+
+    @classmethod
+    def of(cls, schema: Any, validator: Draft202012Validator) -> Nulls | None:
+        """The places of schema (its objects' properties and arrays' items); None if none."""
+        if not isinstance(schema, dict):
+            return None
+        declared = schema.get("properties")
+        properties = declared if isinstance(declared, dict) else {}
+        listed = schema.get("required")
+        required = set(listed) if isinstance(listed, list) else set()
+        dropped = frozenset(
+            name
+            for name, sub in properties.items()
+            if name not in required and not _admits_null(validator, sub)
+        )
+        inner = {
+            name: nulls
+            for name, sub in properties.items()
+            if (nulls := cls.of(sub, validator)) is not None
+        }
+        items = cls.of(schema.get("items"), validator)
+        return cls(dropped, inner, items) if dropped or inner or items else None
+
+    def drop(self, value: Any) -> Any:
+        """value without the nulls that stand for omitted properties (a new value: the
+        request's own objects are left as they are)."""
+        if isinstance(value, dict):
+            return {
+                key: self.properties[key].drop(item) if key in self.properties else item
+                for key, item in value.items()
+                if not (item is None and key in self.dropped)
+            }
+        if isinstance(value, list) and self.items is not None:
+            return [self.items.drop(item) for item in value]
+        return value
+
+
+def _admits_null(validator: Draft202012Validator, schema: Any) -> bool:
+    """Whether null is valid against one subschema ($refs resolve against the whole schema);
+    a subschema that cannot be evaluated keeps its nulls, to be judged by the validator."""
+    try:
+        return bool(validator.evolve(schema=schema).is_valid(None))
+    except Exception:
+        return True
 
 
 class Worker:
@@ -84,9 +146,10 @@ class Worker:
             raise ValueError(f"{name} is reserved")
         schema = input_schema if input_schema is not None else self._schemas.get(name)
         validator = Draft202012Validator(schema) if schema else None
+        nulls = Nulls.of(schema, validator) if validator is not None else None
 
         def register(handler: Handler) -> Handler:
-            self._methods[name] = Method(handler, validator)
+            self._methods[name] = Method(handler, validator, nulls)
             return handler
 
         return register
@@ -166,6 +229,8 @@ class Worker:
             raise RpcError(METHOD_NOT_FOUND, f"Unknown method: {name}")
         if not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: expected an object of named params")
+        if method.nulls is not None:
+            params = method.nulls.drop(params)
         if method.validator is not None:
             errors = sorted(method.validator.iter_errors(params), key=lambda e: list(e.path))
             if errors:
