@@ -165,7 +165,7 @@ def _python(value: Any) -> str:
 
 @tool_check("formats")
 def formats(rule: Rule, subject: Subject) -> list[Hit]:
-    allowed = set(rule.params["allowed"])
+    allowed = list(rule.params["allowed"])
     return [
         _moved_or_dropped(rule, node, "format")
         for node in subject.nodes
@@ -189,8 +189,8 @@ def renames(rule: Rule, subject: Subject) -> list[Hit]:
 
     def rename(node: dict[str, Any]) -> Callable[[], None]:
         def apply() -> None:
-            value = node.pop(old)
-            node[new] = [*node.get(new, []), *value] if isinstance(value, list) else value
+            value, there = node.pop(old), node.get(new)
+            node[new] = [*(there if isinstance(there, list) else []), *value]
 
         return apply
 
@@ -279,7 +279,8 @@ def all_required(rule: Rule, subject: Subject) -> list[Hit]:
 
     def require(node: dict[str, Any], prop: str) -> Callable[[], None]:
         def apply() -> None:
-            node["required"] = [*node.get("required", []), prop]
+            required = node.get("required")
+            node["required"] = [*(required if isinstance(required, list) else []), prop]
             sub = node["properties"][prop]
             if with_null and isinstance(sub, dict):
                 nullable(sub)
@@ -292,7 +293,7 @@ def all_required(rule: Rule, subject: Subject) -> list[Hit]:
         if not n.is_object or not isinstance(properties, dict):
             continue
         required = n.schema.get("required")
-        listed = set(required) if isinstance(required, list) else set()
+        listed = _names(required)
         hits += [
             Hit(
                 f"{n.pointer}/properties/{escape(p)}",
@@ -304,6 +305,11 @@ def all_required(rule: Rule, subject: Subject) -> list[Hit]:
             if p not in listed
         ]
     return hits
+
+
+def _names(required: Any) -> set[str]:
+    """The names a `required` lists; anything else it may hold (untrusted input) counts not."""
+    return {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
 
 
 @tool_check("max-depth")
@@ -451,7 +457,7 @@ def optional_count(rule: Rule, tools: Tools) -> list[Hit]:
         properties, required = node.schema.get("properties"), node.schema.get("required")
         if not isinstance(properties, dict):
             return 0
-        listed = set(required) if isinstance(required, list) else set()
+        listed = _names(required)
         return sum(1 for p in properties if p not in listed)
 
     return _counted(rule, tools, "optional parameters", optional)

@@ -54,8 +54,11 @@ def test_full_run_computes_plugin_wide_facts_once(
 
     result = run_kit([plugin], "--conformance-examples", "2")
 
-    statuses = {r["status"] for r in result.report["results"]}
+    # 30 tools and the 2 built-ins are more than the 20 Anthropic's strict mode takes at once
+    warned = {"FY-PROV-002"} if tools + 2 > 20 else set()
+    statuses = {r["status"] for r in result.report["results"] if r["requirement"] not in warned}
     assert statuses <= {"passed", "skipped", "not-applicable"}, result.result.stdout.str()[-3000:]
+    assert {r["requirement"] for r in result.report["results"] if r["status"] == "warned"} == warned
     tool_items = [r for r in result.report["results"] if r["requirement"].startswith("FY-TOOL-")]
     assert len(tool_items) == 3 * tools
     assert counts["declared_methods"] == 1

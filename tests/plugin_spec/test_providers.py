@@ -345,3 +345,46 @@ def test_openai_nullable_on_an_untyped_object_with_optional_properties() -> None
         "required": ["y"],
         "additionalProperties": False,
     }
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "properties",
+                    "required",
+                    "items",
+                    "anyOf",
+                    "oneOf",
+                    "$ref",
+                    "$defs",
+                    "enum",
+                    "additionalProperties",
+                    "minimum",
+                    "format",
+                    "minItems",
+                    "description",
+                    "nullable",
+                    "x",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(JSON)
+def test_judging_any_json_never_raises(schema: Any) -> None:
+    """A manifest's schema is untrusted: whatever JSON it holds (a null required, a string
+    where a list belongs), every provider judges it without an exception."""
+    for provider in all_providers():
+        judge_tool(provider, "tool", schema)
+        judge_set(provider, [("tool", schema)])
