@@ -70,33 +70,22 @@ def shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _move(node: dict[str, Any], keyword: str) -> Callable[[], None]:
-    """Take keyword out of node and say it in the node's description instead."""
+def _moved(node: Node, keyword: str) -> Hit:
+    """A keyword found at node; a rewriting rule takes it out of the node and says it in the
+    node's description instead."""
 
     def apply() -> None:
-        if keyword not in node:
+        if keyword not in node.schema:
             return
-        value = node.pop(keyword)
-        said = f"{{{keyword}: {json.dumps(value, ensure_ascii=False)}}}"
-        description = node.get("description")
-        node["description"] = f"{description}\n\n{said}" if description else said
+        value = node.schema.pop(keyword)
+        said = f"{{{keyword}: {_python(value)}}}"
+        description = node.schema.get("description")
+        node.schema["description"] = f"{description}\n\n{said}" if description else said
 
-    return apply
-
-
-def _drop(node: dict[str, Any], keyword: str) -> Callable[[], None]:
-    def apply() -> None:
-        node.pop(keyword, None)
-
-    return apply
-
-
-def _moved_or_dropped(rule: Rule, node: Node, keyword: str) -> Hit:
-    pointer = f"{node.pointer}/{escape(keyword)}"
     found = f"{keyword}: {shown(node.schema[keyword])}"
-    if rule.params.get("then", "description") == "drop":
-        return Hit(pointer, found, f"{keyword} removed", _drop(node.schema, keyword))
-    return Hit(pointer, found, f"{keyword} moved into the description", _move(node.schema, keyword))
+    return Hit(
+        f"{node.pointer}/{escape(keyword)}", found, f"{keyword} moved into the description", apply
+    )
 
 
 @tool_check("name")
@@ -118,7 +107,7 @@ def root_object(rule: Rule, subject: Subject) -> list[Hit]:
 def keywords(rule: Rule, subject: Subject) -> list[Hit]:
     listed = rule.params["keywords"]
     return [
-        _moved_or_dropped(rule, node, keyword)
+        _moved(node, keyword)
         for node in subject.nodes
         for keyword in listed
         if keyword in node.schema
@@ -163,23 +152,14 @@ def _python(value: Any) -> str:
     return str(value)
 
 
-@tool_check("formats")
-def formats(rule: Rule, subject: Subject) -> list[Hit]:
-    allowed = list(rule.params["allowed"])
+@tool_check("keyword-values")
+def keyword_values(rule: Rule, subject: Subject) -> list[Hit]:
+    """A keyword that may only hold the listed values (a format, a minItems)."""
+    keyword, allowed = rule.params["keyword"], list(rule.params["allowed"])
     return [
-        _moved_or_dropped(rule, node, "format")
+        _moved(node, keyword)
         for node in subject.nodes
-        if "format" in node.schema and node.schema["format"] not in allowed
-    ]
-
-
-@tool_check("min-items")
-def min_items(rule: Rule, subject: Subject) -> list[Hit]:
-    allowed = rule.params["allowed"]
-    return [
-        _moved_or_dropped(rule, node, "minItems")
-        for node in subject.nodes
-        if "minItems" in node.schema and node.schema["minItems"] not in allowed
+        if keyword in node.schema and node.schema[keyword] not in allowed
     ]
 
 
