@@ -6,9 +6,46 @@ rewrite changes and why a tool or the whole request is refused, rule by rule.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from plugin_spec.providers.rules import all_providers
+
+# Per tool and provider, the details list this many rejections and as many changes; the rest
+# are counted (an anyOf of 800,000 untyped branches is 800,000 rejections per provider). The
+# JSON report keeps them all.
+SHOWN = 20
+LONGEST = 200  # characters of a pointer or a found value shown; a longer one is cut in the middle
+UNSAFE = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def _plain(value: Any) -> str:
+    """A plugin's text (label, tool name, what a rule found) on one Markdown line: control
+    characters written as JSON escapes, and | < > & unable to end a table cell, open HTML or
+    close the details block."""
+    text = _escaped(str(value))
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("|", "\\|")
+
+
+def _escaped(text: str) -> str:
+    """text with each control or line-breaking character written as its JSON escape."""
+    return UNSAFE.sub(lambda m: str(json.dumps(m.group()))[1:-1], text)
+
+
+def _cut(text: str) -> str:
+    if len(text) <= LONGEST:
+        return text
+    return f"{text[: LONGEST // 2]}...({len(text) - LONGEST} characters)...{text[-LONGEST // 2 :]}"
+
+
+def _code(text: str) -> str:
+    """text as a code span that no backtick in it can close, on one line."""
+    text = _escaped(_cut(text))
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _cell(judged: dict[str, Any]) -> str:
@@ -28,7 +65,22 @@ def _request_cell(refusals: list[dict[str, Any]]) -> str:
 
 
 def _where(noted: dict[str, Any]) -> str:
-    return f" at `{noted['pointer']}`" if noted["pointer"] else ""
+    return f" at {_code(noted['pointer'])}" if noted["pointer"] else ""
+
+
+def _listed(head: str, noted: list[dict[str, Any]], changes: bool) -> list[str]:
+    """One line for each of the first SHOWN of a tool's rejections (or changes) for one
+    provider, head naming the plugin, tool and provider; then a line that counts the rest."""
+    lines = [
+        f"{head}{n['rule']}: {_plain(_cut(n['found']))}{_where(n)}: {n['change']}"
+        if changes
+        else f"{head}refused by {n['rule']}: {_plain(_cut(n['found']))}{_where(n)}"
+        for n in noted[:SHOWN]
+    ]
+    if len(noted) > SHOWN:
+        what = "changes" if changes else "refusals"
+        lines.append(f"{head}{len(noted) - SHOWN} more {what}, listed in the JSON report")
+    return lines
 
 
 def provider_matrix_markdown(plugins: list[dict[str, Any]], heading: str = "##") -> list[str]:
@@ -47,32 +99,27 @@ def provider_matrix_markdown(plugins: list[dict[str, Any]], heading: str = "##")
         "|---|---|" + "---|" * len(providers),
     ]
     for plugin in judged:
+        label = _plain(plugin["label"])
         for tool, verdicts in plugin["providers"]["tools"].items():
             cells = " | ".join(_cell(verdicts[p.id]) for p in providers)
-            lines.append(f"| {plugin['label']} | {tool} | {cells} |")
+            lines.append(f"| {label} | {_plain(tool)} | {cells} |")
         request = plugin["providers"]["request"]
         cells = " | ".join(_request_cell(request[p.id]) for p in providers)
-        lines.append(f"| {plugin['label']} | *one request with the built-ins* | {cells} |")
+        lines.append(f"| {label} | *one request with the built-ins* | {cells} |")
     details: list[str] = []
     for plugin in judged:
+        label = _plain(plugin["label"])
         for p in providers:
             for noted in plugin["providers"]["request"][p.id]:
                 details.append(
-                    f"- {plugin['label']}, the whole request, {p.title}: refused by "
-                    f"{noted['rule']}: {noted['found']}"
+                    f"- {label}, the whole request, {p.title}: refused by "
+                    f"{noted['rule']}: {_plain(_cut(noted['found']))}"
                 )
         for tool, verdicts in plugin["providers"]["tools"].items():
             for p in providers:
-                for noted in verdicts[p.id]["rejections"]:
-                    details.append(
-                        f"- {plugin['label']} {tool}, {p.title}: refused by {noted['rule']}: "
-                        f"{noted['found']}{_where(noted)}"
-                    )
-                for noted in verdicts[p.id]["changes"]:
-                    details.append(
-                        f"- {plugin['label']} {tool}, {p.title}: {noted['rule']}: "
-                        f"{noted['found']}{_where(noted)}: {noted['change']}"
-                    )
+                head = f"- {label} {_plain(tool)}, {p.title}: "
+                details += _listed(head, verdicts[p.id]["rejections"], changes=False)
+                details += _listed(head, verdicts[p.id]["changes"], changes=True)
     if details:
         lines += ["", "<details><summary>What each provider changes or refuses</summary>", ""]
         lines += [*details, "", "</details>"]

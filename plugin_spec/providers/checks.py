@@ -259,8 +259,12 @@ def all_required(rule: Rule, subject: Subject) -> list[Hit]:
 
     def require(node: dict[str, Any], prop: str) -> Callable[[], None]:
         def apply() -> None:
+            # Appended in place (the judge's own copy): a new list per property made an object
+            # of n optional properties cost n * n / 2 copies.
             required = node.get("required")
-            node["required"] = [*(required if isinstance(required, list) else []), prop]
+            if not isinstance(required, list):
+                required = node["required"] = []
+            required.append(prop)
             sub = node["properties"][prop]
             if with_null and isinstance(sub, dict):
                 nullable(sub)

@@ -78,7 +78,8 @@ class Nulls:
         declared = schema.get("properties")
         properties = declared if isinstance(declared, dict) else {}
         listed = schema.get("required")
-        required = set(listed) if isinstance(listed, list) else set()
+        # Only names count: a required that holds anything else is the validator's to refuse.
+        required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
         dropped = frozenset(
             name
             for name, sub in properties.items()
@@ -104,6 +105,25 @@ class Nulls:
         if isinstance(value, list) and self.items is not None:
             return [self.items.drop(item) for item in value]
         return value
+
+
+def standard(schema: Any) -> Any:
+    """A manifest schema as standard JSON Schema: `nullable: true` (the manifest subset's way
+    to admit null, spec: fengyu-manifest.md) admits null, as the kit reads it. Only the places
+    the subset nests schemas are walked (properties, items)."""
+    if not isinstance(schema, dict):
+        return schema
+    result = {key: value for key, value in schema.items() if key != "nullable"}
+    if isinstance(schema.get("properties"), dict):
+        result["properties"] = {name: standard(sub) for name, sub in schema["properties"].items()}
+    if "items" in schema:
+        result["items"] = standard(schema["items"])
+    if schema.get("nullable") is True:
+        if isinstance(result.get("type"), str):
+            result["type"] = [result["type"], "null"]
+        if isinstance(result.get("enum"), list) and None not in result["enum"]:
+            result["enum"] = [*result["enum"], None]
+    return result
 
 
 def _admits_null(validator: Draft202012Validator, schema: Any) -> bool:
@@ -144,7 +164,7 @@ class Worker:
         """Register a handler; params are validated against input_schema (or the manifest's)."""
         if name == SET_LEVEL or name.startswith("rpc."):
             raise ValueError(f"{name} is reserved")
-        schema = input_schema if input_schema is not None else self._schemas.get(name)
+        schema = standard(input_schema if input_schema is not None else self._schemas.get(name))
         validator = Draft202012Validator(schema) if schema else None
         nulls = Nulls.of(schema, validator) if validator is not None else None
 
@@ -232,7 +252,14 @@ class Worker:
         if method.nulls is not None:
             params = method.nulls.drop(params)
         if method.validator is not None:
-            errors = sorted(method.validator.iter_errors(params), key=lambda e: list(e.path))
+            try:
+                errors = sorted(method.validator.iter_errors(params), key=lambda e: list(e.path))
+            except Exception as exc:  # the schema itself is broken (properties a list, ...)
+                self.log.error("the inputSchema of %s cannot be evaluated: %r", name, exc)
+                raise RpcError(
+                    HANDLER_ERROR,
+                    f"the inputSchema of {name} cannot be evaluated: {type(exc).__name__}",
+                ) from None
             if errors:
                 raise RpcError(
                     INVALID_PARAMS,
