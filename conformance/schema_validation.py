@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from jsonschema import Draft202012Validator, ValidationError
+from jsonschema import Draft202012Validator, ValidationError, validators
+from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
@@ -58,6 +59,9 @@ def _registry() -> Registry:
     for entry in SCHEMAS.iterdir():
         if entry.name.endswith(".schema.json"):
             contents = json.loads(entry.read_text("utf-8"))
+            # Without $schema, a $ref into the file keeps the kit's validator class (jsonschema
+            # would pick the plain 2020-12 one by $schema); the resource is 2020-12 all the same.
+            contents.pop("$schema", None)
             resources_.append((contents["$id"], DRAFT202012.create_resource(contents)))
     return Registry().with_resources(resources_)
 
@@ -68,8 +72,45 @@ def schema_uri(name: str) -> str:
 
 
 @cache
-def _validator(uri: str) -> Draft202012Validator:
-    return Draft202012Validator({"$ref": uri}, registry=_registry())
+def ecma_regex(pattern: str) -> re.Pattern[str]:
+    """pattern as JSON Schema reads it (ECMA-262): `$` is the end of the text. Python's `$`
+    also matches before a final newline, so "name\\n" would pass `^[a-z]+$`; outside
+    character classes and escapes, `$` is read as `\\Z`."""
+    out, in_class, escaped = [], False, False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "[":
+            in_class = True
+        elif char == "]":
+            in_class = False
+        elif char == "$" and not in_class:
+            out.append("\\Z")
+            continue
+        out.append(char)
+    return re.compile("".join(out))
+
+
+def _pattern(
+    validator: Validator, pattern: str, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not ecma_regex(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+# Draft 2020-12 with `pattern` (propertyNames too) evaluated as ECMA-262 regular expressions.
+# (jsonschema's `extend` carries no type hints.)
+KitValidator: type[Validator] = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator, {"pattern": _pattern}
+)
+
+
+@cache
+def _validator(uri: str) -> Validator:
+    validator: Validator = KitValidator({"$ref": uri}, registry=_registry())
+    return validator
 
 
 def validate(instance: Any, uri: str, at: str = "") -> list[SchemaError]:
@@ -167,5 +208,5 @@ def _additional(instance: Any, holder: dict[str, Any]) -> list[str]:
     if not isinstance(instance, dict):
         return []
     declared = holder.get("properties", {})
-    patterns = [re.compile(p) for p in holder.get("patternProperties", {})]
+    patterns = [ecma_regex(p) for p in holder.get("patternProperties", {})]
     return [k for k in instance if k not in declared and not any(p.search(k) for p in patterns)]

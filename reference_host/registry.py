@@ -10,8 +10,9 @@ revision changed; an unchanged registry returns the previous snapshot as it is.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from plugin_spec.tool_definition import ToolDefinition
 from reference_host.store import PluginRow, Store
@@ -24,6 +25,9 @@ CallbackFactory = Callable[[PluginRow], list[ToolCallback]]
 class Snapshot:
     generation: int
     callbacks: Mapping[str, ToolCallback]
+    # What is costly to derive from the snapshot (its provider fit), kept with it: a snapshot
+    # never changes, so what was derived from it holds as long as it is the current one.
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def definitions(self) -> list[ToolDefinition]:
         return [callback.definition for callback in self.callbacks.values()]

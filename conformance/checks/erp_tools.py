@@ -193,7 +193,7 @@ def model_facing_names(ctx: CheckContext) -> Iterator[Finding]:
             continue  # a repeated toolCode is ERP-TOOL-007's finding
         codes.add(tool.code)
         name = model_name(tool.code)
-        if not PORTABLE_NAME.match(name):
+        if not PORTABLE_NAME.fullmatch(name):
             yield ctx.tool_finding(
                 tool,
                 "/toolCode",

@@ -72,7 +72,7 @@ def judged(plugin: Plugin) -> list[Offered]:
     fit = [
         t
         for t in tools
-        if PORTABLE_NAME.match(t.name)
+        if PORTABLE_NAME.fullmatch(t.name)
         and isinstance(t.schema, dict)
         and t.schema.get("type") == "object"
     ]

@@ -105,14 +105,23 @@ def _set_refusals(provider: Provider, judged: Sequence[Judgement]) -> list[Noted
     ]
 
 
-def fits(tools: Sequence[tuple[str, Any]]) -> dict[str, dict[str, Any]]:
+def _capped(lines: list[str], limit: int) -> list[str]:
+    if len(lines) <= limit:
+        return lines
+    return [*lines[:limit], f"... and {len(lines) - limit} more"]
+
+
+def fits(tools: Sequence[tuple[str, Any]], limit: int = 20) -> dict[str, dict[str, Any]]:
     """Per provider: whether a snapshot of tools (name, input schema) can go in one request,
-    and what stands in the way."""
+    and what stands in the way (at most `limit` lines per tool: a hostile schema can break a
+    rule a million times)."""
     report = {}
     for provider in all_providers():
         judged = [judge_tool(provider, name, schema) for name, schema in tools]
-        problems = [n.line() for n in _set_refusals(provider, judged)]
-        rejected = {j.tool: [n.line() for n in j.rejections] for j in judged if j.rejections}
+        problems = _capped([n.line() for n in _set_refusals(provider, judged)], limit)
+        rejected = {
+            j.tool: _capped([n.line() for n in j.rejections], limit) for j in judged if j.rejections
+        }
         report[provider.id] = {
             "fits": not problems and not rejected,
             "mode": provider.mode,

@@ -33,8 +33,12 @@ async def list_tools(host: HostDep) -> list[dict[str, Any]]:
 @router.get("/api/tools/providers")
 async def provider_fit(host: HostDep) -> dict[str, Any]:
     """Per provider: whether every tool of the snapshot, and the snapshot as one request, is
-    within its rules; what stands in the way, rule by rule, when not. Judged off the event
-    loop: a snapshot of large schemas takes a while to walk, and chats must not wait on it."""
+    within its rules; what stands in the way, rule by rule, when not. Judged once per snapshot
+    and off the event loop: a snapshot of large schemas takes a while to walk."""
     snapshot = host.registry.snapshot()
-    tools = [(d.name, dict(d.input_schema)) for d in snapshot.definitions()]
-    return {"tools": len(tools), "providers": await asyncio.to_thread(fits, tools)}
+    if "providers" not in snapshot.derived:
+        tools = [(d.name, dict(d.input_schema)) for d in snapshot.definitions()]
+        fit = await asyncio.to_thread(fits, tools)
+        snapshot.derived["providers"] = {"tools": len(tools), "providers": fit}
+    answer: dict[str, Any] = snapshot.derived["providers"]
+    return answer

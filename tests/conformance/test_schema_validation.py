@@ -9,7 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from conformance.catalog import load_catalog
-from conformance.schema_validation import annotated_requirements, schema_uri, validate
+from conformance.schema_validation import annotated_requirements, ecma_regex, schema_uri, validate
 from tests.conftest import REPO
 
 V2 = schema_uri("fengyu-manifest-v2.schema.json")
@@ -83,3 +83,21 @@ def test_prefix_is_prepended_for_embedded_schemas() -> None:
     assert [(e.requirement, e.pointer) for e in errors] == [
         ("FY-MAN-010", "/aiTools/0/inputSchema#/type")
     ]
+
+
+def test_a_trailing_newline_does_not_pass_an_anchored_pattern() -> None:
+    """JSON Schema patterns are ECMA-262: `$` ends the text. Python's `$` also matches
+    before a final newline, which let "markdown_render\\n" pass FY-MAN-006 and a version
+    "1.0.0\\n" pass FY-MAN-003."""
+
+    def newline_name(m: dict) -> None:
+        m["aiTools"][0]["name"] += "\n"
+
+    assert attribute(newline_name) == [("FY-MAN-006", "/aiTools/0/name")]
+    assert attribute(lambda m: m.update(version="1.0.0\n")) == [("FY-MAN-003", "/version")]
+
+
+def test_ecma_regex_reads_only_a_bare_dollar_as_the_end() -> None:
+    assert ecma_regex(r"^a$").pattern == r"^a\Z"
+    assert ecma_regex(r"^\$[$]$").pattern == r"^\$[$]\Z"
+    assert ecma_regex(r"^[a\]$]b$").search("$b")

@@ -15,7 +15,7 @@ from hypothesis_jsonschema import from_schema
 from jsonschema import Draft202012Validator
 
 from plugin_spec.providers import checks
-from plugin_spec.providers.judge import Verdict, judge_set, judge_tool
+from plugin_spec.providers.judge import Verdict, fits, judge_set, judge_tool
 from plugin_spec.providers.rules import PROVIDERS, Outcome, Rule, all_providers, load_provider
 
 RULES = [rule for provider in all_providers() for rule in provider.rules]
@@ -388,3 +388,12 @@ def test_judging_any_json_never_raises(schema: Any) -> None:
     for provider in all_providers():
         judge_tool(provider, "tool", schema)
         judge_set(provider, [("tool", schema)])
+
+
+def test_fits_lists_at_most_twenty_refusals_per_tool() -> None:
+    """A hostile schema breaks a rule many times; the host's answer stays small."""
+    schema = {"type": "object", "properties": {f"p{i}": {"description": "?"} for i in range(30)}}
+    gemini = fits([("many", schema)])["gemini"]
+    lines = gemini["rejected"]["many"]
+    assert len(lines) == 21 and lines[-1] == "... and 10 more"
+    assert all(line.startswith("GEMINI-TYPED") for line in lines[:20])

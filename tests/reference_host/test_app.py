@@ -28,6 +28,7 @@ import pytest
 from httpx_sse import aconnect_sse
 
 from conformance.install_validation import kit_validator
+from plugin_spec.providers.judge import fits
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host import events
 from reference_host.agent.call_commands import CallCommandModel
@@ -41,6 +42,7 @@ from reference_host.agent.models import (
 )
 from reference_host.approval import ApprovalPolicy
 from reference_host.events import Event
+from reference_host.http import tools as tools_routes
 from reference_host.http.app import create_app
 from reference_host.http.streaming import PUMP_AHEAD, sse_frames
 from reference_host.loopback import serve_on_loopback
@@ -240,12 +242,21 @@ async def test_tools_show_definition_effect_and_owner(client: httpx.AsyncClient)
 
 
 async def test_provider_fit_says_which_providers_take_the_snapshot(
-    client: httpx.AsyncClient, tmp_path: Path
+    client: httpx.AsyncClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """GET /api/tools/providers judges the snapshot as one request; a tool with a keyword
-    Gemini's Schema lacks keeps Gemini out, names the rule and leaves OpenAI fitting."""
+    """GET /api/tools/providers judges the snapshot as one request, once per snapshot; a tool
+    with a node Gemini cannot take keeps Gemini out, names the rule and leaves OpenAI fitting."""
+    judged: list[int] = []
+
+    def counted(tools: Any) -> Any:
+        judged.append(len(tools))
+        return fits(tools)
+
+    monkeypatch.setattr(tools_routes, "fits", counted)
     await install(client, MARKDOWN)
     fit = (await client.get("/api/tools/providers")).json()
+    assert (await client.get("/api/tools/providers")).json() == fit
+    assert judged == [3]
     assert fit["tools"] == 3  # echo and the two Markdown tools
     assert {p: v["fits"] for p, v in fit["providers"].items()} == {
         "openai": True,
