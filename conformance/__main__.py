@@ -100,7 +100,11 @@ def _providers(dirs: list[Path]) -> int:
             print(f"note: {root}: the plugin's files did not load", file=sys.stderr)
             continue
         summaries.append({"label": plugin.label, "providers": provider_matrix(plugin, [])})
-    print("\n".join(provider_matrix_markdown(summaries, heading="###")).strip())
+    table = "\n".join(provider_matrix_markdown(summaries, heading="###")).strip()
+    if not table:
+        print("note: no plugin here has a tool to judge", file=sys.stderr)
+        return 0
+    print(table)
     return 0
 
 

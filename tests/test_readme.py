@@ -44,3 +44,13 @@ def test_provider_matrices_are_what_the_command_prints(folder: str, capsys) -> N
     assert shown == capsys.readouterr().out.strip(), (
         f"the README's matrix for {folder} is stale: run `plugin-conformance providers {folder}`"
     )
+
+
+def test_providers_command_says_when_there_is_nothing_to_judge(tmp_path, capsys) -> None:
+    """A folder with no plugin tool prints no empty table, but says so, and one that is not a
+    folder is an error."""
+    assert main(["providers", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and "no plugin here has a tool to judge" in captured.err
+    assert main(["providers", str(tmp_path / "missing")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
