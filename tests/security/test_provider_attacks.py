@@ -79,17 +79,19 @@ def test_a_label_with_pipes_and_newlines_keeps_one_row_per_tool(
         assert row.replace("\\|", "").count("|") == 6, row
 
 
-def test_a_tool_name_with_a_trailing_newline_stays_on_its_row(
+def test_a_tool_name_with_a_trailing_newline_is_left_to_the_name_rule(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`^...$` matches before a final newline, so "tool\\n" passes the portable-name test that
-    decides which tools the providers judge; the providers then refuse it (fullmatch), and the
-    row must still be one line."""
+    """Python's `$` matches before a final newline, so "tool\\n" once passed the portable-name
+    test that decides which tools the providers judge. It is FY-MAN-006's finding now (names
+    fullmatch), so the matrix leaves it out and the other tool's rows stay whole."""
     schema = {"type": "object", "properties": {"q": {"type": "string"}}}
-    out = providers_markdown(tmp_path, capsys, manifest("fixture.newline", {"tool\n": schema}))
+    tools = {"tool\n": schema, "other": schema}
+    out = providers_markdown(tmp_path, capsys, manifest("fixture.newline", tools))
     rows = [line for line in out.splitlines() if line.startswith("| fixture.newline")]
     assert len(rows) == 2, out
-    assert "rejected (OPENAI-NAME)" in rows[0]
+    assert rows[0].startswith("| fixture.newline | other |")
+    assert "tool\\n" not in out
 
 
 def test_property_names_cannot_close_the_details_or_a_code_span(
