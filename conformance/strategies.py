@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from conformance.simplest import NoSimpleInstance, simplest_instance
+from plugin_spec.schema_subset import to_json_schema
 
 WRONG_TYPE_VALUES: dict[str, Any] = {
     "string": 12345,
@@ -30,29 +31,6 @@ WRONG_TYPE_VALUES: dict[str, Any] = {
 
 class GeneratorGap(Exception):
     """hypothesis-jsonschema cannot produce trustworthy values for this schema."""
-
-
-def to_json_schema(schema: Any) -> Any:
-    """The subset schema as standard JSON Schema: `nullable: true` admits null.
-
-    Only the places the subset nests schemas are walked (properties, items), so enum values
-    or property names that happen to be called "nullable" are left alone.
-    """
-    if not isinstance(schema, dict):
-        return schema
-    result = {key: value for key, value in schema.items() if key != "nullable"}
-    if isinstance(schema.get("properties"), dict):
-        result["properties"] = {
-            name: to_json_schema(sub) for name, sub in schema["properties"].items()
-        }
-    if "items" in schema:
-        result["items"] = to_json_schema(schema["items"])
-    if schema.get("nullable") is True:
-        if isinstance(result.get("type"), str):
-            result["type"] = [result["type"], "null"]
-        if isinstance(result.get("enum"), list) and None not in result["enum"]:
-            result["enum"] = [*result["enum"], None]
-    return result
 
 
 def closed_objects(schema: Any) -> Any:

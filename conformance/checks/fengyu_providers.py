@@ -24,10 +24,11 @@ from conformance.fengyu.harness import CallOutcome
 from conformance.findings import Finding, NotApplicable
 from conformance.properties import Counterexample, find_counterexample
 from conformance.registry import CheckContext, check
-from conformance.strategies import GeneratorGap, InputSpace, to_json_schema
+from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.filerefs import by_id, resolve_refs
 from plugin_spec.providers.judge import Judgement, Noted, judge_tool
 from plugin_spec.providers.rules import load_provider
+from plugin_spec.schema_subset import to_json_schema
 
 NULL_WHY = "OpenAI strict mode sends null for every parameter the model leaves out"
 NULL_FIX = (

@@ -24,8 +24,8 @@ from conformance.properties import Counterexample, find_counterexample
 from conformance.registry import CheckContext, check
 from conformance.schema_messages import explain
 from conformance.sources import pointer
-from conformance.strategies import to_json_schema
 from plugin_spec.filerefs import by_id, classify_parameters, resolve_refs
+from plugin_spec.schema_subset import to_json_schema
 
 UNRESOLVED_REF = {
     "id": "ref_conformance-unresolved",

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, TextIO
 from jsonschema import Draft202012Validator
 
 from plugin_spec.framing import read_frames
+from plugin_spec.schema_subset import to_json_schema
 from reference_host.worker.errors import (
     HANDLER_ERROR,
     INVALID_PARAMS,
@@ -107,25 +108,6 @@ class Nulls:
         return value
 
 
-def standard(schema: Any) -> Any:
-    """A manifest schema as standard JSON Schema: `nullable: true` (the manifest subset's way
-    to admit null, spec: fengyu-manifest.md) admits null, as the kit reads it. Only the places
-    the subset nests schemas are walked (properties, items)."""
-    if not isinstance(schema, dict):
-        return schema
-    result = {key: value for key, value in schema.items() if key != "nullable"}
-    if isinstance(schema.get("properties"), dict):
-        result["properties"] = {name: standard(sub) for name, sub in schema["properties"].items()}
-    if "items" in schema:
-        result["items"] = standard(schema["items"])
-    if schema.get("nullable") is True:
-        if isinstance(result.get("type"), str):
-            result["type"] = [result["type"], "null"]
-        if isinstance(result.get("enum"), list) and None not in result["enum"]:
-            result["enum"] = [*result["enum"], None]
-    return result
-
-
 def _admits_null(validator: Draft202012Validator, schema: Any) -> bool:
     """Whether null is valid against one subschema ($refs resolve against the whole schema);
     a subschema that cannot be evaluated keeps its nulls, to be judged by the validator."""
@@ -164,7 +146,9 @@ class Worker:
         """Register a handler; params are validated against input_schema (or the manifest's)."""
         if name == SET_LEVEL or name.startswith("rpc."):
             raise ValueError(f"{name} is reserved")
-        schema = standard(input_schema if input_schema is not None else self._schemas.get(name))
+        schema = to_json_schema(
+            input_schema if input_schema is not None else self._schemas.get(name)
+        )
         validator = Draft202012Validator(schema) if schema else None
         nulls = Nulls.of(schema, validator) if validator is not None else None
 

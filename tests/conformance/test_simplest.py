@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from conformance.simplest import NoSimpleInstance, simplest_instance
-from conformance.strategies import InputSpace, to_json_schema
+from conformance.strategies import InputSpace
+from plugin_spec.schema_subset import to_json_schema
 
 REPO = Path(__file__).resolve().parents[2]
 
