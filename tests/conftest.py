@@ -121,6 +121,39 @@ def plugin_with_manifest(tmp_path: Path, manifest: Any, name: str = "plugin") ->
     return root
 
 
+def tools_manifest(
+    plugin_id: str, tools: dict[str, Any], name: str = "Tools", description: str = "Tools."
+) -> dict[str, Any]:
+    """A FengYu v2 manifest with a read tool per entry of tools (name -> inputSchema), each
+    calling a method of its own that has that inputSchema."""
+    methods = {
+        f"method_{i:03d}": {"description": "Do one thing.", "inputSchema": schema}
+        for i, schema in enumerate(tools.values())
+    }
+    ai_tools = [
+        {
+            "name": tool,
+            "description": "Do one thing.",
+            "method": f"method_{i:03d}",
+            "effect": "read",
+        }
+        for i, tool in enumerate(tools)
+    ]
+    return {
+        "schemaVersion": 2,
+        "id": plugin_id,
+        "name": name,
+        "description": description,
+        "version": "1.0.0",
+        "author": "ai-plugin-conformance",
+        "icon": "puzzle-outline",
+        "category": "other",
+        "ui": {"entry": "ui/index.html"},
+        "rpc": {"methods": methods},
+        "aiTools": ai_tools,
+    }
+
+
 def copy_plugin(source: Path, tmp_path: Path) -> Path:
     target = tmp_path / source.name
     shutil.copytree(source, target)

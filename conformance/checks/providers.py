@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from conformance.checks.erp_tools import PORTABLE_NAME
@@ -18,7 +19,7 @@ from conformance.erp.plugin import ErpPlugin, ErpTool, model_name
 from conformance.findings import Finding, NotApplicable
 from conformance.profiles import Plugin
 from conformance.registry import CheckContext, check
-from plugin_spec.providers.judge import Noted, judge_set, judge_tool
+from plugin_spec.providers.judge import Judgement, Noted, judge_tool, request_refusals
 from plugin_spec.providers.rules import Provider, all_providers, load_provider
 from reference_host.builtins import BUILTIN_DEFINITIONS
 
@@ -55,46 +56,58 @@ def offered(plugin: Plugin) -> list[Offered]:
 def own_rules(plugin: Plugin) -> tuple[str, str]:
     """The profile's requirements on a tool's name and on its schema being an object schema:
     a tool that breaks them is their finding, so the providers do not judge it again."""
-    return (
-        ("ERP-TOOL-009", "ERP-TOOL-012")
-        if isinstance(plugin, ErpPlugin)
-        else (
-            "FY-MAN-006",
-            "FY-MAN-010",
-        )
+    if isinstance(plugin, ErpPlugin):
+        return "ERP-TOOL-009", "ERP-TOOL-012"
+    return "FY-MAN-006", "FY-MAN-010"
+
+
+def judgeable(tool: Offered) -> bool:
+    """A portable name and an object inputSchema: what the profile's own rules ask first."""
+    schema = tool.schema
+    return bool(PORTABLE_NAME.fullmatch(tool.name)) and (
+        isinstance(schema, dict) and schema.get("type") == "object"
     )
 
 
 def judged(plugin: Plugin) -> list[Offered]:
-    """The tools a provider can be asked about: a portable name and an object inputSchema.
-    None of them, where the plugin has tools, means the profile's own rules failed first."""
+    """The tools a provider can be asked about. None of them, where the plugin has tools,
+    means the profile's own rules failed first."""
     tools = offered(plugin)
-    fit = [
-        t
-        for t in tools
-        if PORTABLE_NAME.fullmatch(t.name)
-        and isinstance(t.schema, dict)
-        and t.schema.get("type") == "object"
-    ]
-    if tools and not fit:
+    if not tools:
+        raise NotApplicable("the plugin offers no tool to judge", blocked_by=())
+    fit = [t for t in tools if judgeable(t)]
+    if not fit:
         name_rule, schema_rule = own_rules(plugin)
         raise NotApplicable(
             f"no tool has a portable name ({name_rule}) and an object inputSchema "
             f"({schema_rule}) to judge"
         )
-    if not tools:
-        raise NotApplicable("the plugin offers no tool to judge", blocked_by=())
     return fit
 
 
-def request_tools(plugin: Plugin, peers: Sequence[Plugin]) -> list[tuple[str, Any]]:
-    """Every tool one request would carry, by name: the host's built-ins, this plugin's tools
-    and those of the other plugins in the run (a name offered twice is sent once)."""
-    tools = {d.name: d.input_schema for d in BUILTIN_DEFINITIONS}
+@cache
+def judgements(plugin: Plugin, provider_id: str) -> tuple[tuple[Offered, Judgement], ...]:
+    """Every tool the plugin offers, judged by one provider once per run: the provider's item,
+    the whole request of each plugin of the run and the report's matrix all read it."""
+    provider = load_provider(provider_id)
+    return tuple((t, judge_tool(provider, t.name, t.schema)) for t in offered(plugin))
+
+
+@cache
+def _builtin_judgements(provider_id: str) -> tuple[Judgement, ...]:
+    provider = load_provider(provider_id)
+    return tuple(judge_tool(provider, d.name, d.input_schema) for d in BUILTIN_DEFINITIONS)
+
+
+def request_refusals_of(plugin: Plugin, peers: Sequence[Plugin], provider_id: str) -> list[Noted]:
+    """What keeps one request from the provider: it carries the host's built-ins, this
+    plugin's tools and those of the other plugins in the run (a name offered twice is sent
+    once)."""
+    sent = {j.tool: j for j in _builtin_judgements(provider_id)}
     for one in (plugin, *peers):
-        for tool in offered(one):
-            tools.setdefault(tool.name, tool.schema)
-    return list(tools.items())
+        for _, judgement in judgements(one, provider_id):
+            sent.setdefault(judgement.tool, judgement)
+    return request_refusals(load_provider(provider_id), list(sent.values()))
 
 
 def _message(provider: Provider, tool: str, noted: Noted) -> str:
@@ -111,9 +124,11 @@ def _fix(noted: Noted) -> str:
 
 def provider_findings(ctx: CheckContext, provider_id: str) -> Iterator[Finding]:
     provider = load_provider(provider_id)
-    own = judged(ctx.plugin)
-    for tool in own:
-        for noted in judge_tool(provider, tool.name, tool.schema).rejections:
+    judged(ctx.plugin)  # nothing to judge is a skip, not a pass
+    for tool, judgement in judgements(ctx.plugin, provider_id):
+        if not judgeable(tool):
+            continue
+        for noted in judgement.rejections:
             message, at = _message(provider, tool.name, noted), tool.at + noted.hit.pointer
             if tool.erp is not None:
                 yield ctx.tool_finding(tool.erp, at, message, _fix(noted))
@@ -121,7 +136,7 @@ def provider_findings(ctx: CheckContext, provider_id: str) -> Iterator[Finding]:
                 yield ctx.manifest_finding(at, message, _fix(noted))
     whole = "/aiTools" if not isinstance(ctx.plugin, ErpPlugin) else ""
     file = "manifest.json" if whole else "metadata/tool"
-    for noted in judge_set(provider, request_tools(ctx.plugin, ctx.peers)):
+    for noted in request_refusals_of(ctx.plugin, ctx.peers, provider_id):
         yield ctx.finding(
             f"{provider.title} rejects the request that carries this plugin's tools, the run's "
             f"other plugins and the host's built-ins: {noted.line()}\nrule: {noted.rule.text}\n"
@@ -148,23 +163,16 @@ def gemini_takes_the_tools(ctx: CheckContext) -> Iterator[Finding]:
     yield from provider_findings(ctx, "gemini")
 
 
-def _judged_or_none(plugin: Plugin) -> list[Offered]:
-    try:
-        return judged(plugin)
-    except NotApplicable:
-        return []
-
-
 def provider_matrix(plugin: Plugin, peers: list[Plugin]) -> dict[str, Any]:
     """What the reports show of the providers: each tool's verdict per provider with every
     change and rejection, and what keeps the whole request from each provider."""
     tools: dict[str, dict[str, Any]] = {}
-    for tool in _judged_or_none(plugin):
-        tools[tool.name] = {
-            p.id: judge_tool(p, tool.name, tool.schema).to_json() for p in all_providers()
-        }
+    for p in all_providers():
+        for tool, judgement in judgements(plugin, p.id):
+            if judgeable(tool):
+                tools.setdefault(tool.name, {})[p.id] = judgement.to_json()
     request = {
-        p.id: [n.to_json() for n in judge_set(p, request_tools(plugin, peers))]
+        p.id: [n.to_json() for n in request_refusals_of(plugin, peers, p.id)]
         for p in all_providers()
     }
     return {"tools": tools, "request": request}

@@ -93,10 +93,14 @@ def judge_set(provider: Provider, tools: Sequence[tuple[str, Any]]) -> list[Note
     """What keeps one request carrying all these tools (model-facing name, input schema) from
     the provider: too many tools, parameters or unions, or names it cannot tell apart. Limits
     on what schemas hold are counted on what the provider gets, after its rewrite."""
-    return _set_refusals(provider, [judge_tool(provider, name, schema) for name, schema in tools])
+    return request_refusals(
+        provider, [judge_tool(provider, name, schema) for name, schema in tools]
+    )
 
 
-def _set_refusals(provider: Provider, judged: Sequence[Judgement]) -> list[Noted]:
+def request_refusals(provider: Provider, judged: Sequence[Judgement]) -> list[Noted]:
+    """judge_set for tools already judged one by one: the whole-request rules count on what
+    each judgement would send."""
     sent = [(j.tool, j.sent) for j in judged]
     return [
         Noted(rule, hit)
@@ -118,7 +122,7 @@ def fits(tools: Sequence[tuple[str, Any]], limit: int = 20) -> dict[str, dict[st
     report = {}
     for provider in all_providers():
         judged = [judge_tool(provider, name, schema) for name, schema in tools]
-        problems = _capped([n.line() for n in _set_refusals(provider, judged)], limit)
+        problems = _capped([n.line() for n in request_refusals(provider, judged)], limit)
         rejected = {
             j.tool: _capped([n.line() for n in j.rejections], limit) for j in judged if j.rejections
         }

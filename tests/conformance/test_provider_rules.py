@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from plugin_spec.providers.rules import Outcome, Rule, all_providers
-from tests.conftest import KitResult, plugin_with_manifest
+from tests.conftest import KitResult, plugin_with_manifest, tools_manifest
 
 REQUIREMENT = {"openai": "FY-PROV-001", "anthropic": "FY-PROV-002", "gemini": "FY-PROV-003"}
 RULES = [rule for provider in all_providers() for rule in provider.rules]
@@ -52,33 +52,13 @@ PROFILE_FIRST: dict[str, set[str]] = {
 def example_plugin(tmp_path: Path, rule: Rule) -> Path:
     """A FengYu v2 plugin whose tools are the rule's example: each named tool has its own
     method, whose inputSchema is the example's."""
-    names = rule.fails.tool_names()
-    methods = {
-        f"method_{i:03d}": {"description": "Do one thing.", "inputSchema": rule.fails.input_schema}
-        for i in range(len(names))
-    }
-    tools = [
-        {
-            "name": name,
-            "description": "Do one thing.",
-            "method": f"method_{i:03d}",
-            "effect": "read",
-        }
-        for i, name in enumerate(names)
-    ]
-    manifest = {
-        "schemaVersion": 2,
-        "id": f"fixture.{rule.id.lower()}",
-        "name": rule.id,
-        "description": f"Breaks {rule.id}.",
-        "version": "1.0.0",
-        "author": "ai-plugin-conformance",
-        "icon": "puzzle-outline",
-        "category": "other",
-        "ui": {"entry": "ui/index.html"},
-        "rpc": {"methods": methods},
-        "aiTools": tools,
-    }
+    schema = rule.fails.input_schema
+    manifest = tools_manifest(
+        f"fixture.{rule.id.lower()}",
+        {name: schema for name in rule.fails.tool_names()},
+        rule.id,
+        f"Breaks {rule.id}.",
+    )
     return plugin_with_manifest(tmp_path, manifest, rule.id.lower())
 
 

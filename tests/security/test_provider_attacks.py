@@ -16,37 +16,11 @@ from plugin_spec.providers import checks
 from plugin_spec.providers.judge import fits, judge_set, judge_tool
 from plugin_spec.providers.rules import all_providers, load_provider
 from reference_host.worker import Worker
-from tests.conftest import plugin_with_manifest
+from tests.conftest import plugin_with_manifest, tools_manifest
 
 
 def manifest(plugin_id: str, tools: dict[str, Any]) -> dict[str, Any]:
-    """A FengYu v2 manifest: one method per tool, with the tool's inputSchema."""
-    methods = {
-        f"method_{i:03d}": {"description": "Do one thing.", "inputSchema": schema}
-        for i, schema in enumerate(tools.values())
-    }
-    ai_tools = [
-        {
-            "name": name,
-            "description": "Do one thing.",
-            "method": f"method_{i:03d}",
-            "effect": "read",
-        }
-        for i, name in enumerate(tools)
-    ]
-    return {
-        "schemaVersion": 2,
-        "id": plugin_id,
-        "name": "Hostile",
-        "description": "Attacks the provider report.",
-        "version": "1.0.0",
-        "author": "ai-plugin-conformance",
-        "icon": "puzzle-outline",
-        "category": "other",
-        "ui": {"entry": "ui/index.html"},
-        "rpc": {"methods": methods},
-        "aiTools": ai_tools,
-    }
+    return tools_manifest(plugin_id, tools, "Hostile", "Attacks the provider report.")
 
 
 def providers_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str], data: Any) -> str:
