@@ -1,9 +1,12 @@
 """File-class parameters (spec: fengyu-manifest.md#file-parameters): which tool inputs take a
 granted FileRef.
 
-The host classifies a parameter by its description, as FengYu does, to decide whether it can
-inject a grant itself (route B) or must list the refs for the model (route A). The kit reports
-the same classification, so plugin authors see what the host will do with each parameter.
+The host classifies a parameter to decide whether it can inject a grant itself (route B) or
+must list the refs for the model (route A). FengYu's explicit marker (`format: fengyu-file` or
+`fengyu-directory`, with `x-fengyu-file-access`) decides first and is never second-guessed by
+the words around it; only an unmarked parameter is classed by its description, the older way.
+The kit reports the same classification, so plugin authors see what the host will do with
+each parameter.
 """
 
 from __future__ import annotations
@@ -31,14 +34,57 @@ class FileClass(StrEnum):
         return self is FileClass.WRITE_DIRECTORY
 
 
-def classify_parameter(schema: Any) -> FileClass | None:
-    """The file class of one property schema, or None for an ordinary parameter.
+FILE_FORMAT = "fengyu-file"
+DIRECTORY_FORMAT = "fengyu-directory"
+MARKER_FORMATS = (FILE_FORMAT, DIRECTORY_FORMAT)
+FILE_ACCESS = "x-fengyu-file-access"
 
-    An array whose items are FileRefs is a file list even when the array's own description
-    mentions FileRefs too, so that check comes first.
+
+def marked_class(schema: Any) -> FileClass | None:
+    """The file class FengYu's marker gives a property schema, or None when it is unmarked.
+
+    `fengyu-file` is a file to read whatever access it claims (FengYu allows it only read);
+    `fengyu-directory` is a folder to write into with access `read-write`, otherwise (access
+    `read` or omitted, which FengYu reads as read) a folder to read. An array whose items are
+    marked `fengyu-file` is a file list; no host grants a list of folders, so an array of
+    `fengyu-directory` items has no file class.
     """
     if not isinstance(schema, Mapping):
         return None
+    marker = schema.get("format")
+    if marker == FILE_FORMAT:
+        return FileClass.READ_FILE
+    if marker == DIRECTORY_FORMAT:
+        writes = schema.get(FILE_ACCESS) == "read-write"
+        return FileClass.WRITE_DIRECTORY if writes else FileClass.READ_DIRECTORY
+    items = schema.get("items")
+    if isinstance(items, Mapping) and items.get("format") == FILE_FORMAT:
+        return FileClass.FILE_LIST
+    return None
+
+
+def is_marked(schema: Any) -> bool:
+    """Whether the property (or its items) carries FengYu's file marker: its words are then
+    never read to class it, by the host or by the kit's path-like warning."""
+    if not isinstance(schema, Mapping):
+        return False
+    items = schema.get("items")
+    return schema.get("format") in MARKER_FORMATS or (
+        isinstance(items, Mapping) and items.get("format") in MARKER_FORMATS
+    )
+
+
+def classify_parameter(schema: Any) -> FileClass | None:
+    """The file class of one property schema, or None for an ordinary parameter.
+
+    The marker decides when there is one (marked_class); the description is read only for an
+    unmarked parameter. There, an array whose items are FileRefs is a file list even when the
+    array's own description mentions FileRefs too, so that check comes first.
+    """
+    if not isinstance(schema, Mapping):
+        return None
+    if is_marked(schema):
+        return marked_class(schema)
     items = schema.get("items")
     if schema.get("type") == "array" and "fileref" in _description(items):
         return FileClass.FILE_LIST

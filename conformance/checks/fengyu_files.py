@@ -12,7 +12,7 @@ from conformance.fengyu.path_like import looks_like_path
 from conformance.findings import Finding
 from conformance.registry import CheckContext, check
 from conformance.sources import pointer
-from plugin_spec.filerefs import FileClass, classify_parameters
+from plugin_spec.filerefs import FILE_ACCESS, FileClass, classify_parameters
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,8 @@ def file_parameters_typed_as_paths(ctx: CheckContext) -> Iterator[Finding]:
                 parameter.schema_pointer + "/type",
                 f"{parameter.parameter!r} is a {parameter.file_class.value} parameter typed "
                 f"{actual}; the worker receives the resolved path, so type it {expected}",
-                f"declare {parameter.parameter!r} as {_schema_for(expected)} (its description "
-                "may say FileRef); the host puts the absolute path there before dispatch",
+                f"declare {parameter.parameter!r} as {_schema_for(parameter.file_class)}; the "
+                "host puts the absolute path there before dispatch",
             )
 
 
@@ -144,8 +144,8 @@ def path_like_parameters_are_file_class(ctx: CheckContext) -> Iterator[Finding]:
             f"{parameter.tool}.{parameter.parameter} looks like a path ({parameter.because}) "
             "but is not file-class: the host never fills it from a grant, and no file check "
             "looks at it",
-            f"if it takes a granted file or folder, put {parameter.add}; if it is plain text, "
-            "accept this warning",
+            f"if it takes a granted file or folder, mark it with FengYu's file marker: "
+            f"{parameter.add}; if it is plain text, accept this warning",
         )
 
 
@@ -174,7 +174,11 @@ def _type_of(schema: object) -> str:
     return str(kind)
 
 
-def _schema_for(expected: str) -> str:
-    if expected == "string":
-        return '{"type": "string"}'
-    return '{"type": "array", "items": {"type": "string"}}'
+def _schema_for(file_class: FileClass) -> str:
+    """The property as FengYu's file marker spells its class (fengyu-manifest.md)."""
+    if file_class is FileClass.FILE_LIST:
+        return '{"type": "array", "items": {"type": "string", "format": "fengyu-file"}}'
+    if file_class is FileClass.READ_FILE:
+        return '{"type": "string", "format": "fengyu-file"}'
+    access = "read-write" if file_class.writes else "read"
+    return f'{{"type": "string", "format": "fengyu-directory", "{FILE_ACCESS}": "{access}"}}'

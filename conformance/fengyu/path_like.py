@@ -1,9 +1,10 @@
 """Parameters that look like paths but are not file-class: the silent file mistake.
 
-A parameter counts as file-class only when its description says FileRef or DirectoryRef
-(plugin_spec.filerefs). One described in ordinary words ("Resolved output directory.") is
-never filled from a grant and no file check looks at it; this finds those, and says which
-words would class it."""
+A parameter counts as file-class only when FengYu's marker (`format: fengyu-file` or
+`fengyu-directory`) or, unmarked, its description (FileRef, DirectoryRef) says so
+(plugin_spec.filerefs). One without either ("Resolved output directory.") is never filled from
+a grant and no file check looks at it; this finds those, and says which marker would class it.
+A marked parameter is never looked at here: its words do not count."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from plugin_spec.filerefs import is_marked
 
 PATH_WORDS = frozenset(
     {
@@ -74,7 +77,7 @@ def words(text: str) -> list[str]:
 
 def looks_like_path(name: str, schema: Any) -> PathLike | None:
     """For a parameter that is not file-class: why it looks like a path, or None."""
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, Mapping) or is_marked(schema):
         return None
     is_list = schema.get("type") == "array"
     target = schema.get("items") if is_list else schema
@@ -103,10 +106,14 @@ def looks_like_path(name: str, schema: Any) -> PathLike | None:
 
 
 def _words_to_add(every: set[str], is_list: bool) -> str:
+    """FengYu's file marker for what the words suggest (fengyu-manifest.md)."""
     if is_list:
-        return "'FileRef' in items.description (a list of granted files)"
+        return '"items": {"type": "string", "format": "fengyu-file"} (a list of granted files)'
     if every & DIRECTORY_WORDS:
         if every & OUTPUT_WORDS:
-            return "'Writable DirectoryRef' in the description (a folder the tool writes into)"
-        return "'DirectoryRef' in the description (a folder to read)"
-    return "'FileRef' in the description (a granted file)"
+            return (
+                '"type": "string", "format": "fengyu-directory", "x-fengyu-file-access": '
+                '"read-write" (a folder the tool writes into; declare files.write)'
+            )
+        return '"type": "string", "format": "fengyu-directory" (a folder to read)'
+    return '"type": "string", "format": "fengyu-file" (a granted file)'

@@ -7,6 +7,8 @@ import pytest
 from conformance.fengyu.path_like import looks_like_path, name_tokens
 
 TEXT = {"type": "string"}
+FILE = '"format": "fengyu-file"'
+READ_WRITE = '"format": "fengyu-directory", "x-fengyu-file-access": "read-write"'
 
 
 def test_names_split_on_case_underscores_and_hyphens() -> None:
@@ -18,13 +20,13 @@ def test_names_split_on_case_underscores_and_hyphens() -> None:
 @pytest.mark.parametrize(
     ("name", "schema", "add"),
     [
-        ("outputDir", TEXT, "'Writable DirectoryRef'"),
-        ("projectDir", TEXT, "'DirectoryRef' in the description (a folder to read)"),
-        ("source", {"type": "string", "description": "File to import."}, "'FileRef'"),
-        ("doc", {"type": "string", "description": "Absolute path of the report."}, "'FileRef'"),
-        ("sourceFile", {"type": "object"}, "'FileRef'"),
-        ("attachments", {"type": "array", "items": TEXT, "description": "Files."}, "items"),
-        ("target", {"type": "string", "pattern": "^/srv/.+"}, "'FileRef'"),
+        ("outputDir", TEXT, READ_WRITE),
+        ("projectDir", TEXT, '"format": "fengyu-directory" (a folder to read)'),
+        ("source", {"type": "string", "description": "File to import."}, FILE),
+        ("doc", {"type": "string", "description": "Absolute path of the report."}, FILE),
+        ("sourceFile", {"type": "object"}, '"type": "string", "format": "fengyu-file"'),
+        ("attachments", {"type": "array", "items": TEXT, "description": "Files."}, '"items"'),
+        ("target", {"type": "string", "pattern": "^/srv/.+"}, FILE),
     ],
 )
 def test_path_like_parameters_get_the_words_to_add(name: str, schema: dict, add: str) -> None:
@@ -42,6 +44,9 @@ def test_path_like_parameters_get_the_words_to_add(name: str, schema: dict, add:
         ("splitColumn", {"type": "string", "description": "Column whose values decide the file."}),
         ("limit", {"type": "integer", "description": "Number of files."}),
         ("sheet", TEXT),
+        # marked: its words are never read (spec: fengyu-manifest.md#file-parameters)
+        ("outputFolder", {"type": "string", "format": "fengyu-file"}),
+        ("folders", {"type": "array", "items": {"type": "string", "format": "fengyu-directory"}}),
     ],
 )
 def test_names_and_texts_about_files_are_not_paths(name: str, schema: dict) -> None:

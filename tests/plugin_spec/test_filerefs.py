@@ -38,6 +38,53 @@ def test_classify_parameter(schema: object, expected: FileClass | None) -> None:
     assert classify_parameter(schema) == expected
 
 
+FILE = {"type": "string", "format": "fengyu-file"}
+DIRECTORY = {"type": "string", "format": "fengyu-directory"}
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        (FILE, FileClass.READ_FILE),
+        ({**DIRECTORY, "x-fengyu-file-access": "read"}, FileClass.READ_DIRECTORY),
+        (DIRECTORY, FileClass.READ_DIRECTORY),  # access omitted means read
+        ({**DIRECTORY, "x-fengyu-file-access": "read-write"}, FileClass.WRITE_DIRECTORY),
+        ({"type": "array", "items": FILE}, FileClass.FILE_LIST),
+        # FengYu allows fengyu-file only read: the claim of more does not make it a folder
+        ({**FILE, "x-fengyu-file-access": "read-write"}, FileClass.READ_FILE),
+        # no host grants a list of folders
+        ({"type": "array", "items": DIRECTORY}, None),
+        # another format is no marker: the words decide, as for any unmarked parameter
+        ({"type": "string", "format": "uri", "description": "A FileRef"}, FileClass.READ_FILE),
+        ({"type": "string", "x-fengyu-file-access": "read-write"}, None),
+    ],
+)
+def test_the_marker_gives_the_class(schema: object, expected: FileClass | None) -> None:
+    assert classify_parameter(schema) == expected
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        ({**FILE, "description": "output folder"}, FileClass.READ_FILE),
+        ({**FILE, "description": "Writable DirectoryRef for output"}, FileClass.READ_FILE),
+        ({**DIRECTORY, "description": "A FileRef to read"}, FileClass.READ_DIRECTORY),
+        (
+            {**DIRECTORY, "x-fengyu-file-access": "read", "description": "writable output"},
+            FileClass.READ_DIRECTORY,
+        ),
+        (
+            {"type": "array", "items": DIRECTORY, "description": "FileRefs"},
+            None,
+        ),
+    ],
+)
+def test_a_marked_parameter_is_never_second_guessed_by_its_words(
+    schema: object, expected: FileClass | None
+) -> None:
+    assert classify_parameter(schema) == expected
+
+
 def test_classify_parameters_keeps_only_file_class() -> None:
     schema = {
         "type": "object",
