@@ -2,11 +2,13 @@
 list, never the host's secrets.
 
 A worker runs plugin code the host did not write, so it inherits nothing by default: only
-what a program needs to run at all (PATH, the locale, the time zone, JAVA_HOME for
-`java -jar` workers, SYSTEMROOT on Windows), plus the names the host's owner passes through
+FengYu's allow-list of what a program needs to run at all (PATH, the locale, the time zone,
+the user's name and shell, JAVA_HOME for `java -jar` workers, the Windows system folders),
+plus the names the host's owner passes through
 explicitly (HostConfig.worker_env / `--worker-env NAME`, the kit's `--worker-env`, or the
 REFERENCE_HOST_WORKER_ENV variable, a comma-separated list, for both). The FENGYU_* variables,
-TMPDIR/TMP/TEMP (the plugin's data folder) and HOME (a folder inside it) are set on top.
+TMPDIR/TMP/TEMP (`tmp` in the plugin's data folder) and HOME (a folder inside it) are set on
+top.
 
 A name ending in `*` passes every variable starting with the rest (`LC_*`, `AWS_*`), except
 names that look like a credential (KEY, TOKEN, SECRET, PASSW, CREDENTIAL, AUTH, COOKIE,
@@ -22,7 +24,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-DEFAULT_PASS_ENV = ("PATH", "LANG", "LANGUAGE", "LC_*", "TZ", "JAVA_HOME", "SYSTEMROOT")
+# FengYu's allow-list (spec: host.md#the-worker-environment), but for TMP/TEMP and HOME, which
+# are set to folders of the plugin's own.
+DEFAULT_PASS_ENV = (
+    *("PATH", "PATHEXT", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA", "PROGRAMFILES", "JAVA_HOME"),
+    *("LANG", "LANGUAGE", "LC_*", "TZ", "USER", "LOGNAME", "SHELL", "TERM", "DISPLAY"),
+    *("SYSTEMROOT", "WINDIR", "COMSPEC"),
+)
 PASS_ENV_VARIABLE = "REFERENCE_HOST_WORKER_ENV"
 NEVER_PASSED = frozenset({"OPENAI_API_KEY", "REFERENCE_HOST_TOKEN"})
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")

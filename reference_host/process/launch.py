@@ -9,18 +9,35 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from plugin_spec.fengyu_runtime import (
+    DEFAULT_LOCALE,
+    DEFAULT_RUNTIME,
+    UnsupportedRuntime,
+    fengyu_launch,
+)
 from reference_host.process.environment import passed_through
 from reference_host.process.errors import WorkerLaunchError
 from reference_host.process.lineage import LINEAGE_VARIABLE
 
-JAR = Path("backend") / "worker.jar"
+# The project's legacy launch: an executable backend/worker in a package that declares no
+# runtime (FengYu would run java -jar backend/worker.jar there; the kit says so, FY-WRK-012).
 EXECUTABLE = Path("backend") / "worker"
+
+
+class MissingArtifact(WorkerLaunchError):
+    """The file FengYu's launch for the manifest's runtime needs is not in the package."""
+
+    def __init__(self, message: str, command: str) -> None:
+        super().__init__(message)
+        self.command = command
 
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    """Everything needed to (re)start one plugin's worker."""
+    """Everything needed to (re)start one plugin's worker, and to greet it: protocol_version
+    is the manifest's backend.protocolVersion (None: no handshake, a legacy package)."""
 
     plugin_id: str
     root: Path
@@ -31,6 +48,10 @@ class WorkerSpec:
     extra_env: Mapping[str, str] = field(default_factory=dict)
     pass_env: tuple[str, ...] = ()
     home_dir: Path | None = None
+    runtime: str = DEFAULT_RUNTIME
+    protocol_version: int | None = None
+    plugin_version: str = ""
+    locale: str | None = DEFAULT_LOCALE
 
     @property
     def home(self) -> Path:
@@ -38,9 +59,14 @@ class WorkerSpec:
         a scratch folder it watches, so a read tool writing there is seen)."""
         return self.home_dir if self.home_dir is not None else self.data_dir / "home"
 
+    @property
+    def tmp(self) -> Path:
+        """TMPDIR, TMP and TEMP: `tmp` in the data folder, as FengYu sets them."""
+        return self.data_dir / "tmp"
+
     def prepare_folders(self) -> None:
-        """Create the data folder (TMP) and HOME, before every start."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        """Create the data folder, its tmp and HOME, before every start."""
+        self.tmp.mkdir(parents=True, exist_ok=True)
         self.home.mkdir(parents=True, exist_ok=True)
 
     def environment(self, lineage: str | None = None) -> dict[str, str]:
@@ -50,15 +76,16 @@ class WorkerSpec:
         (lineage.py)."""
         env = passed_through(os.environ, self.pass_env)
         env.update(self.extra_env)
-        data = str(self.data_dir)
+        tmp = str(self.tmp)
         env.update(
             {
                 "FENGYU_PLUGIN_ID": self.plugin_id,
                 "FENGYU_PLUGIN_ROOT": str(self.root),
+                "FENGYU_PLUGIN_DATA_DIR": str(self.data_dir),
                 "FENGYU_LOG_LEVEL": self.log_level,
-                "TMPDIR": data,
-                "TMP": data,
-                "TEMP": data,
+                "TMPDIR": tmp,
+                "TMP": tmp,
+                "TEMP": tmp,
                 "HOME": str(self.home),
             }
         )
@@ -72,21 +99,90 @@ class WorkerSpec:
         return f"cd {shlex.quote(str(self.root))} && {env} {shlex.join(self.argv)}"
 
 
-def worker_command(root: Path, override: str | Sequence[str] | None = None) -> tuple[str, ...]:
-    """The launch command, in the spec's order: the override, backend/worker.jar, backend/worker."""
+def worker_command(
+    root: Path,
+    manifest: Mapping[str, Any],
+    override: str | Sequence[str] | None = None,
+    *,
+    scratch: Path | None = None,
+    tmp: Path | None = None,
+) -> tuple[str, ...]:
+    """The launch command (spec: fengyu-worker.md#starting-the-worker): the override, else
+    FengYu's fixed launch for backend.runtime (java when none is declared), else, for a
+    package without a runtime, the legacy executable backend/worker.
+
+    scratch: a folder of the caller's own, where a go worker without its executable bit is
+    copied and made executable (FengYu sets the bit itself; the author's files stay as
+    they are). tmp: the worker's TMP, handed to java as java.io.tmpdir as FengYu does.
+    Raises MissingArtifact when the runtime's file is missing, WorkerLaunchError
+    for anything else that cannot start."""
     if override:
-        argv = shlex.split(override) if isinstance(override, str) else list(override)
-        return tuple(argv)
-    if (root / JAR).is_file():
-        java = shutil.which("java")
-        if java is None:
-            raise WorkerLaunchError(f"{root / JAR} needs java, which is not on PATH")
-        return (java, "-jar", str(JAR))
-    executable = root / EXECUTABLE
-    if executable.is_file():
-        if not os.access(executable, os.X_OK):
-            raise WorkerLaunchError(f"{executable} is not executable (chmod +x it)")
-        return (str(executable),)
-    raise WorkerLaunchError(
-        f"no worker in {root}: expected {JAR}, an executable {EXECUTABLE}, or --worker-cmd"
+        return tuple(shlex.split(override) if isinstance(override, str) else override)
+    try:
+        launch = fengyu_launch(manifest, os.environ)
+    except UnsupportedRuntime as exc:
+        raise WorkerLaunchError(str(exc)) from None
+    artifact = root / launch.artifact
+    if artifact.is_file():
+        if launch.runtime == "java":
+            java = shutil.which("java")
+            if java is None:
+                raise WorkerLaunchError(f"{artifact} needs java, which is not on PATH")
+            tmpdir = (f"-Djava.io.tmpdir={tmp}",) if tmp is not None else ()
+            return (java, *tmpdir, *launch.argv[1:])
+        if launch.runtime == "go":
+            return (str(_executable(artifact, scratch)),)
+        return launch.argv
+    legacy = root / EXECUTABLE
+    if not launch.declared and legacy.is_file():
+        if not os.access(legacy, os.X_OK):
+            raise WorkerLaunchError(f"{legacy} is not executable (chmod +x it)")
+        return (str(legacy),)
+    raise MissingArtifact(
+        f"FengYu runs {launch.describe()}, but {launch.artifact} is not in the package",
+        " ".join(launch.argv),
+    )
+
+
+def _executable(artifact: Path, scratch: Path | None) -> Path:
+    """The go worker itself when it may be executed, else a copy with the bit set."""
+    if os.access(artifact, os.X_OK):
+        return artifact
+    if scratch is None:
+        raise WorkerLaunchError(f"{artifact} is not executable (chmod +x it)")
+    scratch.mkdir(parents=True, exist_ok=True)
+    copy = scratch / artifact.name
+    shutil.copyfile(artifact, copy)
+    copy.chmod(0o755)
+    return copy
+
+
+def manifest_spec(
+    plugin_id: str,
+    root: Path,
+    manifest: Mapping[str, Any],
+    data_dir: Path,
+    *,
+    override: str | Sequence[str] | None = None,
+    scratch: Path | None = None,
+    **options: Any,
+) -> WorkerSpec:
+    """The spec of a FengYu package's worker, as the kit and the host both start it: the
+    launch of worker_command, the runtime and protocol version the handshake checks, and
+    options (log level, environment, HOME) passed on to WorkerSpec."""
+    try:
+        launch = fengyu_launch(manifest, os.environ)
+    except UnsupportedRuntime as exc:
+        raise WorkerLaunchError(str(exc)) from None
+    argv = worker_command(root, manifest, override, scratch=scratch, tmp=data_dir / "tmp")
+    version = manifest.get("version")
+    return WorkerSpec(
+        plugin_id=plugin_id,
+        root=root,
+        argv=argv,
+        data_dir=data_dir,
+        runtime=launch.runtime,
+        protocol_version=launch.protocol_version,
+        plugin_version=version if isinstance(version, str) else "",
+        **options,
     )

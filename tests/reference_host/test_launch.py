@@ -3,12 +3,20 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from reference_host.process import WorkerLaunchError, WorkerSpec, effective_timeout, worker_command
+from reference_host.process import (
+    WorkerLaunchError,
+    WorkerSpec,
+    effective_timeout,
+    manifest_spec,
+    worker_command,
+)
+from reference_host.process.launch import MissingArtifact
 
 
 def make_worker(root: Path, mode: int = 0o755) -> Path:
@@ -19,9 +27,19 @@ def make_worker(root: Path, mode: int = 0o755) -> Path:
     return worker
 
 
+LEGACY: dict[str, object] = {"schemaVersion": 2}
+
+
+def runtime(name: str, version: int | None = 4) -> dict[str, object]:
+    backend: dict[str, object] = {"runtime": name}
+    if version is not None:
+        backend["protocolVersion"] = version
+    return {"schemaVersion": 2, "version": "1.2.3", "backend": backend}
+
+
 def test_override_wins(tmp_path: Path) -> None:
     make_worker(tmp_path)
-    assert worker_command(tmp_path, "python3 -m my_worker --x 'a b'") == (
+    assert worker_command(tmp_path, LEGACY, "python3 -m my_worker --x 'a b'") == (
         "python3",
         "-m",
         "my_worker",
@@ -34,7 +52,13 @@ def test_jar_before_executable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     make_worker(tmp_path)
     (tmp_path / "backend" / "worker.jar").write_bytes(b"PK")
     monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/java" if name == "java" else None)
-    assert worker_command(tmp_path) == ("/usr/bin/java", "-jar", "backend/worker.jar")
+    assert worker_command(tmp_path, LEGACY, tmp=tmp_path / "tmp") == (
+        "/usr/bin/java",
+        f"-Djava.io.tmpdir={tmp_path / 'tmp'}",
+        "-Djava.awt.headless=true",
+        "-jar",
+        "backend/worker.jar",
+    )
 
 
 def test_jar_without_java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,23 +66,71 @@ def test_jar_without_java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     (tmp_path / "backend" / "worker.jar").write_bytes(b"PK")
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(WorkerLaunchError, match="needs java"):
-        worker_command(tmp_path)
+        worker_command(tmp_path, LEGACY)
 
 
-def test_executable(tmp_path: Path) -> None:
+def test_legacy_executable(tmp_path: Path) -> None:
     worker = make_worker(tmp_path)
-    assert worker_command(tmp_path) == (str(worker),)
+    assert worker_command(tmp_path, LEGACY) == (str(worker),)
 
 
-def test_not_executable(tmp_path: Path) -> None:
+def test_legacy_not_executable(tmp_path: Path) -> None:
     make_worker(tmp_path, 0o644)
     with pytest.raises(WorkerLaunchError, match="chmod"):
-        worker_command(tmp_path)
+        worker_command(tmp_path, LEGACY)
 
 
-def test_no_worker(tmp_path: Path) -> None:
-    with pytest.raises(WorkerLaunchError, match="no worker in"):
-        worker_command(tmp_path)
+def test_no_worker_says_what_fengyu_runs(tmp_path: Path) -> None:
+    with pytest.raises(MissingArtifact, match=r"java -Djava\.awt\.headless=true -jar") as caught:
+        worker_command(tmp_path, LEGACY)
+    assert "no backend.runtime, so java" in caught.value.message
+
+
+def test_python_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "backend").mkdir()
+    (tmp_path / "backend" / "worker.py").write_text("")
+    monkeypatch.delenv("FENGYU_PYTHON", raising=False)
+    assert worker_command(tmp_path, runtime("python")) == ("python3", "-u", "backend/worker.py")
+    monkeypatch.setenv("FENGYU_PYTHON", "/opt/py/bin/python3.12")
+    assert worker_command(tmp_path, runtime("python"))[0] == "/opt/py/bin/python3.12"
+
+
+def test_declared_runtime_has_no_legacy_fallback(tmp_path: Path) -> None:
+    """An executable backend/worker does not stand in for a declared runtime's file."""
+    make_worker(tmp_path)
+    with pytest.raises(MissingArtifact, match=r"backend/worker.py is not in the package"):
+        worker_command(tmp_path, runtime("python"))
+
+
+def test_go_worker_without_its_bit_runs_from_a_copy(tmp_path: Path) -> None:
+    """FengYu sets the executable bit itself; the kit and host set it on a copy of their
+    own, never on the author's file."""
+    worker = make_worker(tmp_path, 0o644)
+    scratch = tmp_path / "scratch"
+    (command,) = worker_command(tmp_path, runtime("go"), scratch=scratch)
+    assert Path(command) == scratch / "worker" and os.access(command, os.X_OK)
+    assert worker.stat().st_mode & 0o777 == 0o644
+
+
+def test_go_worker_with_its_bit_runs_in_place(tmp_path: Path) -> None:
+    worker = make_worker(tmp_path)
+    assert worker_command(tmp_path, runtime("go"), scratch=tmp_path / "s") == (str(worker),)
+
+
+def test_unknown_runtime(tmp_path: Path) -> None:
+    with pytest.raises(WorkerLaunchError, match="'node' is not one FengYu runs"):
+        worker_command(tmp_path, runtime("node"))
+
+
+def test_manifest_spec_carries_the_handshake_facts(tmp_path: Path) -> None:
+    (tmp_path / "backend").mkdir()
+    (tmp_path / "backend" / "worker.py").write_text("")
+    spec = manifest_spec("a.b", tmp_path, runtime("python", 1), tmp_path / "data")
+    assert (spec.runtime, spec.protocol_version, spec.plugin_version) == ("python", 1, "1.2.3")
+    (tmp_path / "legacy").mkdir()
+    legacy = make_worker(tmp_path / "legacy")
+    spec = manifest_spec("a.b", tmp_path / "legacy", LEGACY, tmp_path / "data")
+    assert (spec.runtime, spec.protocol_version, spec.argv) == ("java", None, (str(legacy),))
 
 
 def test_shell_command_is_a_reproduction(tmp_path: Path) -> None:
