@@ -4,37 +4,12 @@ spec: fengyu-worker.md#framing-on-stdin-and-stdout)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
-MAX_FRAME_BYTES = 16 * 1024 * 1024
+# The SDK a plugin vendors reads its stdin with the same frames and the same cap.
+from fengyu_worker import MAX_FRAME_BYTES, Frame, read_frames
 
-
-@dataclass(frozen=True)
-class Frame:
-    """One line without its terminator; `oversize` frames were discarded unread."""
-
-    data: bytes
-    oversize: bool = False
-
-
-def read_frames(stream: BinaryIO, limit: int = MAX_FRAME_BYTES) -> Iterator[Frame]:
-    """Yield each line of stream until EOF; a trailing \\r is tolerated.
-
-    A line longer than limit is not held in memory: it is skipped up to its newline and
-    reported as an oversize frame, so one bad frame cannot take the process down.
-    """
-    while True:
-        line = stream.readline(limit + 1)
-        if not line:
-            return
-        if len(line) > limit and not line.endswith(b"\n"):
-            while line and not line.endswith(b"\n"):
-                line = stream.readline(limit + 1)
-            yield Frame(b"", oversize=True)
-            continue
-        yield Frame(line.rstrip(b"\n").removesuffix(b"\r"))
+__all__ = ["MAX_FRAME_BYTES", "Frame", "decode_line", "read_frames"]
 
 
 def decode_line(raw: bytes) -> tuple[str, dict[str, Any] | None]:

@@ -1,4 +1,6 @@
-"""The Python worker SDK: write a FengYu worker as a few decorated functions.
+"""The Python worker SDK, as the project's own code imports it: the vendorable module
+`fengyu_worker` (one file a plugin copies into its backend/) is the one source; this package
+keeps the older import path working and adds background jobs (jobs.py).
 
 from reference_host.worker import Worker
 
@@ -12,7 +14,6 @@ if __name__ == "__main__":
     worker.run()
 """
 
-from reference_host.worker.errors import RpcError
-from reference_host.worker.runtime import Context, Worker
+from fengyu_worker import Context, RpcError, Worker
 
 __all__ = ["Context", "RpcError", "Worker"]

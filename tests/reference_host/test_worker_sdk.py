@@ -89,9 +89,9 @@ def test_ids_are_echoed(worker: Worker, rid: object) -> None:
         (req("double", [1]), -32602, "1"),
         (req("double"), -32602, "1"),
         (req("fail"), 4001, "1"),
-        (req("boom"), -32000, "1"),
-        (req("unserialisable"), -32000, "1"),
-        (req("not_a_number"), -32000, "1"),
+        (req("boom"), -32603, "1"),
+        (req("unserialisable"), -32603, "1"),
+        (req("not_a_number"), -32603, "1"),
     ],
 )
 def test_errors(worker: Worker, message: object, code: int, rid: object) -> None:
@@ -107,14 +107,59 @@ def test_structured_error_data(worker: Worker) -> None:
     assert invalid is not None and invalid["error"]["data"][0]["pointer"] == "/x"
 
 
+def test_an_uncaught_exception_is_an_internal_error_naming_its_type(worker: Worker) -> None:
+    """FengYu's Python SDK: -32603, data.code INTERNAL_ERROR, and no exception text (which
+    may hold a path or a secret) on the wire."""
+    reply = call(worker, req("boom"))
+    assert reply is not None
+    assert reply["error"] == {
+        "code": -32603,
+        "message": "handler failed: ValueError",
+        "data": {"code": "INTERNAL_ERROR"},
+    }
+
+
+def test_an_unknown_method_names_its_data_code(worker: Worker) -> None:
+    reply = call(worker, req("nope"))
+    assert reply is not None
+    assert (reply["error"]["code"], reply["error"]["data"]) == (
+        -32601,
+        {"code": "METHOD_NOT_FOUND"},
+    )
+
+
+def test_a_string_code_is_fengyus_data_code() -> None:
+    worker = Worker()
+
+    @worker.method("find")
+    def find(params, ctx):
+        raise RpcError("NOT_FOUND", "no such row", {"row": 3})
+
+    reply = call(worker, req("find"))
+    assert reply is not None
+    assert reply["error"] == {
+        "code": -32000,
+        "message": "no such row",
+        "data": {"row": 3, "code": "NOT_FOUND"},
+    }
+
+
 @pytest.mark.parametrize("method", ["double", "nope", "boom", "$/fengyu/logging/setLevel"])
 def test_notifications_get_no_reply(worker: Worker, method: str) -> None:
     assert call(worker, {"jsonrpc": "2.0", "method": method, "params": {"level": "DEBUG"}}) is None
 
 
-def test_reserved_names_cannot_be_registered() -> None:
+@pytest.mark.parametrize(
+    "name", ["$/fengyu/logging/setLevel", "$/fengyu/initialize", "$/cancelRequest", "rpc.x", ""]
+)
+def test_reserved_names_cannot_be_registered(name: str) -> None:
     with pytest.raises(ValueError, match="reserved"):
-        Worker().method("$/fengyu/logging/setLevel")
+        Worker().method(name)
+
+
+def test_a_method_has_one_handler(worker: Worker) -> None:
+    with pytest.raises(ValueError, match="already has a handler"):
+        worker.method("double")
 
 
 def test_frames_tolerate_crlf_and_skip_oversize() -> None:
@@ -150,9 +195,11 @@ def test_run_loop_over_stdio(tmp_path: Path) -> None:
         text=True,
         timeout=30,
     )
-    replies = [json.loads(line) for line in done.stdout.splitlines()]
-    assert replies[0]["result"] == {"a": 1}
-    assert replies[1]["error"]["code"] == -32700
+    replies = {
+        reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())
+    }  # handlers run off the reading thread: answers may come in any order
+    assert replies["1"]["result"] == {"a": 1}
+    assert replies[None]["error"]["code"] == -32700
     assert len(replies) == 2
     assert "to stderr, not stdout" in done.stderr
     assert done.returncode == 0

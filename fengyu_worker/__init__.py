@@ -1,0 +1,984 @@
+"""fengyu_worker: a FengYu plugin worker in Python, as a few decorated functions.
+
+One file, standard library only (Python 3.11+), so a plugin copies it into `backend/` and runs
+in FengYu (`python3 -u backend/worker.py`) with nothing else installed
+(spec: fengyu-worker.md#the-python-worker-sdk).
+
+    import sys
+    from pathlib import Path
+
+    sys.dont_write_bytecode = True  # FengYu checks the package digest at every start
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fengyu_worker import Context, Worker
+
+    worker = Worker.from_manifest(__file__)
+
+    @worker.method("render")
+    def render(params, ctx):
+        return {"success": True, "summary": "rendered", "html": to_html(params["markdown"])}
+
+    if __name__ == "__main__":
+        raise SystemExit(worker.run())
+
+What it does for the plugin: answers the `$/fengyu/initialize` handshake (protocol 1 or 4,
+echoing the one asked for), validates params against the method's inputSchema before the
+handler runs (the manifest's schema subset, `nullable` included; a null standing for an
+omitted optional property is dropped), runs handlers off the reading thread so
+`$/cancelRequest` is answered at once, hands each handler its locale (`_fengyu.locale`), writes
+logging records as `@fengyu-log:` lines on stderr, keeps stdout for protocol frames, never
+answers a notification, and returns when stdin reaches its end.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
+
+__version__ = "0.1.0"
+__all__ = [
+    "MAX_FRAME_BYTES",
+    "PROTOCOL_VERSIONS",
+    "Context",
+    "Frame",
+    "RpcError",
+    "Schema",
+    "SchemaError",
+    "Worker",
+    "read_frames",
+    "to_json_schema",
+]
+
+RUNTIME = "python"
+PROTOCOL_VERSIONS = (1, 4)  # handshake 1 (FengYu 4.0) is wire-identical to 4
+CAPABILITIES = ("cancellation", "locale", "structuredLogs")
+DEFAULT_LOCALE = "en"
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+EOF_GRACE_SECONDS = 3.0  # calls still running at EOF may finish and answer within this
+
+INITIALIZE = "$/fengyu/initialize"
+SET_LEVEL = "$/fengyu/logging/setLevel"
+CANCEL = "$/cancelRequest"
+LOG_PREFIX = "@fengyu-log:"
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+HANDLER_ERROR = -32000
+
+LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "WARN": 30, "WARNING": 30, "ERROR": 40, "OFF": 100}
+_MISSING: Any = object()
+
+Handler = Callable[[dict[str, Any], "Context"], Any]
+
+
+# --- frames ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One line without its terminator; `oversize` frames were discarded unread."""
+
+    data: bytes
+    oversize: bool = False
+
+
+def read_frames(stream: BinaryIO, limit: int = MAX_FRAME_BYTES) -> Iterator[Frame]:
+    """Yield each line of stream until EOF; a trailing \\r is tolerated.
+
+    A line longer than limit is not held in memory: it is skipped up to its newline and
+    reported as an oversize frame, so one bad frame cannot take the process down.
+    """
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = stream.readline(limit + 1)
+            yield Frame(b"", oversize=True)
+            continue
+        yield Frame(line.rstrip(b"\n").removesuffix(b"\r"))
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+class RpcError(Exception):
+    """Raise from a handler to answer with this JSON-RPC error; the worker stays up.
+
+    code is the JSON-RPC code, or a string such as "NOT_FOUND": FengYu's hosts map an
+    error by its `data.code`, so a string code answers -32000 with that `data.code`.
+    """
+
+    def __init__(self, code: int | str, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        if isinstance(code, str):
+            extra = data if isinstance(data, dict) else {}
+            code, data = HANDLER_ERROR, {**extra, "code": code}
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+def _coded(code: int, data_code: str, message: str) -> RpcError:
+    return RpcError(code, message, {"code": data_code})
+
+
+def cancelled_error() -> RpcError:
+    """The answer to a cancelled call, which FengYu's host maps to a cancellation."""
+    return _coded(HANDLER_ERROR, "CANCELLED", "call cancelled")
+
+
+# --- schemas --------------------------------------------------------------------------------
+
+
+def to_json_schema(schema: Any) -> Any:
+    """The manifest subset's schema as standard JSON Schema: `nullable: true` admits null.
+
+    The one reading of `nullable` (spec: fengyu-manifest.md#method-schemas): the subset says
+    it OpenAPI style, JSON Schema with a type list or a null enum value. Only the places the
+    subset nests schemas are walked (properties, items), so enum values or property names
+    that happen to be called "nullable" are left alone.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    result = {key: value for key, value in schema.items() if key != "nullable"}
+    if isinstance(schema.get("properties"), dict):
+        result["properties"] = {
+            name: to_json_schema(sub) for name, sub in schema["properties"].items()
+        }
+    if "items" in schema:
+        result["items"] = to_json_schema(schema["items"])
+    if schema.get("nullable") is True:
+        if isinstance(result.get("type"), str):
+            result["type"] = [result["type"], "null"]
+        if isinstance(result.get("enum"), list) and None not in result["enum"]:
+            result["enum"] = [*result["enum"], None]
+    return result
+
+
+class SchemaError(Exception):
+    """The schema itself cannot be evaluated (a keyword holding the wrong kind of value, a
+    keyword this validator does not check, a $ref that leads nowhere)."""
+
+
+# Assertions of JSON Schema 2020-12 this validator does not evaluate: a schema using one is
+# refused rather than half checked. The manifest subset (FY-MAN-011) uses none of them.
+_UNCHECKED = frozenset(
+    {"patternProperties", "dependentRequired", "dependentSchemas", "dependencies", "if"}
+    | {"then", "else", "contains", "minContains", "maxContains", "prefixItems"}
+    | {"unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"}
+)
+_TYPES: dict[str, Callable[[Any], bool]] = {
+    "null": lambda v: v is None,
+    "boolean": lambda v: isinstance(v, bool),
+    "string": lambda v: isinstance(v, str),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool))
+        or (isinstance(v, float) and v.is_integer())
+    ),
+}
+_MAX_REF_HOPS = 64
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """One way an instance fails its schema: where (JSON pointer parts) and why."""
+
+    path: tuple[str | int, ...]
+    message: str
+
+    @property
+    def pointer(self) -> str:
+        return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in self.path)
+
+
+class Schema:
+    """A validator of standard JSON Schema (run to_json_schema first) for what a method's
+    params need: the manifest subset (type, enum, properties, required, items, minimum,
+    maximum, boolean additionalProperties), plus const, type lists, string, array and object
+    bounds, pattern, multipleOf, allOf/anyOf/oneOf/not and local $refs, so a schema given in
+    code may say a little more. Messages read like python-jsonschema's."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+
+    def errors(self, instance: Any, schema: Any = _MISSING) -> list[Invalid]:
+        """Every failure, in document order; raises SchemaError if it cannot tell."""
+        found: list[Invalid] = []
+        try:
+            self._walk(self.root if schema is _MISSING else schema, instance, (), found, 0)
+        except RecursionError:
+            raise SchemaError("the schema nests too deeply to evaluate") from None
+        return found
+
+    def is_valid(self, instance: Any, schema: Any = _MISSING) -> bool:
+        return not self.errors(instance, schema)
+
+    def _walk(
+        self, schema: Any, value: Any, path: tuple[str | int, ...], out: list[Invalid], hops: int
+    ) -> None:
+        if schema is True:
+            return
+        if schema is False:
+            out.append(Invalid(path, f"False schema does not allow {value!r}"))
+            return
+        if not isinstance(schema, dict):
+            raise SchemaError(f"a schema must be an object or a boolean, not {schema!r:.60}")
+        unchecked = _UNCHECKED.intersection(schema)
+        if unchecked:
+            raise SchemaError(f"{sorted(unchecked)[0]} is not checked by this validator")
+        if "$ref" in schema:
+            if hops >= _MAX_REF_HOPS:
+                raise SchemaError("$ref leads round in a circle")
+            self._walk(self._resolve(schema["$ref"]), value, path, out, hops + 1)
+        for keyword, rule in _RULES.items():
+            if keyword in schema:
+                rule(self, schema, schema[keyword], value, path, out)
+
+    def _resolve(self, ref: Any) -> Any:
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            raise SchemaError(f"only local $refs (#/...) are resolved, not {ref!r:.60}")
+        target = self.root
+        for part in ref[1:].split("/")[1:]:
+            key = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and key in target:
+                target = target[key]
+            elif isinstance(target, list) and key.isdigit() and int(key) < len(target):
+                target = target[int(key)]
+            else:
+                raise SchemaError(f"$ref {ref!r:.60} points at nothing")
+        return target
+
+    def _sub(self, schema: Any, value: Any, path: tuple[str | int, ...]) -> list[Invalid]:
+        found: list[Invalid] = []
+        self._walk(schema, value, path, found, 0)
+        return found
+
+
+Rule = Callable[[Schema, dict[str, Any], Any, Any, tuple[str | int, ...], list[Invalid]], None]
+
+
+def _need(ok: bool, keyword: str, given: Any) -> None:
+    if not ok:
+        raise SchemaError(f"{keyword} cannot be {given!r:.60}")
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: true is not 1, 1 is 1.0, objects and arrays compare by content."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if _number(a) and _number(b):
+        return bool(a == b)
+    return type(a) is type(b) and bool(a == b)
+
+
+def _type(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
+    names = [given] if isinstance(given, str) else given
+    _need(
+        isinstance(names, list) and all(isinstance(n, str) and n in _TYPES for n in names),
+        "type",
+        given,
+    )
+    if not any(_TYPES[n](value) for n in names):
+        out.append(Invalid(path, f"{value!r} is not of type {', '.join(map(repr, names))}"))
+
+
+def _enum(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
+    _need(isinstance(given, list), "enum", given)
+    if not any(_same(value, choice) for choice in given):
+        out.append(Invalid(path, f"{value!r} is not one of {given!r}"))
+
+
+def _const(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
+    if not _same(value, given):
+        out.append(Invalid(path, f"{given!r} was expected"))
+
+
+def _properties(
+    s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
+) -> None:
+    _need(isinstance(given, dict), "properties", given)
+    if isinstance(value, dict):
+        for name, sub in given.items():
+            if name in value:
+                s._walk(sub, value[name], (*path, name), out, 0)
+
+
+def _required(
+    s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
+) -> None:
+    _need(isinstance(given, list) and all(isinstance(n, str) for n in given), "required", given)
+    if isinstance(value, dict):
+        out.extend(Invalid(path, f"{n!r} is a required property") for n in given if n not in value)
+
+
+def _additional(
+    s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
+) -> None:
+    declared = schema.get("properties", {})
+    _need(isinstance(declared, dict), "properties", declared)
+    if not isinstance(value, dict):
+        return
+    extras = [name for name in value if name not in declared]
+    if given is False and extras:
+        verb = "was" if len(extras) == 1 else "were"
+        listed = ", ".join(map(repr, extras))
+        out.append(
+            Invalid(path, f"Additional properties are not allowed ({listed} {verb} unexpected)")
+        )
+    elif given is not False:
+        for name in extras:
+            s._walk(given, value[name], (*path, name), out, 0)
+
+
+def _items(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
+    _need(isinstance(given, dict | bool), "items", given)
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            s._walk(given, item, (*path, index), out, 0)
+
+
+def _bound(keyword: str, fails: Callable[[Any, Any], bool], text: str) -> Rule:
+    def rule(
+        s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
+    ) -> None:
+        _need(_number(given), keyword, given)
+        if _number(value) and fails(value, given):
+            out.append(Invalid(path, f"{value!r} is {text} {given!r}"))
+
+    return rule
+
+
+def _size(keyword: str, kind: type, measure: Callable[[Any], int], text: str, low: bool) -> Rule:
+    def rule(
+        s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
+    ) -> None:
+        _need(isinstance(given, int) and not isinstance(given, bool) and given >= 0, keyword, given)
+        if isinstance(value, kind) and (measure(value) < given if low else measure(value) > given):
+            out.append(Invalid(path, f"{value!r} {text}"))
+
+    return rule
+
+
+def _pattern(
+    s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
+) -> None:
+    try:
+        compiled = re.compile(given)
+    except (re.error, TypeError):
+        raise SchemaError(f"pattern cannot be {given!r:.60}") from None
+    if isinstance(value, str) and not compiled.search(value):
+        out.append(Invalid(path, f"{value!r} does not match {given!r}"))
+
+
+def _multiple_of(
+    s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
+) -> None:
+    _need(_number(given) and given > 0, "multipleOf", given)
+    if not _number(value):
+        return
+    if isinstance(given, float) or isinstance(value, float):
+        quotient = value / given
+        failed = not (math.isfinite(quotient) and quotient == int(quotient))
+    else:
+        failed = value % given != 0
+    if failed:
+        out.append(Invalid(path, f"{value!r} is not a multiple of {given!r}"))
+
+
+def _unique(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
+    _need(isinstance(given, bool), "uniqueItems", given)
+    if (
+        given
+        and isinstance(value, list)
+        and any(_same(a, b) for i, a in enumerate(value) for b in value[i + 1 :])
+    ):
+        out.append(Invalid(path, f"{value!r} has non-unique elements"))
+
+
+def _property_names(
+    s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
+) -> None:
+    if isinstance(value, dict):
+        for name in value:
+            s._walk(given, name, path, out, 0)
+
+
+def _all_of(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
+    _need(isinstance(given, list) and bool(given), "allOf", given)
+    for sub in given:
+        s._walk(sub, value, path, out, 0)
+
+
+def _any_of(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
+    _need(isinstance(given, list) and bool(given), "anyOf", given)
+    if not any(not s._sub(sub, value, path) for sub in given):
+        out.append(Invalid(path, f"{value!r} is not valid under any of the given schemas"))
+
+
+def _one_of(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
+    _need(isinstance(given, list) and bool(given), "oneOf", given)
+    matched = sum(1 for sub in given if not s._sub(sub, value, path))
+    if matched == 0:
+        out.append(Invalid(path, f"{value!r} is not valid under any of the given schemas"))
+    elif matched > 1:
+        out.append(Invalid(path, f"{value!r} is valid under more than one of the given schemas"))
+
+
+def _not(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
+    if not s._sub(given, value, path):
+        out.append(Invalid(path, f"{value!r} should not be valid under {given!r}"))
+
+
+def _length(value: Any) -> int:
+    return len(value)
+
+
+_RULES: dict[str, Rule] = {
+    "type": _type,
+    "enum": _enum,
+    "const": _const,
+    "properties": _properties,
+    "required": _required,
+    "additionalProperties": _additional,
+    "items": _items,
+    "minimum": _bound("minimum", lambda v, b: v < b, "less than the minimum of"),
+    "maximum": _bound("maximum", lambda v, b: v > b, "greater than the maximum of"),
+    "exclusiveMinimum": _bound(
+        "exclusiveMinimum", lambda v, b: v <= b, "less than or equal to the minimum of"
+    ),
+    "exclusiveMaximum": _bound(
+        "exclusiveMaximum", lambda v, b: v >= b, "greater than or equal to the maximum of"
+    ),
+    "minLength": _size("minLength", str, _length, "is too short", low=True),
+    "maxLength": _size("maxLength", str, _length, "is too long", low=False),
+    "minItems": _size("minItems", list, _length, "is too short", low=True),
+    "maxItems": _size("maxItems", list, _length, "is too long", low=False),
+    "minProperties": _size(
+        "minProperties", dict, _length, "does not have enough properties", low=True
+    ),
+    "maxProperties": _size("maxProperties", dict, _length, "has too many properties", low=False),
+    "pattern": _pattern,
+    "multipleOf": _multiple_of,
+    "uniqueItems": _unique,
+    "propertyNames": _property_names,
+    "allOf": _all_of,
+    "anyOf": _any_of,
+    "oneOf": _one_of,
+    "not": _not,
+}
+
+
+@dataclass(frozen=True)
+class Nulls:
+    """Where in a method's params a null stands for an omitted property (spec:
+    providers.md#what-providers-send, FY-PROV-004).
+
+    OpenAI's strict mode makes every property required and lets the model send null for one it
+    would leave out, so a worker that validated such a null against `{"type": "string"}` would
+    refuse every call that leaves an optional parameter unset. The decision: null stands for
+    omitted whenever the property is optional and its own schema does not admit null. Such
+    nulls are dropped before the params are validated, and the handler never sees them.
+    """
+
+    dropped: frozenset[str]  # optional properties of this object whose schema refuses null
+    properties: dict[str, Nulls]  # properties whose values hold such places further down
+    items: Nulls | None  # array items that hold them
+
+    @classmethod
+    def of(cls, schema: Any, validator: Schema) -> Nulls | None:
+        """The places of schema (its objects' properties and arrays' items); None if none."""
+        if not isinstance(schema, dict):
+            return None
+        declared = schema.get("properties")
+        properties = declared if isinstance(declared, dict) else {}
+        listed = schema.get("required")
+        # Only names count: a required that holds anything else is the validator's to refuse.
+        required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
+        dropped = frozenset(
+            name
+            for name, sub in properties.items()
+            if name not in required and not _admits_null(validator, sub)
+        )
+        inner = {
+            name: nulls
+            for name, sub in properties.items()
+            if (nulls := cls.of(sub, validator)) is not None
+        }
+        items = cls.of(schema.get("items"), validator)
+        return cls(dropped, inner, items) if dropped or inner or items else None
+
+    def drop(self, value: Any) -> Any:
+        """value without the nulls that stand for omitted properties (a new value: the
+        request's own objects are left as they are)."""
+        if isinstance(value, dict):
+            return {
+                key: self.properties[key].drop(item) if key in self.properties else item
+                for key, item in value.items()
+                if not (item is None and key in self.dropped)
+            }
+        if isinstance(value, list) and self.items is not None:
+            return [self.items.drop(item) for item in value]
+        return value
+
+
+def _admits_null(validator: Schema, schema: Any) -> bool:
+    """Whether null is valid against one subschema ($refs resolve against the whole schema);
+    a subschema that cannot be evaluated keeps its nulls, to be judged when a call comes."""
+    try:
+        return validator.is_valid(None, schema)
+    except SchemaError:
+        return True
+
+
+# --- the handler's view ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a handler may want besides its params: who called, in which language, and
+    whether the host has cancelled the call (a long handler checks between steps)."""
+
+    request_id: Any
+    method: str
+    plugin_id: str
+    plugin_root: Path
+    log: logging.Logger
+    locale: str = DEFAULT_LOCALE
+    _cancel: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+
+    @property
+    def call_id(self) -> Any:
+        """The JSON-RPC id, which FengYu keeps stable across a flow step's retries."""
+        return self.request_id
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the host cancelled the call; its answer has then already been sent."""
+        return self._cancel.is_set()
+
+    def check_cancelled(self) -> None:
+        """Raise the cancellation error if the host cancelled the call."""
+        if self._cancel.is_set():
+            raise cancelled_error()
+
+
+@dataclass(frozen=True)
+class Method:
+    handler: Handler
+    schema: Schema | None
+    nulls: Nulls | None = None
+
+
+@dataclass
+class _Call:
+    """One admitted request on its way to its handler."""
+
+    request_id: Any  # _MISSING for a notification
+    name: str
+    method: Method
+    params: dict[str, Any]
+    context: Context
+    answered: bool = False
+
+
+# --- the worker -----------------------------------------------------------------------------
+
+
+class Worker:
+    """A registry of methods and the loop that serves them over stdio."""
+
+    def __init__(self, schemas: dict[str, Any] | None = None) -> None:
+        self._schemas = schemas or {}
+        self._methods: dict[str, Method] = {}
+        self.log = logging.getLogger("worker")
+        self._out: BinaryIO | None = None
+        self._write_lock = threading.Lock()
+        self._pending_lock = threading.Lock()
+        self._pending: dict[bytes, _Call] = {}
+        self._running: list[tuple[threading.Thread, _Call]] = []
+
+    @classmethod
+    def from_manifest(cls, anchor: str | Path) -> Worker:
+        """A worker whose methods validate params against the manifest's rpc.methods schemas.
+
+        anchor is any path inside the plugin (usually __file__); the nearest manifest.json
+        above it is used, so schemas are declared once, in the manifest.
+        """
+        for folder in Path(anchor).resolve().parents:
+            manifest = folder / "manifest.json"
+            if manifest.is_file():
+                data = json.loads(manifest.read_text(encoding="utf-8"))
+                methods = (data.get("rpc") or {}).get("methods") or {}
+                return cls({name: m.get("inputSchema") for name, m in methods.items()})
+        raise FileNotFoundError(f"no manifest.json above {anchor}")
+
+    def method(self, name: str, input_schema: Any = None) -> Callable[[Handler], Handler]:
+        """Register a handler; params are validated against input_schema (or the manifest's)."""
+        if not name or name.startswith(("$/", "rpc.")):
+            raise ValueError(f"{name!r} is reserved for the protocol")
+        if name in self._methods:
+            raise ValueError(f"{name!r} already has a handler")
+        schema = to_json_schema(
+            input_schema if input_schema is not None else self._schemas.get(name)
+        )
+        validator = Schema(schema) if schema else None
+        nulls = Nulls.of(schema, validator) if validator is not None else None
+
+        def register(handler: Handler) -> Handler:
+            self._methods[name] = Method(handler, validator, nulls)
+            return handler
+
+        return register
+
+    # -- the loop --
+
+    def run(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
+        """Serve until stdin reaches EOF; returns the process exit code (0).
+
+        Each call runs on a thread of its own, so the loop keeps reading: a cancellation or
+        a second call is seen while a handler works. At EOF, calls still running get
+        EOF_GRACE_SECONDS to answer; then the loop returns (their threads are daemons).
+        """
+        stdin = stdin or sys.stdin.buffer
+        self._out = stdout or sys.stdout.buffer
+        install_logging(sys.stderr)
+        saved, sys.stdout = sys.stdout, sys.stderr
+        try:
+            for frame in read_frames(stdin):
+                if frame.oversize:
+                    too_big = _coded(INVALID_REQUEST, "INVALID_REQUEST", "frame exceeds 16 MiB")
+                    self._send(_error_frame(None, too_big))
+                elif frame.data and not frame.data.isspace():
+                    outcome = self._admit(frame.data)
+                    if isinstance(outcome, _Call):
+                        self._start(outcome)
+                    elif outcome is not None:
+                        self._send(outcome)
+            self._drain(EOF_GRACE_SECONDS)
+        finally:
+            sys.stdout = saved
+        return 0
+
+    def handle(self, frame: bytes) -> dict[str, Any] | None:
+        """The response to one frame as an object, or None for a notification."""
+        reply = self.respond(frame)
+        return None if reply is None else json.loads(reply)
+
+    def respond(self, frame: bytes) -> bytes | None:
+        """The response to one frame as the bytes to send, or None for a notification; the
+        handler runs on the calling thread."""
+        outcome = self._admit(frame)
+        return self._complete(outcome) if isinstance(outcome, _Call) else outcome
+
+    def _send(self, frame: bytes) -> None:
+        """One frame and its newline (two writes: a big frame is not copied to append it)."""
+        out = self._out
+        if out is None:
+            return
+        with self._write_lock:
+            out.write(frame)
+            out.write(b"\n")
+            out.flush()
+
+    def _start(self, call: _Call) -> None:
+        if call.request_id is not _MISSING:
+            key = _encode(call.request_id)
+            with self._pending_lock:
+                older = self._pending.get(key)
+                if older is not None:  # the same id again: the newer call replaces the older
+                    older.answered = True
+                    older.context._cancel.set()
+                self._pending[key] = call
+        thread = threading.Thread(
+            target=self._serve, args=(call,), name=f"call-{call.name}", daemon=True
+        )
+        self._running = [(t, c) for t, c in self._running if t.is_alive()]
+        self._running.append((thread, call))
+        thread.start()
+
+    def _serve(self, call: _Call) -> None:
+        reply = self._complete(call)
+        if call.request_id is _MISSING:
+            return
+        key = _encode(call.request_id)
+        with self._pending_lock:
+            if call.answered:
+                return
+            call.answered = True
+            if self._pending.get(key) is call:
+                del self._pending[key]
+        if reply is not None:
+            self._send(reply)
+
+    def _cancel(self, params: Any) -> None:
+        """$/cancelRequest: answer the pending call with CANCELLED now, and tell its handler."""
+        if not isinstance(params, dict) or not _valid_id(params.get("id", _MISSING)):
+            return
+        key = _encode(params["id"])
+        with self._pending_lock:
+            call = self._pending.pop(key, None)
+            if call is None or call.answered:
+                return
+            call.answered = True
+            call.context._cancel.set()
+        self._send(_error_frame(call.request_id, cancelled_error()))
+
+    def _drain(self, seconds: float) -> None:
+        """Wait for the calls still owing an answer (a cancelled one owes none)."""
+        deadline = time.monotonic() + seconds
+        for thread, call in self._running:
+            if not call.answered:
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+    # -- one frame --
+
+    def _admit(self, frame: bytes) -> bytes | _Call | None:
+        """A frame's answer when no handler is needed (errors, protocol methods), else the
+        call to run: params checked, nulls dropped, context built."""
+        try:
+            request = json.loads(frame)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _error_frame(None, _coded(PARSE_ERROR, "PARSE_ERROR", f"Parse error: {exc}"))
+        except RecursionError:
+            nested = _coded(PARSE_ERROR, "PARSE_ERROR", "Parse error: nested too deeply")
+            return _error_frame(None, nested)
+        if not isinstance(request, dict):
+            invalid = _coded(INVALID_REQUEST, "INVALID_REQUEST", "Invalid Request: not an object")
+            return _error_frame(None, invalid)
+        request_id = request.get("id", _MISSING)
+        id_ok = request_id is _MISSING or _valid_id(request_id)
+        problem = _request_problem(request) if id_ok else "id must be a string, number or null"
+        if problem:
+            reply_id = request_id if id_ok and request_id is not _MISSING else None
+            invalid = _coded(INVALID_REQUEST, "INVALID_REQUEST", f"Invalid Request: {problem}")
+            return _error_frame(reply_id, invalid)
+        try:
+            return self._prepare(request, request_id)
+        except RpcError as exc:
+            return None if request_id is _MISSING else _error_frame(request_id, exc)
+
+    def _prepare(self, request: dict[str, Any], request_id: Any) -> bytes | _Call | None:
+        name = request["method"]
+        params = request.get("params", {})
+        if name == INITIALIZE:
+            return _result_frame(request_id, _initialize(params))
+        if name == SET_LEVEL:
+            return _result_frame(request_id, _set_level(params))
+        if name == CANCEL:
+            self._cancel(params)
+            return _result_frame(request_id, None)
+        method = self._methods.get(name)
+        if method is None:
+            raise _coded(METHOD_NOT_FOUND, "METHOD_NOT_FOUND", f"Method not found: {name}")
+        if not isinstance(params, dict):
+            raise _coded(
+                INVALID_PARAMS,
+                "INVALID_PARAMS",
+                "Invalid params: expected an object of named params",
+            )
+        if method.nulls is not None:
+            params = method.nulls.drop(params)
+        if method.schema is not None:
+            _validate(name, method.schema, params, self.log)
+        context = Context(
+            None if request_id is _MISSING else request_id,
+            name,
+            os.environ.get("FENGYU_PLUGIN_ID", ""),
+            Path(os.environ.get("FENGYU_PLUGIN_ROOT", ".")),
+            self.log,
+            _locale(request, params),
+        )
+        return _Call(request_id, name, method, params, context)
+
+    def _complete(self, call: _Call) -> bytes | None:
+        """Run the handler and encode its answer (None for a notification). A cancelled
+        call always fails, whatever its handler returned."""
+        try:
+            result = call.method.handler(call.params, call.context)
+            call.context.check_cancelled()
+        except RpcError as exc:
+            error = exc
+        except Exception as exc:
+            self.log.exception("handler %s failed", call.name)
+            error = _coded(
+                INTERNAL_ERROR, "INTERNAL_ERROR", f"handler failed: {type(exc).__name__}"
+            )
+        else:
+            if call.request_id is _MISSING:
+                return None
+            try:
+                return _result_frame(call.request_id, result)
+            except (TypeError, ValueError, RecursionError) as exc:
+                self.log.error("method %s returned a result that is not JSON: %s", call.name, exc)
+                error = _coded(
+                    INTERNAL_ERROR,
+                    "INTERNAL_ERROR",
+                    f"the result is not JSON: {type(exc).__name__}",
+                )
+        return None if call.request_id is _MISSING else _error_frame(call.request_id, error)
+
+
+def _validate(name: str, schema: Schema, params: dict[str, Any], log: logging.Logger) -> None:
+    try:
+        errors = schema.errors(params)
+    except SchemaError as exc:
+        log.error("the inputSchema of %s cannot be evaluated: %s", name, exc)
+        raise _coded(
+            HANDLER_ERROR, "INVALID_SCHEMA", f"the inputSchema of {name} cannot be evaluated: {exc}"
+        ) from None
+    if errors:
+        errors.sort(key=lambda e: e.pointer)
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid params: {errors[0].message}",
+            [{"pointer": e.pointer, "message": e.message} for e in errors],
+        )
+
+
+def _initialize(params: Any) -> dict[str, Any]:
+    """The handshake: echo the protocol version asked for, if this SDK speaks it."""
+    asked = params.get("protocolVersion") if isinstance(params, dict) else None
+    if type(asked) is not int or asked not in PROTOCOL_VERSIONS:
+        raise _coded(
+            INVALID_PARAMS, "PROTOCOL_MISMATCH", f"Unsupported FengYu worker protocol: {asked!r}"
+        )
+    return {
+        "protocolVersion": asked,
+        "runtime": RUNTIME,
+        "sdkVersion": __version__,
+        "capabilities": list(CAPABILITIES),
+    }
+
+
+def _locale(request: dict[str, Any], params: dict[str, Any]) -> str:
+    """The host's `_fengyu.locale`; a legacy host's `params.locale`; else English."""
+    envelope = request.get("_fengyu")
+    for value in (
+        envelope.get("locale") if isinstance(envelope, dict) else None,
+        params.get("locale"),
+    ):
+        if isinstance(value, str) and value:
+            return value
+    return DEFAULT_LOCALE
+
+
+def _request_problem(request: dict[str, Any]) -> str | None:
+    if request.get("jsonrpc") != "2.0":
+        return 'jsonrpc must be "2.0"'
+    if not isinstance(request.get("method"), str):
+        return "method must be a string"
+    if "params" in request and not isinstance(request["params"], dict | list):
+        return "params must be an object or an array"
+    return None
+
+
+def _valid_id(value: Any) -> bool:
+    return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
+
+
+def _error_frame(request_id: Any, error: RpcError) -> bytes:
+    return _encode({"jsonrpc": "2.0", "id": request_id, "error": error.to_json()})
+
+
+def _result_frame(request_id: Any, result: Any) -> bytes | None:
+    """The result serialised once, straight into the frame (a big result is neither encoded
+    twice nor copied into a reply object first); None for a notification."""
+    if request_id is _MISSING:
+        return None
+    encoded = _encode(result)
+    return b'{"jsonrpc":"2.0","id":' + _encode(request_id) + b',"result":' + encoded + b"}"
+
+
+def _encode(value: Any) -> bytes:
+    """Compact UTF-8 JSON; text that UTF-8 cannot carry (a lone surrogate) is \\u-escaped,
+    and NaN or infinities (not JSON) raise ValueError."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+# --- logs -----------------------------------------------------------------------------------
+
+
+class StructuredLogs(logging.Handler):
+    """Each record as one `@fengyu-log:{json}` stderr line, which FengYu's host files under
+    the record's level, logger and thread (a traceback goes in `throwable`)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            event = {
+                "level": host_level(record.levelno),
+                "logger": record.name,
+                "thread": record.threadName,
+                "message": record.getMessage(),
+            }
+            if record.exc_info:
+                event["throwable"] = "".join(traceback.format_exception(*record.exc_info))
+            # Handler.handle holds the handler's lock around emit: lines never interleave.
+            self.stream.write(LOG_PREFIX + json.dumps(event, ensure_ascii=False) + "\n")
+            self.stream.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def host_level(levelno: int) -> str:
+    """A Python logging level as one of the host's five names."""
+    for name, bound in (("TRACE", 5), ("DEBUG", 10), ("INFO", 20), ("WARN", 30)):
+        if levelno <= bound:
+            return name
+    return "ERROR"
+
+
+def install_logging(stream: TextIO) -> None:
+    """Route every logging record to stream as structured lines, at FENGYU_LOG_LEVEL."""
+    logging.addLevelName(LEVELS["TRACE"], "TRACE")
+    root = logging.getLogger()
+    root.handlers[:] = [StructuredLogs(stream)]
+    root.setLevel(LEVELS.get(os.environ.get("FENGYU_LOG_LEVEL", "INFO").upper(), 20))
+
+
+def _set_level(params: Any) -> dict[str, Any]:
+    """$/fengyu/logging/setLevel: the new threshold for every logger of the worker."""
+    level = params.get("level") if isinstance(params, dict) else None
+    if not isinstance(level, str) or level.upper() not in LEVELS:
+        raise _coded(INVALID_PARAMS, "INVALID_PARAMS", f"unknown log level {level!r}")
+    logging.getLogger().setLevel(LEVELS[level.upper()])
+    return {"level": level.upper()}
