@@ -16,7 +16,13 @@ from plugin_spec.tool_definition import Effect, ToolDefinition
 
 @dataclass(frozen=True)
 class ToolDecl:
-    """One aiTool: its definition for the model and what the host needs to run it."""
+    """One aiTool: its definition for the model and what the host needs to run it.
+
+    timeout is the tool's own timeoutSeconds, method_timeout its method's (precedence:
+    reference_host/process/timeouts.py). idempotent (FengYu: a write or external tool whose
+    repetition duplicates nothing, so workflows may retry it) is recorded; FengYu's retry
+    policy is not known, so nothing here retries.
+    """
 
     definition: ToolDefinition
     method: str
@@ -24,12 +30,49 @@ class ToolDecl:
     timeout: float | None
     output_schema: dict[str, Any] | None = None
     file_classes: dict[str, FileClass] = field(default_factory=dict)
+    method_timeout: float | None = None
+    idempotent: bool = False
+
+
+@dataclass(frozen=True)
+class ResourceLimits:
+    """backend.resources: what the worker's whole process tree may use (None: not set)."""
+
+    memory_mb: int | None = None
+    max_processes: int | None = None
+
+    def __bool__(self) -> bool:
+        return self.memory_mb is not None or self.max_processes is not None
 
 
 def call_timeout(manifest: dict[str, Any]) -> float | None:
     backend = manifest.get("backend")
     value = backend.get("callTimeoutSeconds") if isinstance(backend, dict) else None
-    return value if isinstance(value, int | float) else None
+    return _seconds(value)
+
+
+def resource_limits(manifest: dict[str, Any]) -> ResourceLimits:
+    """The declared backend.resources; a missing, zero or non-integer value is not set
+    (FengYu reads 0 as "no limit")."""
+    backend = manifest.get("backend")
+    resources = backend.get("resources") if isinstance(backend, dict) else None
+    if not isinstance(resources, dict):
+        return ResourceLimits()
+    return ResourceLimits(
+        _positive(resources.get("memoryMb")), _positive(resources.get("maxProcesses"))
+    )
+
+
+def _positive(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    return None
 
 
 def tool_decls(manifest: dict[str, Any]) -> list[ToolDecl]:
@@ -41,15 +84,17 @@ def tool_decls(manifest: dict[str, Any]) -> list[ToolDecl]:
         method = tool.get("method") or tool.get("name")
         source = tool if v1 else methods.get(method, {})
         input_schema = _schema(source.get("inputSchema")) or {"type": "object"}
-        timeout = tool.get("timeoutSeconds", source.get("timeoutSeconds") if not v1 else None)
+        method_timeout = None if v1 else _seconds(source.get("timeoutSeconds"))
         decls.append(
             ToolDecl(
                 definition=ToolDefinition(tool["name"], tool.get("description", ""), input_schema),
                 method=method,
                 effect=Effect.parse(tool.get("effect")),
-                timeout=timeout,
+                timeout=_seconds(tool.get("timeoutSeconds")),
                 output_schema=_schema(source.get("outputSchema")),
                 file_classes=classify_parameters(input_schema),
+                method_timeout=method_timeout,
+                idempotent=tool.get("idempotent") is True,
             )
         )
     return decls

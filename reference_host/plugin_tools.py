@@ -78,7 +78,11 @@ class WorkerToolCallback:
         try:
             output = json.dumps(
                 await self._manager.invoke(
-                    self.owner, self.decl.method, params, tool_timeout=self.decl.timeout
+                    self.owner,
+                    self.decl.method,
+                    params,
+                    tool_timeout=self.decl.timeout,
+                    method_timeout=self.decl.method_timeout,
                 ),
                 ensure_ascii=False,
             )

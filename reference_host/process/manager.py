@@ -12,9 +12,16 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from plugin_spec.fengyu_decls import ResourceLimits
 from reference_host.process.connection import WorkerConnection
 from reference_host.process.errors import WorkerLaunchError
 from reference_host.process.launch import WorkerSpec
+from reference_host.process.limits import (
+    ENFORCED,
+    LimitPolicy,
+    Overrun,
+    ResourceWatch,
+)
 from reference_host.process.record import LineageRecord
 from reference_host.process.timeouts import effective_timeout
 
@@ -22,22 +29,34 @@ from reference_host.process.timeouts import effective_timeout
 class PluginProcessManager:
     """Starts, calls and stops the workers of registered plugins."""
 
-    def __init__(self, record: LineageRecord | None = None) -> None:
+    def __init__(self, record: LineageRecord | None = None, limits: LimitPolicy = ENFORCED) -> None:
         """observers see (plugin id, method, params) of each call as dispatched, FileRefs
         already resolved: diagnostics for tests and the kit's host checks. record keeps
-        the lineage token of each worker until its processes are ended (record.py)."""
+        the lineage token of each worker until its processes are ended (record.py). limits
+        says how declared resources are watched (limits.py); overrun_observers see (plugin
+        id, overrun) of each overrun."""
         self._record = record
+        self._policy = limits
+        self._resources: dict[str, ResourceLimits] = {}
+        self.overrun_observers: list[Callable[[str, Overrun], None]] = []
         self._specs: dict[str, WorkerSpec] = {}
         self._connections: dict[str, WorkerConnection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.observers: list[Callable[[str, str, Any], None]] = []
 
-    def register(self, spec: WorkerSpec) -> None:
-        """Add or replace a plugin's worker spec; a running old worker keeps serving until
-        stopped, so an upgrade takes effect with the next start."""
+    def register(self, spec: WorkerSpec, resources: ResourceLimits | None = None) -> None:
+        """Add or replace a plugin's worker spec and its declared resources; a running old
+        worker keeps serving until stopped, so an upgrade takes effect with the next start."""
         self._specs[spec.plugin_id] = spec
+        self._resources[spec.plugin_id] = resources or ResourceLimits()
 
-    async def replace(self, plugin_id: str, spec: WorkerSpec | None, grace: float = 5.0) -> None:
+    async def replace(
+        self,
+        plugin_id: str,
+        spec: WorkerSpec | None,
+        grace: float = 5.0,
+        resources: ResourceLimits | None = None,
+    ) -> None:
         """Make spec the plugin's worker spec (None: the plugin has no worker now) and stop a
         worker started from another one.
 
@@ -50,6 +69,7 @@ class PluginProcessManager:
                 self._specs.pop(plugin_id, None)
             else:
                 self._specs[plugin_id] = spec
+            self._resources[plugin_id] = resources or ResourceLimits()
             stale = self._connections.get(plugin_id)
             if stale is not None and stale.spec != spec:
                 del self._connections[plugin_id]
@@ -69,6 +89,7 @@ class PluginProcessManager:
         *,
         tool_timeout: float | None = None,
         caller_timeout: float | None = None,
+        method_timeout: float | None = None,
     ) -> Any:
         """Call method on the plugin's worker and return its result.
 
@@ -78,7 +99,9 @@ class PluginProcessManager:
         spec = self._specs.get(plugin_id)
         if spec is None:
             raise WorkerLaunchError(f"plugin {plugin_id} has no worker")
-        timeout = effective_timeout(tool_timeout, caller_timeout, spec.call_timeout)
+        timeout = effective_timeout(
+            tool_timeout, caller_timeout, spec.call_timeout, method=method_timeout
+        )
         for observe in self.observers:
             observe(plugin_id, method, params)
         connection = await self._running(plugin_id)
@@ -116,6 +139,17 @@ class PluginProcessManager:
                 spec = self._specs.get(plugin_id)
                 if spec is None:
                     raise WorkerLaunchError(f"plugin {plugin_id} has no worker")
-                connection = await WorkerConnection.start(spec, self._record)
+                connection = await WorkerConnection.start(
+                    spec, self._record, self._watch(plugin_id)
+                )
                 self._connections[plugin_id] = connection
             return connection
+
+    def _watch(self, plugin_id: str) -> ResourceWatch:
+        """What the next start of the plugin's worker is watched for."""
+
+        def report(overrun: Overrun) -> None:
+            for observe in self.overrun_observers:
+                observe(plugin_id, overrun)
+
+        return ResourceWatch(self._resources.get(plugin_id, ResourceLimits()), self._policy, report)

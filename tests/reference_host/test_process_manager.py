@@ -10,6 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from plugin_spec.fengyu_decls import tool_decls
 from reference_host.process import (
     PluginProcessManager,
     WorkerCrashed,
@@ -18,6 +19,7 @@ from reference_host.process import (
     WorkerRpcError,
     WorkerSpec,
     WorkerTimeout,
+    effective_timeout,
 )
 
 FAKE_WORKER = Path(__file__).with_name("fake_worker.py")
@@ -68,7 +70,7 @@ async def test_call_returns_the_result(manager: PluginProcessManager) -> None:
 
 async def test_worker_environment(manager: PluginProcessManager, tmp_path: Path) -> None:
     env = await manager.invoke("fan.summer.fake", "env", {})
-    data = str(tmp_path / "data")
+    data = str(tmp_path / "data" / "tmp")
     assert env == {
         "FENGYU_PLUGIN_ID": "fan.summer.fake",
         "FENGYU_PLUGIN_ROOT": str(tmp_path),
@@ -270,5 +272,59 @@ async def test_a_notification_the_worker_does_not_take_in_time_kills_it(tmp_path
             await manager.notify("fan.summer.fake", "log", {"text": "x" * (4 * 1024 * 1024)})
         with pytest.raises(WorkerTimeout):
             await deaf
+    finally:
+        await manager.close()
+
+
+@pytest.mark.parametrize(
+    ("declared", "expected"),
+    [
+        ({"tool": 5, "method": 7, "caller": 9, "backend": 11}, 5.0),
+        ({"method": 7, "caller": 9, "backend": 11}, 7.0),
+        ({"caller": 9, "backend": 11}, 9.0),
+        ({"backend": 11}, 11.0),
+        ({}, 60.0),
+        ({"tool": 900, "method": 7}, 600.0),  # clamped to 1..600
+        ({"method": 0.2}, 1.0),
+        ({"tool": True, "method": 7}, 7.0),  # a boolean is no number of seconds
+    ],
+)
+def test_timeout_precedence(declared: dict[str, float], expected: float) -> None:
+    """The tool's timeoutSeconds, its method's, the caller's, callTimeoutSeconds, 60 s."""
+    positional = (declared.get("tool"), declared.get("caller"), declared.get("backend"))
+    assert effective_timeout(*positional, method=declared.get("method")) == expected
+
+
+def test_tool_declarations_keep_tool_and_method_timeouts_apart_and_idempotent() -> None:
+    manifest = {
+        "schemaVersion": 2,
+        "rpc": {"methods": {"save": {"timeoutSeconds": 120}, "load": {}}},
+        "aiTools": [
+            {"name": "save_doc", "method": "save", "effect": "write", "idempotent": True},
+            {"name": "save_now", "method": "save", "effect": "write", "timeoutSeconds": 10},
+            {"name": "load_doc", "method": "load", "effect": "read"},
+        ],
+    }
+    decls = {d.definition.name: d for d in tool_decls(manifest)}
+    got = {n: (d.timeout, d.method_timeout, d.idempotent) for n, d in decls.items()}
+    assert got == {
+        "save_doc": (None, 120, True),
+        "save_now": (10, 120, False),
+        "load_doc": (None, None, False),
+    }
+
+
+async def test_the_methods_timeout_applies_when_the_tool_declares_none(tmp_path: Path) -> None:
+    manager = PluginProcessManager()
+    manager.register(spec(tmp_path, call_timeout=30))
+    try:
+        with pytest.raises(WorkerTimeout, match="sleep did not answer within 1 s"):
+            await manager.invoke(
+                "fan.summer.fake", "sleep", {"seconds": 30}, method_timeout=1, caller_timeout=30
+            )
+        answer = await manager.invoke(
+            "fan.summer.fake", "sleep", {"seconds": 0.2}, tool_timeout=30, method_timeout=1
+        )
+        assert answer == 0.2  # the tool's own 30 s came first
     finally:
         await manager.close()
