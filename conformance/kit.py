@@ -215,9 +215,12 @@ class KitRun:
         return {(self.label(p), r.id) for p in self.plugins for r in self.requirements_for(p)}
 
     def skip_reason(self, plugin: Plugin, requirement: Requirement) -> str | None:
-        """Why a requirement cannot be checked at all: the plugin's files did not load."""
+        """Why a requirement cannot be checked at all: the plugin's files did not load, or a
+        code-first folder has not been built."""
         if plugin.load_error is not None and requirement.id != plugin.load_requirement:
             return f"the plugin's files did not load ({plugin.load_requirement})"
+        if isinstance(plugin, FengYuPlugin):
+            return plugin.unbuilt_reason(requirement.id)
         return None
 
     def peers(self, plugin: Plugin) -> list[Plugin]:

@@ -18,6 +18,8 @@ import pytest
 from conformance.baseline import BaselineError, ExpectedFailure, load_baseline
 from conformance.catalog import format_catalog
 from conformance.explain import UnknownRequirement, explain
+from conformance.fengyu.code_first import BUILD_ADVICE
+from conformance.fengyu.manifest import FengYuPlugin
 from conformance.findings import Finding
 from conformance.kit import (
     UNCHECKED,
@@ -246,9 +248,12 @@ class KitSession:
         return True
 
     def pytest_report_header(self) -> list[str]:
-        return [
-            f"conformance: {self.kit.label(p)} [{p.profile}] {p.root}" for p in self.kit.plugins
-        ]
+        lines = []
+        for plugin in self.kit.plugins:
+            lines.append(f"conformance: {self.kit.label(plugin)} [{plugin.profile}] {plugin.root}")
+            if isinstance(plugin, FengYuPlugin) and plugin.code_first is not None:
+                lines.append(f"  {BUILD_ADVICE}")
+        return lines
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(

@@ -7,17 +7,24 @@ from collections.abc import Iterable
 from pathlib import Path
 
 MANIFEST = "manifest.json"
+BASE_MANIFEST = "manifest.base.json"  # a code-first FengYu plugin before its build
 ERP_TOOLS = Path("metadata", "tool")
 
 
 def is_plugin_folder(path: Path) -> bool:
-    """A FengYu plugin (manifest.json) or an ERP one (metadata/tool/)."""
-    return (path / MANIFEST).exists() or (path / ERP_TOOLS).is_dir()
+    """A FengYu plugin (manifest.json, or manifest.base.json when code-first) or an ERP one
+    (metadata/tool/)."""
+    return is_fengyu_plugin(path) or (path / ERP_TOOLS).is_dir()
+
+
+def is_fengyu_plugin(path: Path) -> bool:
+    """Either authoring source makes a folder FengYu's: the kit says which one it found."""
+    return (path / MANIFEST).exists() or (path / BASE_MANIFEST).exists()
 
 
 def is_erp_plugin(path: Path) -> bool:
-    """ERP when it has metadata/tool/ and no manifest.json (which makes it FengYu)."""
-    return (path / ERP_TOOLS).is_dir() and not (path / MANIFEST).exists()
+    """ERP when it has metadata/tool/ and neither FengYu manifest (which makes it FengYu)."""
+    return (path / ERP_TOOLS).is_dir() and not is_fengyu_plugin(path)
 
 
 def expand(paths: Iterable[Path]) -> list[Path]:

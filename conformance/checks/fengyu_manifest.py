@@ -6,20 +6,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 from functools import cache
 
-from conformance.fengyu.manifest import FENGYU_V1, MANIFEST, SCHEMA_FILES, FengYuPlugin
+from conformance.fengyu.code_first import Sidecar
+from conformance.fengyu.manifest import FENGYU_V1, SCHEMA_FILES, FengYuPlugin
 from conformance.findings import Finding
 from conformance.registry import CheckContext, check
 from conformance.schema_validation import annotated_requirements, schema_uri, validate
 from plugin_spec.builtin_names import BUILTIN_TOOL_NAMES
 
 METHOD_SCHEMA = schema_uri("fengyu-manifest-v2.schema.json#/$defs/methodSchema")
+FLOW_NODES_FILE = schema_uri("fengyu-manifest-v2.schema.json#/$defs/flowNodesFile")
+LOCALE_FILE = schema_uri("fengyu-manifest-v2.schema.json#/$defs/localeOverride")
 
 
 @check("FY-MAN-001")
 def manifest_loads(ctx: CheckContext) -> Iterator[Finding]:
     error = ctx.fengyu.load_error
     if error is not None:
-        yield ctx.finding(error.message, MANIFEST, error.pointer, error.line)
+        yield ctx.finding(error.message, ctx.fengyu.source_file, error.pointer, error.line)
+    for sidecar in _sidecars(ctx.fengyu):
+        if sidecar.error is not None:
+            told = sidecar.error
+            yield ctx.finding(told.message, sidecar.display, told.pointer, told.line)
 
 
 @check("FY-MAN-002")
@@ -27,9 +34,27 @@ def no_duplicate_keys(ctx: CheckContext) -> Iterator[Finding]:
     for duplicate in ctx.fengyu.duplicates:
         yield ctx.manifest_finding(
             duplicate.pointer,
-            f"key {duplicate.key!r} appears twice in one object; parsers keep only the last value",
+            _twice(duplicate.key),
             f"remove one of the two {duplicate.key!r} keys, or rename one",
         )
+    for sidecar in _sidecars(ctx.fengyu):
+        document = sidecar.document
+        for duplicate in document.duplicates if document else ():
+            yield ctx.finding(
+                _twice(duplicate.key),
+                sidecar.display,
+                duplicate.pointer,
+                document.line_of(duplicate.pointer) if document else None,
+                f"remove one of the two {duplicate.key!r} keys, or rename one",
+            )
+
+
+def _twice(key: str) -> str:
+    return f"key {key!r} appears twice in one object; parsers keep only the last value"
+
+
+def _sidecars(plugin: FengYuPlugin) -> list[Sidecar]:
+    return plugin.code_first.sidecars if plugin.code_first is not None else []
 
 
 @cache
@@ -43,7 +68,15 @@ def schema_findings(plugin: FengYuPlugin) -> list[Finding]:
     if plugin.profile == FENGYU_V1:
         for site in plugin.schemas:
             errors += validate(site.data, METHOD_SCHEMA, at=site.pointer)
-    return [plugin.finding(e.requirement, e.pointer, e.message, e.fix) for e in errors]
+    found = [plugin.finding(e.requirement, e.pointer, e.message, e.fix) for e in errors]
+    for sidecar in _sidecars(plugin):
+        if sidecar.document is None:
+            continue
+        uri = LOCALE_FILE if sidecar.locale else FLOW_NODES_FILE
+        for e in validate(sidecar.document.data, uri):
+            line = sidecar.document.line_of(e.pointer)
+            found.append(Finding(e.requirement, e.message, sidecar.display, e.pointer, line, e.fix))
+    return found
 
 
 @check(*sorted(set().union(*(annotated_requirements(f) for f in SCHEMA_FILES.values()))))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.fengyu.code_first import BASE_MANIFEST, CodeFirst, read_sidecars, unbuilt_reason
 from conformance.findings import Finding, shown
 from conformance.sources import (
     DuplicateKey,
@@ -73,6 +74,8 @@ class FengYuPlugin:
     schemas: list[SchemaSite] = field(default_factory=list)
     embedded_errors: list[tuple[str, str]] = field(default_factory=list)
     duplicates: list[DuplicateKey] = field(default_factory=list)
+    source_file: str = MANIFEST  # the authoring file: manifest.json, or the base if code-first
+    code_first: CodeFirst | None = None  # the manifest/ sidecars of a code-first folder
 
     @property
     def data(self) -> dict[str, Any]:
@@ -84,27 +87,36 @@ class FengYuPlugin:
         plugin_id = self.data.get("id")
         return plugin_id if isinstance(plugin_id, str) and plugin_id.strip() else self.root.name
 
+    def unbuilt_reason(self, requirement_id: str) -> str | None:
+        """Why a requirement waits for the build on a code-first folder (None: judge it)."""
+        return unbuilt_reason(requirement_id) if self.code_first is not None else None
+
     def tool_names(self) -> set[str]:
         """The names this plugin offers to the model."""
         return {tool.name for tool in self.tools if isinstance(tool.name, str)}
 
     def finding(self, requirement: str, at: str, message: str, fix: str = "") -> Finding:
-        """A finding in manifest.json; `outer#inner` pointers get the line of the outer value."""
+        """A finding in the authoring file (manifest.json, or manifest.base.json when
+        code-first); `outer#inner` pointers get the line of the outer value."""
         line = self.document.line_of(at.split("#", 1)[0]) if self.document else None
-        return Finding(requirement, message, MANIFEST, at, line, fix)
+        return Finding(requirement, message, self.source_file, at, line, fix)
 
 
 def load_fengyu_plugin(root: Path) -> FengYuPlugin:
-    """Read root/manifest.json; never raises, a load failure is kept on the result."""
+    """Read root/manifest.json, or root/manifest.base.json and its sidecars when only that
+    exists (code-first); never raises, a load failure is kept on the result."""
     plugin = FengYuPlugin(root=root)
+    if not (root / MANIFEST).exists() and (root / BASE_MANIFEST).exists():
+        plugin.source_file = BASE_MANIFEST
+        plugin.code_first = read_sidecars(root)
     try:
-        document = load_json_file(root / MANIFEST, MANIFEST)
+        document = load_json_file(root / plugin.source_file, plugin.source_file)
     except JsonLoadError as exc:
         plugin.load_error = exc
         return plugin
     if not isinstance(document.data, dict):
         plugin.load_error = JsonLoadError(
-            f"{MANIFEST} must hold a JSON object, found {shown(document.data)}", 1
+            f"{plugin.source_file} must hold a JSON object, found {shown(document.data)}", 1
         )
         return plugin
     plugin.document = document
