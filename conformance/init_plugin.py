@@ -3,7 +3,9 @@ strict mode on its first run, with a CI workflow and a README.
 
 The templates are the folders of conformance/scaffold; names and contents carry
 placeholders (`__PLUGIN_ID__`, ...) replaced as they are copied, and a `.tmpl` suffix keeps
-a template's Python out of the kit's own linting and type checks."""
+a template's Python out of the kit's own linting and type checks. A FengYu plugin also gets
+the worker SDK, copied from the fengyu_worker module itself: one source, so the scaffold
+holds no copy of it to fall behind."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
+import fengyu_worker
 from conformance.package_data import SCAFFOLD
 
 PROFILES = ("fengyu", "erp")
@@ -20,6 +23,9 @@ ID_PATTERNS = {
     "fengyu": re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)+$"),
     "erp": re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$"),
 }
+# Where each profile's plugin vendors the worker SDK (FengYu runs backend/worker.py, whose
+# folder is the first place Python looks for an import).
+VENDORED_SDK = {"fengyu": Path("backend") / "fengyu_worker.py"}
 
 
 class InitError(Exception):
@@ -66,7 +72,16 @@ def init(profile: str, folder: Path, plugin_id: str | None = None) -> list[Path]
         target.write_text(_fill(source.read_text("utf-8"), values), "utf-8")
         shutil.copymode(source, target)
         written.append(target)
+    if profile in VENDORED_SDK:
+        target = folder / VENDORED_SDK[profile]
+        shutil.copyfile(sdk_source(), target)
+        written.append(target)
     return written
+
+
+def sdk_source() -> Path:
+    """The worker SDK's one file, as a plugin vendors it."""
+    return Path(fengyu_worker.__file__).resolve()
 
 
 def _fill(text: str, values: dict[str, str]) -> str:

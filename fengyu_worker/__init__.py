@@ -353,7 +353,7 @@ def _additional(
     extras = [name for name in value if name not in declared]
     if given is False and extras:
         verb = "was" if len(extras) == 1 else "were"
-        listed = ", ".join(map(repr, extras))
+        listed = ", ".join(map(repr, sorted(extras)))
         out.append(
             Invalid(path, f"Additional properties are not allowed ({listed} {verb} unexpected)")
         )
