@@ -179,6 +179,8 @@ def test_sample_plugin_reports_nothing(run_kit) -> None:
     unchecked = [r for r in records if r["status"] in ("skipped", "not-applicable")]
     assert {(r["requirement"], r["tool"]) for r in unchecked} == {
         ("FY-TOOL-003", "markdown_render"),  # no file-class parameter
+        ("FY-TOOL-004", "markdown_render"),  # no sensitive parameter to send a canary in
+        ("FY-TOOL-004", "markdown_outline"),
         ("FY-PROV-004", "markdown_render"),  # no optional parameter to send as null
         ("FY-PROV-005", "markdown_render"),  # Anthropic's rewrite loosens none of its schema
         ("FY-EFF-002", "markdown_render"),  # a read tool: FY-EFF-001 holds it
@@ -188,7 +190,7 @@ def test_sample_plugin_reports_nothing(run_kit) -> None:
     }
     # Nothing failed, so nothing is blocked: each of them had nothing to check.
     assert {(r["status"], tuple(r["blocked_by"])) for r in unchecked} == {("not-applicable", ())}
-    result.result.assert_outcomes(passed=len(records) - 7, skipped=7)
+    result.result.assert_outcomes(passed=len(records) - 9, skipped=9)
 
 
 def test_tool_name_clash_across_plugins(run_kit, tmp_path: Path) -> None:

@@ -1,0 +1,216 @@
+"""FY-TOOL-004 (spec: fengyu-worker.md#sensitive-inputs): a secret given to a tool stays in it.
+
+The kit puts a canary, a recognisable string unique to the run, in every parameter marked
+`x-fengyu-sensitive: true` and calls the tool with otherwise valid inputs. A canary that comes
+back in the result or error, or that the worker wrote to stderr (which FengYu logs), is a
+leak. The calls go to a worker of their own, stopped before its stderr is read, so every line
+it wrote is in; the finding shows only a short excerpt around the canary.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import assume
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+from conformance.checks.fengyu_tools import ToolRun
+from conformance.fengyu.harness import CallOutcome, ToolHarness
+from conformance.fengyu.manifest import AiTool
+from conformance.findings import Finding, NotApplicable, shown
+from conformance.properties import Counterexample, find_counterexample
+from conformance.registry import CheckContext, check
+from conformance.sources import pointer
+from plugin_spec.filerefs import by_id, resolve_refs
+from plugin_spec.schema_subset import to_json_schema
+from plugin_spec.sensitive import is_sensitive, sensitive_pointers
+
+# One per kit run: recognisable in any output, and never a real secret.
+CANARY_PREFIX = f"fycanary{secrets.token_hex(6)}"
+EXCERPT = 24  # characters shown on each side of a canary found
+PLACEHOLDER = "<canary>"
+STDERR_FIX = (
+    "never write a sensitive value to stderr or a log (FengYu logs every stderr line): log "
+    "that {name} was given, not what it is"
+)
+RESULT_FIX = (
+    "leave the secret out of the result and out of error messages: they reach the model, the "
+    "chat stream and workflows; say that {name} was used, not what it is"
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One sensitive parameter, where it sits in the params and the canary it gets."""
+
+    path: tuple[str, ...]
+    schema_pointer: str
+    canary: str
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+    def place(self, params: dict[str, Any]) -> dict[str, Any]:
+        """params with the canary at path; objects on the way are made when missing."""
+        *parents, last = self.path
+        out = dict(params)
+        node = out
+        for key in parents:
+            child = node.get(key)
+            node[key] = dict(child) if isinstance(child, dict) else {}
+            node = node[key]
+        node[last] = self.canary
+        return out
+
+
+@dataclass(frozen=True)
+class Leak:
+    target: Target
+    where: str
+    excerpt: str
+
+
+@check("FY-TOOL-004")
+def sensitive_inputs_kept_secret(ctx: CheckContext) -> Iterator[Finding]:
+    tool = ctx.tool
+    schema = tool.input_schema.data if isinstance(tool, AiTool) and tool.input_schema else None
+    if isinstance(tool, AiTool) and not any(True for _ in sensitive_pointers(schema)):
+        raise NotApplicable("the tool has no parameter marked x-fengyu-sensitive")
+    run = ToolRun(ctx)
+    assert run.tool.input_schema is not None
+    targets, unfit = canary_targets(run.tool.input_schema.data, run.tool.input_schema.pointer)
+    if not targets:
+        raise NotApplicable(f"no sensitive parameter takes a canary string: {'; '.join(unfit)}")
+    whole = Draft202012Validator(to_json_schema(run.tool.input_schema.data))
+    harness = ToolHarness(run.workers.spec) if run.workers.spec is not None else None
+    if harness is None:
+        raise NotApplicable("the worker cannot be launched (FY-WRK-001)")
+    connections: list[Any] = []
+
+    def attempt(data: st.DataObject) -> Counterexample | None:
+        params = run.space.draw_valid(data.draw)
+        if not isinstance(params, dict):
+            return None
+        for target in targets:
+            params = target.place(params)
+        assume(whole.is_valid(params))
+        params = run.files.substitute(params, run.classes, data.draw)
+        params = resolve_refs(params, by_id(run.files.grants, run.workers.plugin_id))
+        outcome = harness.call(str(run.tool.method), params, run.timeout)
+        connection = harness.manager.connection(run.workers.plugin_id)
+        if connection is not None and connection not in connections:
+            connections.append(connection)
+        leak = _returned(outcome, targets)
+        if leak is None:
+            return None
+        return Counterexample(
+            leak.where, (outcome, leak), fix=RESULT_FIX.format(name=leak.target.name)
+        )
+
+    try:
+        found = find_counterexample(attempt, run.workers.settings)
+    finally:
+        harness.close()  # the worker's pipes are drained: every stderr line is in
+    if found is not None:
+        outcome, leak = found.outcome
+        yield _finding(ctx, run, leak, outcome.request, found.fix)
+        return
+    for connection in connections:
+        leak = _in_stderr(connection.stderr, targets)
+        if leak is not None:
+            yield _finding(ctx, run, leak, None, STDERR_FIX.format(name=leak.target.name))
+            return
+
+
+def canary_targets(schema: Any, schema_at: str) -> tuple[list[Target], list[str]]:
+    """The sensitive parameters a canary string can fill (reached through object properties,
+    valid for their own schema), and why each other one cannot."""
+    targets: list[Target] = []
+    unfit: list[str] = []
+    for index, at in enumerate(sensitive_pointers(schema)):
+        parts = at.split("/")[1:]
+        names = [_unescape(p) for p in parts[1::2]]
+        where = schema_at + at
+        if any(p != "properties" for p in parts[0::2]):
+            unfit.append(f"{where} sits inside an array")
+            continue
+        canary = f"{CANARY_PREFIX}{index}"
+        sub = _at(schema, parts)
+        if not Draft202012Validator(to_json_schema(sub)).is_valid(canary):
+            unfit.append(f"{where} admits no string like {canary!r}")
+            continue
+        targets.append(Target(tuple(names), where, canary))
+    return targets, unfit
+
+
+def _returned(outcome: CallOutcome, targets: list[Target]) -> Leak | None:
+    """A canary in the result (with its JSON pointer) or in the error."""
+    if outcome.kind == "result":
+        for at, text in _strings(outcome.value, ""):
+            for target in targets:
+                if target.canary in text:
+                    return Leak(target, f"in its result at {at or '/'}", _excerpt(text, target))
+    if outcome.kind == "rpc-error":
+        text = json.dumps(outcome.value, ensure_ascii=False)
+        for target in targets:
+            if target.canary in text:
+                return Leak(target, "in its JSON-RPC error", _excerpt(text, target))
+    return None
+
+
+def _in_stderr(stderr: str, targets: list[Target]) -> Leak | None:
+    for number, line in enumerate(stderr.splitlines(), 1):
+        for target in targets:
+            if target.canary in line:
+                where = f"in its stderr (line {number} of what it wrote)"
+                return Leak(target, where, _excerpt(line, target))
+    return None
+
+
+def _finding(ctx: CheckContext, run: ToolRun, leak: Leak, request: Any, fix: str) -> Finding:
+    lines = [
+        f"tool {run.tool.name!r}: the canary sent in its sensitive parameter "
+        f"{leak.target.name!r} ({leak.target.schema_pointer}) came back {leak.where}: "
+        f"...{leak.excerpt}...",
+    ]
+    if request is not None:
+        lines.append(f"request: {shown(request)}")
+    return ctx.manifest_finding(leak.target.schema_pointer, "\n".join(lines), fix)
+
+
+def _strings(value: Any, at: str) -> Iterator[tuple[str, str]]:
+    """Every string in a JSON value (object keys too), with the pointer where it sits."""
+    if isinstance(value, str):
+        yield at, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            here = at + pointer(str(key))
+            yield here, str(key)
+            yield from _strings(item, here)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{at}/{index}")
+
+
+def _excerpt(text: str, target: Target) -> str:
+    start = text.index(target.canary)
+    end = start + len(target.canary)
+    before = text[max(start - EXCERPT, 0) : start]
+    after = text[end : end + EXCERPT]
+    return f"{before}{PLACEHOLDER}{after}".replace("\n", " ")
+
+
+def _at(schema: Any, parts: list[str]) -> Any:
+    for part in parts:
+        schema = schema.get(_unescape(part)) if isinstance(schema, dict) else None
+    return schema if is_sensitive(schema) else {}
+
+
+def _unescape(part: str) -> str:
+    return part.replace("~1", "/").replace("~0", "~")
