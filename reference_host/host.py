@@ -18,7 +18,7 @@ import httpx
 
 from plugin_spec.catalog import CatalogEntry
 from plugin_spec.erp_decls import erp_decls
-from plugin_spec.fengyu_decls import call_timeout, tool_decls
+from plugin_spec.fengyu_decls import call_timeout, resource_limits, tool_decls
 from reference_host.actors import ActorDirectory
 from reference_host.agent.loop import RunSettings, run_agent
 from reference_host.agent.models import ChatModel, Message
@@ -31,7 +31,7 @@ from reference_host.grants import GrantStore
 from reference_host.plugin_tools import WorkerToolCallback
 from reference_host.plugins import PluginInfo, PluginService, Validator
 from reference_host.process import PluginProcessManager, WorkerLaunchError, WorkerSpec
-from reference_host.process.launch import worker_command
+from reference_host.process.launch import manifest_spec
 from reference_host.process.lineage import become_subreaper
 from reference_host.process.record import LineageRecord
 from reference_host.registry import ToolRegistry
@@ -107,7 +107,7 @@ class Host:
         self._lifecycle = asyncio.Lock()
         for row in self.store.plugins(enabled_only=True):
             if (spec := self._worker_spec(row)) is not None:
-                self.manager.register(spec)
+                self.manager.register(spec, resource_limits(row.manifest))
 
     async def install(self, source: Path | str) -> PluginInfo:
         """Install or upgrade; an upgraded plugin's running worker is replaced.
@@ -238,22 +238,24 @@ class Host:
         another spec is stopped, also one whose start was under way."""
         row = self.store.plugin(plugin_id)
         spec = self._worker_spec(row) if row is not None and row.enabled else None
-        await self.manager.replace(plugin_id, spec)
+        limits = resource_limits(row.manifest) if row is not None else None
+        await self.manager.replace(plugin_id, spec, resources=limits)
 
     def _worker_spec(self, row: PluginRow) -> WorkerSpec | None:
         """How the plugin's worker starts; None for an ERP plugin or one without a worker."""
         if row.profile == "erp":
             return None
         try:
-            argv = worker_command(row.root, self.config.worker_commands.get(row.id))
+            return manifest_spec(
+                row.id,
+                row.root,
+                row.manifest,
+                self.plugin_data(row.id),
+                override=self.config.worker_commands.get(row.id),
+                scratch=self.config.data_dir / "runtime-bin" / row.id,
+                log_level=self.config.log_level,
+                call_timeout=call_timeout(row.manifest),
+                pass_env=self.config.worker_env,
+            )
         except WorkerLaunchError:
             return None
-        return WorkerSpec(
-            plugin_id=row.id,
-            root=row.root,
-            argv=argv,
-            data_dir=self.plugin_data(row.id),
-            log_level=self.config.log_level,
-            call_timeout=call_timeout(row.manifest),
-            pass_env=self.config.worker_env,
-        )

@@ -26,10 +26,9 @@ def session(ctx: CheckContext) -> HostSession:
 def _workers(ctx: CheckContext) -> WorkerServices:
     """The plugin's worker services, when its worker starts and answers."""
     workers = ctx.workers
-    if workers is None or not workers.declared:
+    if workers is None:
         raise NotApplicable("the plugin declares no worker")
-    if workers.launch_error is not None or not workers.answers_at_start:
-        raise NotApplicable(workers.start_failure())
+    workers.require_usable()
     return workers
 
 

@@ -51,10 +51,9 @@ class ToolRun:
     def __init__(self, ctx: CheckContext) -> None:
         tool = ctx.tool
         workers = ctx.workers
-        if not isinstance(tool, AiTool) or workers is None or not workers.declared:
+        if not isinstance(tool, AiTool) or workers is None:
             raise NotApplicable("the plugin declares no worker")
-        if workers.launch_error is not None or not workers.answers_at_start:
-            raise NotApplicable(workers.start_failure())
+        workers.require_usable()
         if not isinstance(tool.method, str):
             raise NotApplicable("the tool names no method (FY-MAN-004)")
         self.ctx, self.tool, self.workers = ctx, tool, workers

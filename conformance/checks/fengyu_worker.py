@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,18 +11,31 @@ from conformance.fengyu.probe import (
     CRLF_ID,
     INVALID_REQUEST_ID,
     PROBE_IDS,
-    SET_LEVEL_METHOD,
     UNKNOWN_METHOD_ID,
     Exchange,
     Step,
     Transcript,
+    handshake_result,
     step_method,
 )
 from conformance.fengyu.raw_worker import Line
 from conformance.fengyu.services import WorkerServices
-from conformance.findings import Finding, NotApplicable
+from conformance.findings import Finding, NotApplicable, shown
 from conformance.registry import CheckContext, check
-from reference_host.worker.errors import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from plugin_spec.fengyu_runtime import (
+    HANDSHAKE_METHOD,
+    HANDSHAKE_SECONDS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    METHOD_NOT_FOUND_CODE,
+    PARSE_ERROR,
+    SET_LEVEL_METHOD,
+    UnsupportedRuntime,
+    error_data_code,
+    fengyu_launch,
+    handshake_problems,
+)
+from reference_host.process.launch import EXECUTABLE
 
 
 def transcript(ctx: CheckContext, *, need_start: bool = True) -> Transcript:
@@ -55,6 +69,8 @@ def finding(ctx: CheckContext, problem: str, exchange: Exchange | None, fix: str
 
 @check("FY-WRK-001")
 def worker_starts(ctx: CheckContext) -> Iterator[Finding]:
+    if _workers(ctx).missing_artifact:
+        raise NotApplicable(_workers(ctx).start_failure())
     try:
         start = transcript(ctx, need_start=False).exchanges[Step.START]
     except _LaunchFailed as exc:
@@ -84,8 +100,11 @@ def _start_fix(start: Exchange) -> str:
 
 
 def _single_error(
-    ctx: CheckContext, name: Step, code: int, ids: tuple[Any, ...]
+    ctx: CheckContext, name: Step, codes: tuple[int | str, ...], ids: tuple[Any, ...]
 ) -> Iterator[Finding]:
+    """One error response with one of ids and one of codes: a JSON-RPC code, or a string
+    that its `data.code` may carry instead (FengYu's Python SDK answers an unknown method
+    with -32000 and data.code METHOD_NOT_FOUND)."""
     exchange = transcript(ctx).exchanges[name]
     errors = [line.message.get("error") for line in exchange.replies if line.message]
     replies = exchange.replies
@@ -94,29 +113,39 @@ def _single_error(
         and len(replies) == 1
         and replies[0].message is not None
         and isinstance(errors[0], dict)
-        and errors[0].get("code") == code
+        and (errors[0].get("code") in codes or error_data_code(errors[0]) in codes)
         and _same_id(replies[0].message, ids)
     )
     if not ok:
         expected_ids = " or ".join(repr(i) for i in ids)
+        expected_codes = " or ".join(
+            f"data.code {c}" if isinstance(c, str) else str(c) for c in codes
+        )
         yield finding(
-            ctx, f"expected one error response with code {code} and id {expected_ids}", exchange
+            ctx,
+            f"expected one error response with code {expected_codes} and id {expected_ids}",
+            exchange,
         )
 
 
 @check("FY-WRK-002")
 def parse_error(ctx: CheckContext) -> Iterator[Finding]:
-    yield from _single_error(ctx, Step.PARSE_ERROR, PARSE_ERROR, (None,))
+    # FengYu's Python SDK answers unparsable input with -32600, as an invalid request.
+    yield from _single_error(ctx, Step.PARSE_ERROR, (PARSE_ERROR, INVALID_REQUEST), (None,))
 
 
 @check("FY-WRK-003")
 def invalid_request(ctx: CheckContext) -> Iterator[Finding]:
-    yield from _single_error(ctx, Step.INVALID_REQUEST, INVALID_REQUEST, (INVALID_REQUEST_ID, None))
+    yield from _single_error(
+        ctx, Step.INVALID_REQUEST, (INVALID_REQUEST,), (INVALID_REQUEST_ID, None)
+    )
 
 
 @check("FY-WRK-004")
 def unknown_method(ctx: CheckContext) -> Iterator[Finding]:
-    yield from _single_error(ctx, Step.UNKNOWN_METHOD, METHOD_NOT_FOUND, (UNKNOWN_METHOD_ID,))
+    yield from _single_error(
+        ctx, Step.UNKNOWN_METHOD, (METHOD_NOT_FOUND, METHOD_NOT_FOUND_CODE), (UNKNOWN_METHOD_ID,)
+    )
 
 
 def _silent(ctx: CheckContext, name: Step, what: str) -> Iterator[Finding]:
@@ -198,14 +227,20 @@ def declared_methods_implemented(ctx: CheckContext) -> Iterator[Finding]:
         method = step_method(name)
         if method is None:
             continue
-        codes = [
-            line.message.get("error", {}).get("code")
+        errors = [
+            line.message["error"]
             for line in exchange.replies
             if line.message and isinstance(line.message.get("error"), dict)
         ]
-        if METHOD_NOT_FOUND in codes:
+        if any(
+            e.get("code") == METHOD_NOT_FOUND or error_data_code(e) == METHOD_NOT_FOUND_CODE
+            for e in errors
+        ):
             yield finding(
-                ctx, f"declared method {method!r} answers -32601 (method not found)", exchange
+                ctx,
+                f"declared method {method!r} answers method not found "
+                "(-32601 or data.code METHOD_NOT_FOUND)",
+                exchange,
             )
 
 
@@ -229,3 +264,80 @@ def _response_problem(line: Line) -> str | None:
     if ("result" in message) == ("error" in message):
         return "a response needs exactly one of result and error"
     return None
+
+
+@check("FY-WRK-012")
+def runtime_artifact(ctx: CheckContext) -> Iterator[Finding]:
+    workers = _workers(ctx)
+    try:
+        launch = fengyu_launch(workers.plugin.data, os.environ)
+    except UnsupportedRuntime as exc:
+        raise NotApplicable(f"{exc} (FY-MAN-003)") from None
+    if (workers.plugin.root / launch.artifact).is_file():
+        return
+    if workers.override:
+        instead = f"the kit ran --worker-cmd {workers.override!r} for the other checks"
+    elif not launch.declared and (workers.plugin.root / EXECUTABLE).is_file():
+        instead = "the kit ran backend/worker, its legacy launch, for the other checks"
+    else:
+        instead = "nothing else can be started"
+    fix = (
+        f"build {launch.artifact} into the package"
+        if launch.declared
+        else 'declare backend.runtime: "python" with backend/worker.py, or "go" with the '
+        "native backend/worker, or build backend/worker.jar"
+    )
+    yield ctx.manifest_finding(
+        "/backend/runtime" if launch.declared else "/backend",
+        f"FengYu runs {launch.describe()}, but {launch.artifact} is not in the package; {instead}",
+        fix=fix,
+    )
+
+
+def _greeting(ctx: CheckContext) -> tuple[Exchange, Any]:
+    """The handshake exchange and its result; NotApplicable when FengYu sends none or the
+    answer is not there to judge (naming FY-WRK-013)."""
+    workers = _workers(ctx)
+    spec = workers.spec
+    if spec is not None and spec.protocol_version is None:
+        raise NotApplicable(
+            "the manifest declares no backend.protocolVersion: FengYu greets no legacy package"
+        )
+    exchange = transcript(ctx).exchanges.get(Step.HANDSHAKE)
+    if exchange is None:
+        raise NotApplicable("no handshake was sent")
+    return exchange, handshake_result(exchange)
+
+
+def _handshake_problem(ctx: CheckContext, field: str) -> Iterator[Finding]:
+    exchange, (answered, result) = _greeting(ctx)
+    if not answered:
+        raise NotApplicable(f"the worker does not answer {HANDSHAKE_METHOD} (FY-WRK-013)")
+    spec = _workers(ctx).spec
+    assert spec is not None and spec.protocol_version is not None
+    for name, problem in handshake_problems(result, spec.protocol_version, spec.runtime):
+        if name == field or (name == "result" and field == "protocolVersion"):
+            yield finding(ctx, f"{HANDSHAKE_METHOD} answered {shown(result)}: {problem}", exchange)
+
+
+@check("FY-WRK-013")
+def handshake_answered(ctx: CheckContext) -> Iterator[Finding]:
+    exchange, (answered, result) = _greeting(ctx)
+    if not answered:
+        got = f"error {shown(result)}" if result is not None else "no answer"
+        yield finding(
+            ctx,
+            f"{HANDSHAKE_METHOD} got {got} within {HANDSHAKE_SECONDS:g} s; FengYu refuses "
+            "the worker",
+            exchange,
+        )
+
+
+@check("FY-WRK-014")
+def handshake_version(ctx: CheckContext) -> Iterator[Finding]:
+    yield from _handshake_problem(ctx, "protocolVersion")
+
+
+@check("FY-WRK-015")
+def handshake_runtime(ctx: CheckContext) -> Iterator[Finding]:
+    yield from _handshake_problem(ctx, "runtime")

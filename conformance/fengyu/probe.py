@@ -12,18 +12,25 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
 from conformance.fengyu.raw_worker import Line, RawWorker
 from conformance.findings import cut
+from plugin_spec.fengyu_runtime import (
+    DEFAULT_LOCALE,
+    HANDSHAKE_METHOD,
+    HANDSHAKE_SECONDS,
+    SET_LEVEL_METHOD,
+    envelope,
+    handshake_params,
+)
 from plugin_spec.framing import MAX_FRAME_BYTES
 from reference_host.process import WorkerSpec
 
 SENTINEL_METHOD = "conformance/sentinel"
 NO_SUCH_METHOD = "conformance_no_such_method"
-SET_LEVEL_METHOD = "$/fengyu/logging/setLevel"
 REPLY_SECONDS = 5.0
 STARTUP_SECONDS = 20.0
 EOF_SECONDS = 5.0
@@ -36,12 +43,14 @@ INVALID_REQUEST_ID = "inv-1"
 UNKNOWN_METHOD_ID = "unk-1"
 CRLF_ID = "crlf-1"
 BIG_FRAME_ID = "big-1"
+HANDSHAKE_ID = "init-1"
 METHOD_STEP = "method:"
 
 
 class Step(StrEnum):
     """The probe's fixed steps, by the name their exchange is kept under in a Transcript."""
 
+    HANDSHAKE = "handshake"
     START = "start"
     PARSE_ERROR = "parse-error"
     INVALID_REQUEST = "invalid-request"
@@ -99,10 +108,31 @@ class Transcript:
 
 
 def request(rid: Any, method: str, params: Any = None) -> dict[str, Any]:
+    """A request as FengYu frames it: with the `_fengyu` envelope's locale."""
     message = {"jsonrpc": "2.0", "id": rid, "method": method}
     if params is not None:
         message["params"] = params
-    return message
+    return {**message, **envelope(DEFAULT_LOCALE)}
+
+
+def handshake_frame(spec: WorkerSpec) -> bytes | None:
+    """FengYu's `$/fengyu/initialize` for the spec's declared protocol version; None for a
+    legacy package, which FengYu does not greet."""
+    if spec.protocol_version is None:
+        return None
+    params = handshake_params(spec.protocol_version, spec.plugin_id, spec.plugin_version)
+    return frame(request(HANDSHAKE_ID, HANDSHAKE_METHOD, params))
+
+
+def handshake_result(exchange: Exchange | None) -> tuple[bool, Any]:
+    """Whether the handshake got a result, and the result or the error that came instead."""
+    replies = (
+        [line.message for line in exchange.replies if line.message is not None] if exchange else []
+    )
+    for message in replies:
+        if message.get("id") == HANDSHAKE_ID:
+            return ("result" in message, message.get("result", message.get("error")))
+    return False, None
 
 
 def frame(message: Any, ending: bytes = b"\n") -> bytes:
@@ -117,7 +147,7 @@ def script(methods: dict[str, float]) -> list[tuple[str, list[bytes], float]]:
         (Step.PARSE_ERROR, [b"{this is not json\n"], REPLY_SECONDS),
         (
             Step.INVALID_REQUEST,
-            [frame({"jsonrpc": "2.0", "id": INVALID_REQUEST_ID, "params": {}})],
+            [frame({"jsonrpc": "2.0", "id": INVALID_REQUEST_ID, "params": {}, **envelope("en")})],
             REPLY_SECONDS,
         ),
         (
@@ -180,12 +210,27 @@ def run_probe(
     transcript = Transcript(command=spec.shell_command())
     worker: RawWorker | None = None
     steps = script(methods)[:1] if start_only else script(methods)
+    greeting = handshake_frame(spec)
     for index, (name, frames, seconds) in enumerate(steps):
         started = worker is None or not worker.alive()
         if worker is None or started:
             if worker is not None:
                 worker.kill()
             worker = RawWorker(spec)
+            if greeting is not None:
+                # FengYu greets every worker it starts, and waits for nothing else meanwhile;
+                # a worker silent to the greeting and the sentinel after it is silent to the
+                # step too, so the greeting's exchange stands for the step's.
+                greeted = _exchange(
+                    worker, Step.HANDSHAKE, [greeting], "conformance-hello", HANDSHAKE_SECONDS
+                )
+                transcript.exchanges.setdefault(Step.HANDSHAKE, greeted)
+                if not greeted.answered:
+                    worker.kill()
+                    transcript.exchanges[name] = replace(greeted, name=name)
+                    if name == Step.START:
+                        return transcript
+                    continue
         wait = seconds + (STARTUP_SECONDS if started else 0)
         exchange = _exchange(worker, name, frames, f"conformance-sentinel-{index}", wait)
         transcript.exchanges[name] = exchange

@@ -20,12 +20,17 @@ from conformance.fengyu.net_namespace import isolation
 from conformance.fengyu.net_recorder import NetRecorder
 from conformance.fengyu.net_trace import tracer, tracing
 from conformance.fengyu.network_pair import NetworkPair
-from conformance.fengyu.probe import Exchange, Step, Transcript, run_probe
+from conformance.fengyu.probe import Exchange, Step, Transcript, handshake_result, run_probe
+from conformance.fengyu.resource_watch import OverrunLog
 from conformance.fengyu.tool_files import ToolFiles
 from conformance.fengyu.worker import declared_methods, declares_worker, worker_spec
+from conformance.findings import NotApplicable
 from conformance.properties import PropertySettings
 from conformance.strategies import InputSpace
+from plugin_spec.fengyu_decls import resource_limits
+from plugin_spec.fengyu_runtime import handshake_problems
 from reference_host.process import WorkerLaunchError, WorkerSpec, effective_timeout
+from reference_host.process.launch import MissingArtifact
 
 
 def xdg_folders(home: Path) -> dict[str, str]:
@@ -59,6 +64,9 @@ class WorkerServices:
         self.recorder = NetRecorder()
         self.effects = EffectWatch(plugin.root, self.home, self.recorder)
         self.launch_error: str | None = None
+        self.resources = resource_limits(plugin.data)
+        self.overruns = OverrunLog()  # FY-WRK-020: what the tool harness's worker went over
+        self.missing_artifact = False
         self.spec: WorkerSpec | None = None
         try:
             self.spec = worker_spec(
@@ -71,6 +79,7 @@ class WorkerServices:
             )
         except WorkerLaunchError as exc:
             self.launch_error = exc.message
+            self.missing_artifact = isinstance(exc, MissingArtifact)
         self._harness: ToolHarness | None = None
         self._pair: NetworkPair | None = None
         self._host: HostSession | None = None
@@ -90,13 +99,12 @@ class WorkerServices:
         """The worker as findings name it: its path in the plugin, or its command."""
         if self.spec is None:
             return "backend/"
-        program = Path(
-            self.spec.argv[-1] if self.spec.argv[0].endswith("java") else self.spec.argv[0]
-        )
-        try:
-            return str(program.resolve().relative_to(self.plugin.root))
-        except ValueError:
-            return " ".join(self.spec.argv)
+        root = self.plugin.root.resolve()
+        for part in self.spec.argv:
+            program = (root / part).resolve()
+            if program.is_relative_to(root) and program.is_file():
+                return str(program.relative_to(root))
+        return " ".join(self.spec.argv)
 
     @cached_property
     def _transcript(self) -> Transcript:
@@ -127,14 +135,56 @@ class WorkerServices:
 
     def start_failure(self) -> str:
         """Why dependent checks are skipped when the worker does not start, naming the cause."""
+        if self.missing_artifact:
+            return f"FengYu cannot start the worker (FY-WRK-012): {self.launch_error}"
         if self.launch_error is not None:
             return "the worker cannot be launched (FY-WRK-001)"
         return f"the worker did not answer its first request (FY-WRK-001): {self.start.note}"
 
+    @property
+    def handshake(self) -> Exchange | None:
+        """The first `$/fengyu/initialize` exchange; None when FengYu sends none."""
+        if "_transcript" in self.__dict__:
+            return self._transcript.exchanges.get(Step.HANDSHAKE)
+        return self._start_only.exchanges.get(Step.HANDSHAKE)
+
+    def handshake_refusal(self) -> str | None:
+        """Why FengYu would refuse the started worker at its handshake, naming the
+        requirement; None when it would not (or sends no handshake)."""
+        assert self.spec is not None
+        exchange = self.handshake
+        if exchange is None or self.spec.protocol_version is None:
+            return None
+        answered, result = handshake_result(exchange)
+        if not answered:
+            return "the worker does not answer FengYu's handshake (FY-WRK-013)"
+        problems = handshake_problems(result, self.spec.protocol_version, self.spec.runtime)
+        if problems:
+            rule = "FY-WRK-015" if problems[0][0] == "runtime" else "FY-WRK-014"
+            return f"FengYu refuses the worker's handshake ({rule}): {problems[0][1]}"
+        return None
+
+    def require_usable(self) -> None:
+        """Raise NotApplicable naming the failed requirement unless FengYu could use the
+        worker: it launches, answers, and passes the handshake."""
+        if not self.declared:
+            raise NotApplicable("the plugin declares no worker")
+        if self.launch_error is not None or not self.answers_at_start:
+            raise NotApplicable(self.start_failure())
+        refusal = self.handshake_refusal()
+        if refusal is not None:
+            raise NotApplicable(refusal)
+
+    @property
+    def harness_started(self) -> bool:
+        """Whether an item of this run has started the tool harness (FY-WRK-020 asks)."""
+        return self._harness is not None
+
     def harness(self) -> ToolHarness:
         assert self.spec is not None
         if self._harness is None:
-            self._harness = ToolHarness(self.spec)
+            report = self.overruns.reporter()
+            self._harness = ToolHarness(self.spec, self.resources, report)
         return self._harness
 
     def network_pair(self) -> NetworkPair | None:

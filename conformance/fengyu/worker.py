@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
-from reference_host.process import WorkerSpec, effective_timeout, worker_command
-from reference_host.process.launch import EXECUTABLE, JAR
+from plugin_spec.fengyu_decls import call_timeout
+from plugin_spec.fengyu_runtime import ARTIFACTS
+from reference_host.process import WorkerSpec, effective_timeout
+from reference_host.process.launch import EXECUTABLE, manifest_spec
 
 
 def declares_worker(plugin: FengYuPlugin, override: str | None) -> bool:
@@ -19,8 +21,8 @@ def declares_worker(plugin: FengYuPlugin, override: str | None) -> bool:
         override
         or isinstance(data.get("backend"), dict)
         or (isinstance(rpc, dict) and rpc.get("methods"))
-        or (plugin.root / JAR).is_file()
         or (plugin.root / EXECUTABLE).is_file()
+        or any((plugin.root / artifact).is_file() for artifact in ARTIFACTS.values())
     )
 
 
@@ -34,15 +36,16 @@ def worker_spec(
 ) -> WorkerSpec:
     """The spec hosts would start, with the same environment (pass_env: the variables passed
     through), but for HOME and extra_env where given (the kit's watched HOME and its recording
-    proxy); raises WorkerLaunchError when there is nothing to start."""
-    backend = plugin.data.get("backend")
-    timeout = backend.get("callTimeoutSeconds") if isinstance(backend, dict) else None
-    return WorkerSpec(
-        plugin_id=plugin.label,
-        root=plugin.root,
-        argv=worker_command(plugin.root, override),
-        data_dir=data_dir,
-        call_timeout=timeout if isinstance(timeout, int) else None,
+    proxy); raises WorkerLaunchError when there is nothing to start (MissingArtifact when the
+    runtime's file is missing)."""
+    return manifest_spec(
+        plugin.label,
+        plugin.root,
+        plugin.data,
+        data_dir,
+        override=override,
+        scratch=data_dir.parent / "runtime-bin",
+        call_timeout=call_timeout(plugin.data),
         pass_env=pass_env,
         home_dir=home,
         extra_env=dict(extra_env or {}),

@@ -21,18 +21,32 @@ import itertools
 import json
 import logging
 from collections import deque
+from collections.abc import Coroutine
 from typing import Any
 
+from plugin_spec.fengyu_runtime import (
+    CANCEL_GRACE_SECONDS,
+    CANCEL_METHOD,
+    HANDSHAKE_METHOD,
+    HANDSHAKE_SECONDS,
+    envelope,
+    handshake_params,
+    handshake_problems,
+    parse_log_line,
+)
 from plugin_spec.framing import MAX_FRAME_BYTES, decode_line
 from reference_host.process.errors import (
     WorkerCrashed,
     WorkerError,
+    WorkerHandshakeError,
     WorkerLaunchError,
     WorkerProtocolError,
-    WorkerRpcError,
+    WorkerResourceLimit,
     WorkerTimeout,
+    rpc_error,
 )
 from reference_host.process.launch import WorkerSpec
+from reference_host.process.limits import Overrun, ResourceWatch, watch_tree
 from reference_host.process.lineage import end_lineage, new_token
 from reference_host.process.record import LineageRecord
 from reference_host.process.spawn import Spawned, spawn
@@ -47,6 +61,13 @@ PIPE_GRACE = 0.5  # after the exit: how long the pipes may take to reach EOF
 EXIT_GRACE = 0.5  # after stdout EOF: how long the worker may take to exit
 KILL_WAIT = 5.0  # SIGKILL is reaped at once unless the kernel holds the process
 log = logging.getLogger("reference_host.worker")
+LOG_LEVELS = {
+    "TRACE": logging.DEBUG,
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARN": logging.WARNING,
+    "ERROR": logging.ERROR,
+}
 
 
 class WorkerConnection:
@@ -58,6 +79,7 @@ class WorkerConnection:
         spawned: Spawned,
         lineage: str,
         record: LineageRecord | None = None,
+        resources: ResourceWatch | None = None,
     ) -> None:
         self.spec = spec
         self.lineage = lineage
@@ -69,6 +91,7 @@ class WorkerConnection:
         self.skipped_stdout: deque[str] = deque(maxlen=SKIPPED_STDOUT_LINES)
         self._spawned = spawned
         self._closing = False
+        self._tasks: set[asyncio.Task[None]] = set()
         self._failure: WorkerError | None = None
         name = spec.plugin_id
         self._readers = (
@@ -76,9 +99,19 @@ class WorkerConnection:
             asyncio.create_task(self._read_stderr(), name=f"{name} stderr"),
         )
         self._watcher = asyncio.create_task(self._watch(), name=f"{name} exit")
+        self._monitor = (
+            asyncio.create_task(self._watch_resources(resources), name=f"{name} resources")
+            if resources is not None and resources.limits
+            else None
+        )
 
     @classmethod
-    async def start(cls, spec: WorkerSpec, record: LineageRecord | None = None) -> WorkerConnection:
+    async def start(
+        cls,
+        spec: WorkerSpec,
+        record: LineageRecord | None = None,
+        resources: ResourceWatch | None = None,
+    ) -> WorkerConnection:
         spec.prepare_folders()
         lineage = new_token()
         if record is not None:
@@ -89,7 +122,30 @@ class WorkerConnection:
             if record is not None:
                 record.remove(lineage)
             raise WorkerLaunchError(f"cannot start {spec.argv[0]}: {exc.strerror}") from None
-        return cls(spec, spawned, lineage, record)
+        connection = cls(spec, spawned, lineage, record, resources)
+        await connection._greet()
+        return connection
+
+    async def _greet(self) -> None:
+        """FengYu's handshake (spec: fengyu-worker.md#the-handshake), when the manifest
+        declares a protocol version: a worker that does not answer it within 10 s, or
+        answers with another version or runtime, is killed and never used."""
+        version = self.spec.protocol_version
+        if version is None:
+            return
+        params = handshake_params(version, self.spec.plugin_id, self.spec.plugin_version)
+        try:
+            result = await self.call(HANDSHAKE_METHOD, params, HANDSHAKE_SECONDS)
+        except WorkerError as exc:
+            refusal = WorkerHandshakeError(f"worker handshake failed: {exc.message}", self.stderr)
+            await self.kill(refusal)
+            raise refusal from None
+        problems = handshake_problems(result, version, self.spec.runtime)
+        if problems:
+            reasons = "; ".join(problem for _, problem in problems)
+            refusal = WorkerHandshakeError(f"worker handshake failed: {reasons}", self.stderr)
+            await self.kill(refusal)
+            raise refusal
 
     @property
     def alive(self) -> bool:
@@ -100,11 +156,20 @@ class WorkerConnection:
         return self.stderr_tail.text
 
     async def call(self, method: str, params: Any, timeout: float) -> Any:
-        """Send one request and wait for its response; JSON-RPC errors raise WorkerRpcError."""
+        """Send one request and wait for its response; JSON-RPC errors raise WorkerRpcError
+        (WorkerCancelled and WorkerPermissionDenied for FengYu's data codes). A call its
+        caller abandons is cancelled in the worker with `$/cancelRequest` (_abandon)."""
         request_id = str(next(self._ids))
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = future
-        request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        request = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": method,
+            "params": params,
+            **envelope(self.spec.locale),
+        }
+        abandoned = False
         try:
             # The write is timed too: a worker that stops reading lets the pipe fill.
             async with asyncio.timeout(timeout):
@@ -117,17 +182,47 @@ class WorkerConnection:
             )
             await self.kill(error)
             raise error from None
+        except asyncio.CancelledError:
+            abandoned = not future.done() and self.alive
+            if abandoned:
+                self._background(self._abandon(method, request_id, future))
+            raise
+        finally:
+            if not abandoned:
+                self.pending.pop(request_id, None)
+        if "error" in message:
+            raise rpc_error(message["error"], self.stderr)
+        return message.get("result")
+
+    async def _abandon(self, method: str, request_id: str, future: asyncio.Future[Any]) -> None:
+        """Tell the worker its caller left, as FengYu does: `$/cancelRequest`, then a second
+        for the answer (CANCELLED, or a result that was on its way); a worker that gives
+        none is killed, to be restarted by the next call."""
+        try:
+            await self._send(
+                {"jsonrpc": "2.0", "method": CANCEL_METHOD, "params": {"id": request_id}}
+            )
+            answered = await _within(future, timeout=CANCEL_GRACE_SECONDS)
+        except WorkerError:
+            answered = True  # the worker is gone already: nothing left to stop
         finally:
             self.pending.pop(request_id, None)
-        if "error" in message:
-            detail = message["error"] if isinstance(message["error"], dict) else {}
-            raise WorkerRpcError(
-                detail.get("code", 0),
-                str(detail.get("message", "")),
-                detail.get("data"),
-                self.stderr,
+        if future.done() and not future.cancelled():
+            future.exception()  # read, so that a failure nobody awaits is not reported
+        if not answered:
+            await self.kill(
+                WorkerCrashed(
+                    f"{method} was abandoned and not answered within {CANCEL_GRACE_SECONDS:g} s "
+                    f"of {CANCEL_METHOD}; the worker was killed",
+                    self.stderr,
+                )
             )
-        return message.get("result")
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run work after its caller is gone, holding the task until it ends."""
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def notify(self, method: str, params: Any, timeout: float) -> None:
         """Send a notification; like a call, a worker that does not take it in time is
@@ -178,6 +273,8 @@ class WorkerConnection:
     async def _watch(self) -> None:
         """Runs for the worker's whole life and ends it for good once the process exits."""
         await self._spawned.exited
+        if self._monitor is not None:
+            self._monitor.cancel()
         kill_group(self.process.pid)
         await self._end_lineage()
         await self._drain_pipes()
@@ -189,6 +286,23 @@ class WorkerConnection:
                 f"worker exited with code {self.process.returncode}", self.stderr
             )
         self._fail_pending(self._failure or reason)
+
+    async def _watch_resources(self, watch: ResourceWatch) -> None:
+        """Sample the tree against its declared resources (limits.py); an overrun is logged
+        and reported, and, when enforced, fails the pending calls and kills the tree."""
+
+        def overran(overrun: Overrun) -> bool:
+            log.error("%s: %s", self.spec.plugin_id, overrun.message)
+            if watch.report is not None:
+                watch.report(overrun)
+            if not watch.policy.enforce:
+                return True
+            self._abort(WorkerResourceLimit(overrun, self.stderr))
+            return False
+
+        await watch_tree(
+            self.process.pid, self.lineage, watch.limits, watch.policy.interval, overran
+        )
 
     async def _end_lineage(self) -> None:
         """Kill what the worker left running wherever it went, then forget the token."""
@@ -275,7 +389,14 @@ class WorkerConnection:
             self.stderr_tail.close()
 
     def _log_stderr(self, line: str) -> None:
-        log.info("%s: %s", self.spec.plugin_id, line)
+        """A stderr line into the host's log: an `@fengyu-log:` record at its level under
+        `reference_host.plugin.<id>.<logger>`, any other line at INFO."""
+        record = parse_log_line(line)
+        if record is None:
+            log.info("%s: %s", self.spec.plugin_id, line)
+            return
+        logger = logging.getLogger(f"reference_host.plugin.{self.spec.plugin_id}.{record.logger}")
+        logger.log(LOG_LEVELS.get(record.level, logging.INFO), "%s", record.message)
 
     def _fail_pending(self, error: WorkerError) -> None:
         for future in self.pending.values():

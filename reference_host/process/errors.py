@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from plugin_spec.fengyu_runtime import CANCELLED_CODE, PERMISSION_DENIED_CODE
+
+if TYPE_CHECKING:  # only its type: limits.py samples processes, errors stay plain
+    from reference_host.process.limits import Overrun
 
 
 class WorkerError(Exception):
@@ -16,6 +21,10 @@ class WorkerError(Exception):
 
 class WorkerLaunchError(WorkerError):
     """No way to start the worker (no command, missing executable, exec failed)."""
+
+
+class WorkerHandshakeError(WorkerLaunchError):
+    """The worker did not pass FengYu's `$/fengyu/initialize` handshake; it was killed."""
 
 
 class WorkerTimeout(WorkerError):
@@ -38,3 +47,33 @@ class WorkerRpcError(WorkerError):
         self.code = code
         self.rpc_message = message
         self.data = data
+
+
+class WorkerCancelled(WorkerRpcError):
+    """The worker answered `data.code` CANCELLED: the call was cancelled, the worker is up."""
+
+
+class WorkerPermissionDenied(WorkerRpcError):
+    """The worker answered `data.code` PERMISSION_DENIED (FengYu's HTTP 403)."""
+
+
+def rpc_error(error: Any, stderr: str = "") -> WorkerRpcError:
+    """The exception for a JSON-RPC error object, by its FengYu `data.code`."""
+    detail = error if isinstance(error, dict) else {}
+    data = detail.get("data")
+    code = data.get("code") if isinstance(data, dict) else None
+    kind = {CANCELLED_CODE: WorkerCancelled, PERMISSION_DENIED_CODE: WorkerPermissionDenied}.get(
+        code if isinstance(code, str) else "", WorkerRpcError
+    )
+    return kind(detail.get("code", 0), str(detail.get("message", "")), data, stderr)
+
+
+class WorkerResourceLimit(WorkerError):
+    """The worker's process tree went over its declared backend.resources (FengYu's fault
+    RESOURCE_LIMIT); the pending calls failed and the tree was killed."""
+
+    code = "RESOURCE_LIMIT"
+
+    def __init__(self, overrun: Overrun, stderr: str = "") -> None:
+        super().__init__(f"{self.code}: {overrun.message}; the worker was killed", stderr)
+        self.overrun = overrun

@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 from reference_host.__main__ import build_parser
-from reference_host.process.environment import WorkerEnvError, check_names, passed_through
+from reference_host.process.environment import (
+    DEFAULT_PASS_ENV,
+    WorkerEnvError,
+    check_names,
+    passed_through,
+)
 from tests.conftest import MakeHost
 from tests.faults.support import call_tool, write_worker_plugin
 
@@ -56,9 +61,10 @@ def assert_minimal(env: dict[str, str], values: dict[str, str], data_dir: Path |
         assert Path(env["XDG_CONFIG_HOME"]).parent == home != tmp
         assert env["HTTP_PROXY"].startswith("http://127.0.0.1:")
     else:
-        assert home.parent == tmp
+        assert home.parent == tmp.parent == Path(env["FENGYU_PLUGIN_DATA_DIR"])
     if data_dir is not None:  # a host's folders (the kit removes its own after the run)
-        assert Path(env["TMPDIR"]) == data_dir and home.is_dir()
+        assert Path(env["FENGYU_PLUGIN_DATA_DIR"]) == data_dir and home.is_dir()
+        assert tmp == data_dir / "tmp"
 
 
 async def test_a_host_worker_gets_no_secret_and_the_passed_through_name(
@@ -85,8 +91,9 @@ async def test_without_pass_through_a_host_worker_sees_only_the_documented_names
         env = (await call_tool(host, TOOL))["env"]
     finally:
         await host.close()
-    documented = {"PATH", "LANG", "LANGUAGE", "TZ", "JAVA_HOME", "SYSTEMROOT", "HOME"}
+    documented = set(DEFAULT_PASS_ENV) | {"HOME"}
     documented |= {"FENGYU_PLUGIN_ID", "FENGYU_PLUGIN_ROOT", "FENGYU_LOG_LEVEL"}
+    documented |= {"FENGYU_PLUGIN_DATA_DIR"}
     documented |= {"TMPDIR", "TMP", "TEMP", "REFERENCE_HOST_LINEAGE", "PYTHONPATH"}
     extra = {name for name in env if name not in documented and not name.startswith("LC_")}
     assert extra == set(), f"undocumented variables reached the worker: {sorted(extra)}"
