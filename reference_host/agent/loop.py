@@ -7,16 +7,18 @@ Whatever goes wrong ends the stream with an error event, and error is always the
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, replace
 
+from plugin_spec.sensitive import mask_arguments, redact, secrets
 from reference_host import events
 from reference_host.agent.models import ChatModel, Message, ModelError, ModelTurn, ToolCall
 from reference_host.approval import ApprovalBroker, ApprovalPolicy, Decision
 from reference_host.events import Event
 from reference_host.registry import Snapshot
-from reference_host.tools import CallContext, failure, is_failure
+from reference_host.tools import CallContext, ToolCallback, failure, is_failure
 
 MAX_STEPS = 24
 # Real turns ask for a handful of parallel calls; without a bound one 1 MiB `/call` message or
@@ -62,7 +64,8 @@ async def run_agent(
                 yield events.done(turn.text, tokens, time.monotonic() - started)
                 return
             for call in turn.tool_calls:
-                yield events.tool_call(call.id, call.name, call.arguments)
+                shown = shown_arguments(snapshot.get(call.name), call.arguments)
+                yield events.tool_call(call.id, call.name, shown)
                 output = ""
                 async for item in execute_call(call, snapshot, context, settings):
                     if isinstance(item, Event):
@@ -100,7 +103,7 @@ async def execute_call(
             call.id,
             call.name,
             callback.effect.value,
-            plan.arguments,
+            shown_arguments(callback, plan.arguments),
             plan.injected,
             [asdict(file) for file in plan.files],
         )
@@ -109,4 +112,24 @@ async def execute_call(
     if decision is Decision.DENY:
         yield failure(f"the call to {call.name} was not approved")
         return
-    yield await callback.call(plan.arguments, replace(context, planned=True))
+    output = await callback.call(plan.arguments, replace(context, planned=True))
+    yield _without_secrets(output, plan.arguments, callback)
+
+
+def shown_arguments(callback: ToolCallback | None, arguments: str) -> str:
+    """A call's arguments as the stream and an approval show them: each value marked
+    x-fengyu-sensitive masked (spec: host.md#sensitive-inputs); the worker gets them as sent."""
+    if callback is None:
+        return arguments
+    return mask_arguments(arguments, callback.definition.input_schema)
+
+
+def _without_secrets(output: str, arguments: str, callback: ToolCallback) -> str:
+    """output with the call's sensitive values masked wherever a worker echoed them, before
+    it reaches the stream, the model or a workflow binding (spec: host.md#sensitive-inputs)."""
+    try:
+        sent = json.loads(arguments) if arguments.strip() else {}
+    except (ValueError, RecursionError):
+        return output
+    found = secrets(sent, callback.definition.input_schema)
+    return redact(output, found) if found else output

@@ -8,7 +8,8 @@ approval between them when the policy asks), then `done`; anything that stops th
 `error` naming the node, and `error` is always last.
 
 A node's input is its literal inputs plus its bound values: the upstream result parsed as
-JSON, whole or one field of it. A node whose tool is not in the snapshot, an input the tool
+JSON, whole or one field of it. That result has its call's sensitive values masked, so a secret
+never feeds a binding, and the call events mask them too (spec: host.md#sensitive-inputs). A node whose tool is not in the snapshot, an input the tool
 no longer has, a required input without a value, a failed node (the failure envelope,
 including a call that was not approved) or a missing bound field ends the run.
 """
@@ -22,7 +23,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from reference_host import events
-from reference_host.agent.loop import RunSettings, execute_call
+from reference_host.agent.loop import RunSettings, execute_call, shown_arguments
 from reference_host.agent.models import ToolCall
 from reference_host.catalog_entries import from_snapshot
 from reference_host.events import Event
@@ -71,7 +72,8 @@ async def run_workflow(
             except NodeError as exc:
                 yield events.error(f"{where}: {exc}")
                 return
-            yield events.tool_call(node["id"], name, arguments)
+            shown = shown_arguments(snapshot.get(name), arguments)
+            yield events.tool_call(node["id"], name, shown)
             output = ""
             call = ToolCall(node["id"], name, arguments)
             async for item in execute_call(call, snapshot, context, settings):
