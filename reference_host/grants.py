@@ -329,7 +329,8 @@ class GrantStore:
         listed = [{"plugin": g.plugin_id, **g.ref} for g in grants]
         return (
             "Files the user attached; pass one as the whole FileRef object where a tool "
-            "parameter asks for a FileRef or DirectoryRef:\n"
+            "parameter takes a file or folder (format fengyu-file or fengyu-directory, or a "
+            "description asking for a FileRef or DirectoryRef):\n"
             + json.dumps(listed, ensure_ascii=False, indent=1)
         )
 

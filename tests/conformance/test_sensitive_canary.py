@@ -1,0 +1,50 @@
+"""Where FY-TOOL-004 puts its canary (spec: fengyu-worker.md#sensitive-inputs), and why not."""
+
+from __future__ import annotations
+
+from conformance.checks.fengyu_sensitive import CANARY_PREFIX, Target, canary_targets
+
+SECRET = {"type": "string", "x-fengyu-sensitive": True}
+AT = "/rpc/methods/m/inputSchema"
+
+
+def test_every_string_secret_gets_its_own_canary_nested_ones_too() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "password": SECRET,
+            "auth": {"type": "object", "properties": {"to/ken": SECRET}},
+        },
+    }
+    targets, unfit = canary_targets(schema, AT)
+    assert unfit == []
+    assert [(t.path, t.schema_pointer) for t in targets] == [
+        (("password",), f"{AT}/properties/password"),
+        (("auth", "to/ken"), f"{AT}/properties/auth/properties/to~1ken"),
+    ]
+    assert len({t.canary for t in targets}) == 2
+    assert all(t.canary.startswith(CANARY_PREFIX) for t in targets)
+
+
+def test_a_secret_no_canary_string_fits_is_named_with_the_reason() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "pin": {"type": "integer", "x-fengyu-sensitive": True},
+            "mode": {"type": "string", "enum": ["a", "b"], "x-fengyu-sensitive": True},
+            "keys": {"type": "array", "items": SECRET},
+        },
+    }
+    targets, unfit = canary_targets(schema, AT)
+    assert targets == []
+    assert unfit[0].startswith(f"{AT}/properties/pin admits no string like")
+    assert unfit[1].startswith(f"{AT}/properties/mode admits no string like")
+    assert unfit[2] == f"{AT}/properties/keys/items sits inside an array"
+
+
+def test_the_canary_is_placed_making_the_objects_on_its_way() -> None:
+    target = Target(("auth", "token"), "/x", "fycanary-1")
+    params = {"user": "ann", "auth": {"kind": "basic"}}
+    assert target.place(params) == {"user": "ann", "auth": {"kind": "basic", "token": "fycanary-1"}}
+    assert params == {"user": "ann", "auth": {"kind": "basic"}}
+    assert target.place({}) == {"auth": {"token": "fycanary-1"}}

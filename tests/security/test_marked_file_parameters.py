@@ -1,0 +1,127 @@
+"""FengYu's file marker in the host (spec: host.md#route-b-injection): a parameter marked
+`format: fengyu-file` / `fengyu-directory` is filled from a grant by its marker, whatever its
+description says, and takes only granted FileRefs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conformance.install_validation import kit_validator
+from reference_host.approval import ApprovalPolicy, Decision
+from reference_host.host import Host
+from tests.conftest import MakeHost
+from tests.security.conftest import Dispatched, results, run_chat, turn
+
+PLUGIN = "fixture.marked-files"
+
+
+def marked_plugin(folder: Path, parameter: dict[str, Any], effect: str = "read") -> Path:
+    """A python-runtime plugin whose one tool takes `target`, schema as given."""
+    manifest = {
+        "schemaVersion": 2,
+        "id": PLUGIN,
+        "name": "Marked files",
+        "description": "Reads one granted file.",
+        "version": "1.0.0",
+        "author": "ai-plugin-conformance",
+        "icon": "puzzle-outline",
+        "category": "other",
+        "ui": {"entry": "ui/index.html"},
+        "backend": {"runtime": "python", "protocolVersion": 4},
+        "rpc": {
+            "methods": {
+                "inspect": {
+                    "description": "Inspect the target.",
+                    "inputSchema": {"type": "object", "properties": {"target": parameter}},
+                }
+            }
+        },
+        "aiTools": [
+            {
+                "name": "marked_inspect",
+                "description": "Inspect the target.",
+                "method": "inspect",
+                "effect": effect,
+            }
+        ],
+        "permissions": ["files.read", "files.write"],
+    }
+    (folder / "backend").mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    (folder / "backend" / "worker.py").write_text(
+        "import sys\nsys.dont_write_bytecode = True\nfrom misbehaving_worker import run\n\nrun()\n"
+    )
+    return folder
+
+
+async def host_with(
+    tmp_path: Path, make_host: MakeHost, parameter: dict[str, Any], effect: str = "read"
+) -> tuple[Host, Path, Dispatched]:
+    files = tmp_path / "files"
+    files.mkdir()
+    host = make_host(
+        allowed_roots=(files,),
+        approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.DENY),
+        validator=kit_validator,
+    )
+    sent = Dispatched()
+    host.manager.observers.append(sent)
+    await host.install(marked_plugin(tmp_path / "plugin", parameter, effect))
+    return host, files, sent
+
+
+async def test_a_marked_file_is_injected_though_its_words_say_output_folder(
+    tmp_path: Path, make_host: MakeHost
+) -> None:
+    marked = {"type": "string", "format": "fengyu-file", "description": "Output folder."}
+    host, files, sent = await host_with(tmp_path, make_host, marked)
+    source = files / "in.txt"
+    source.write_text("hello\n")
+    ref = host.grants.attach("c1", PLUGIN, source, "read")
+
+    events = await run_chat(host, turn("marked_inspect", {}))
+
+    assert results(events)[0]["success"] is True, results(events)
+    copy = host.grants.copy_path(PLUGIN, ref)
+    assert sent.calls[-1] == (PLUGIN, "inspect", {"target": copy})
+    assert Path(copy).read_text() == "hello\n"
+
+
+async def test_a_marked_read_write_folder_takes_a_writable_grant_only(
+    tmp_path: Path, make_host: MakeHost
+) -> None:
+    marked = {
+        "type": "string",
+        "format": "fengyu-directory",
+        "x-fengyu-file-access": "read-write",
+        "description": "A FileRef.",  # words that would class it a read file, unmarked
+    }
+    host, files, sent = await host_with(tmp_path, make_host, marked, effect="write")
+    folder = files / "out"
+    folder.mkdir()
+    read_only = host.grants.attach("c1", PLUGIN, folder, "read")
+
+    refused = await run_chat(host, turn("marked_inspect", {"target": read_only}))
+    assert "is read-only; this parameter writes" in results(refused)[0]["error"]
+    assert sent.calls == []
+
+    writable = host.grants.attach("c2", PLUGIN, folder, "read-write")
+    events = await run_chat(host, turn("marked_inspect", {}), conversation="c2")
+    assert results(events)[0]["success"] is True, results(events)
+    staging = host.grants.copy_path(PLUGIN, writable, write=True)
+    assert sent.calls == [(PLUGIN, "inspect", {"target": staging})]
+
+
+async def test_a_marked_parameter_refuses_a_path_the_model_wrote(
+    tmp_path: Path, make_host: MakeHost
+) -> None:
+    marked = {"type": "string", "format": "fengyu-file"}
+    host, files, sent = await host_with(tmp_path, make_host, marked)
+    (files / "secret.txt").write_text("no\n")
+
+    events = await run_chat(host, turn("marked_inspect", {"target": str(files / "secret.txt")}))
+
+    assert "takes a FileRef granted in this conversation" in results(events)[0]["error"]
+    assert sent.calls == []
