@@ -4,6 +4,10 @@ hypothesis-jsonschema reads standard JSON Schema; the manifest subset also has `
 (an OpenAPI keyword it ignores), so schemas are translated first. Every generated value is
 validated again with jsonschema: a value the schema rejects means the generator does not
 understand this schema, and the kit then says so instead of trusting it.
+
+An optional property with a `default` is, in some inputs, left out and, in others, sent with
+exactly its default: FengYu hands a worker the params as sent (neither SDK fills defaults in),
+so a worker must cope with both (spec: fengyu-worker.md#tool-properties).
 """
 
 from __future__ import annotations
@@ -51,6 +55,76 @@ def closed_objects(schema: Any) -> Any:
     return result
 
 
+DefaultedPath = tuple[tuple[str, ...], Any]
+# What becomes of a defaulted property in one input; shrinking goes toward the first.
+DEFAULT_CHOICES = ("omit", "default", "drawn")
+
+
+def defaulted_properties(schema: Any) -> list[DefaultedPath]:
+    """(names leading to it through nested objects, default) of each optional property whose
+    default its own schema admits; a required one is never left out, and an invalid default
+    (FY-MAN's business) is never sent as if it were valid."""
+    found: list[DefaultedPath] = []
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        properties = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(properties, dict):
+            return
+        required = node.get("required")
+        required = required if isinstance(required, list) else []
+        for name, sub in properties.items():
+            if not isinstance(sub, dict):
+                continue
+            if "default" in sub and name not in required and _admits(sub, sub["default"]):
+                found.append(((*path, name), sub["default"]))
+            walk(sub, (*path, name))
+
+    walk(schema, ())
+    return found
+
+
+def _admits(schema: dict[str, Any], value: Any) -> bool:
+    try:
+        return bool(Draft202012Validator(schema).is_valid(value))
+    except Exception:  # a schema jsonschema cannot evaluate: its default is not trusted
+        return False
+
+
+def with_defaults(
+    strategy: st.SearchStrategy[Any], schema: Any, validator: Draft202012Validator
+) -> st.SearchStrategy[Any]:
+    """strategy, with each defaulted optional property left out, set to its default or
+    kept as drawn, chosen per input; a change the whole schema rejects (minProperties, say)
+    is not made."""
+    paths = defaulted_properties(schema)
+    if not paths:
+        return strategy
+    choices = st.tuples(*(st.sampled_from(DEFAULT_CHOICES) for _ in paths))
+
+    def apply(pair: tuple[Any, tuple[str, ...]]) -> Any:
+        value, chosen = pair
+        changed = apply_defaults(value, paths, chosen)
+        return changed if validator.is_valid(changed) else value
+
+    return st.tuples(strategy, choices).map(apply)
+
+
+def apply_defaults(value: Any, paths: list[DefaultedPath], chosen: tuple[str, ...]) -> Any:
+    """A copy of value with each defaulted property omitted, defaulted or left as chosen."""
+    value = copy.deepcopy(value)
+    for (path, default), choice in zip(paths, chosen, strict=True):
+        parent = value
+        for name in path[:-1]:
+            parent = parent.get(name) if isinstance(parent, dict) else None
+        if not isinstance(parent, dict) or choice == "drawn":
+            continue
+        if choice == "omit":
+            parent.pop(path[-1], None)
+        else:
+            parent[path[-1]] = copy.deepcopy(default)
+    return value
+
+
 @dataclass(frozen=True)
 class InputSpace:
     """Valid and invalid inputs of one tool's inputSchema."""
@@ -70,10 +144,11 @@ class InputSpace:
         schema = to_json_schema(input_schema)
         try:
             Draft202012Validator.check_schema(schema)
-            strategy = from_schema(closed_objects(schema))
+            validator = Draft202012Validator(schema)
+            strategy = with_defaults(from_schema(closed_objects(schema)), schema, validator)
         except Exception as exc:
             raise GeneratorGap(f"hypothesis-jsonschema cannot handle the schema: {exc}") from None
-        return cls(schema, Draft202012Validator(schema), strategy)
+        return cls(schema, validator, strategy)
 
     def draw_valid(self, draw: Callable[[st.SearchStrategy[Any]], Any]) -> Any:
         """One generated input, re-validated; a rejected one raises GeneratorGap."""

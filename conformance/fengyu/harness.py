@@ -12,7 +12,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.fengyu.resource_watch import REPORT_ONLY, Reporter
+from conformance.findings import shown
 from conformance.loop_thread import LoopThread
+from plugin_spec.fengyu_decls import ResourceLimits
 from reference_host.process import (
     PluginProcessManager,
     WorkerCrashed,
@@ -22,6 +25,8 @@ from reference_host.process import (
     WorkerSpec,
     WorkerTimeout,
 )
+
+SENTINEL = "conformance/sentinel"  # a method no tool answers: it starts the worker
 
 
 @dataclass(frozen=True)
@@ -51,23 +56,43 @@ class CallOutcome:
 class ToolHarness:
     """One plugin's worker behind a PluginProcessManager on a private event loop."""
 
-    def __init__(self, spec: WorkerSpec) -> None:
+    def __init__(
+        self,
+        spec: WorkerSpec,
+        resources: ResourceLimits | None = None,
+        report: Reporter | None = None,
+    ) -> None:
+        """resources: the declared limits, watched and told to report (never enforced:
+        resource_watch.py) together with the call under way."""
         self.spec = spec
         self._loop = LoopThread(f"kit worker loop {spec.plugin_id}")
-        self.manager = PluginProcessManager()
-        self.manager.register(spec)
+        self.manager = PluginProcessManager(limits=REPORT_ONLY)
+        self.manager.register(spec, resources if report is not None else None)
+        if report is not None:
+            self.manager.overrun_observers.append(lambda _, found: report(found, self.doing()))
         self._warm = False
+        self._calls: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
+
+    def doing(self) -> str:
+        """The call under way, else the last one made: what an overrun is told with."""
+        current, last = self._calls
+        request = current or last
+        if request is None or request["method"] == SENTINEL:
+            return "while the worker started"
+        what = f"calling {request['method']!r} with {shown(request['params'], 300)}"
+        return f"while {what}" if current else f"after {what}"
 
     def warm(self) -> None:
         """Start the worker with a call no tool answers, once: what a runtime writes while
         it starts (caches, byte code) then happens before the first observed tool call."""
         if not self._warm:
             self._warm = True
-            self.call("conformance/sentinel", {}, 20.0)
+            self.call(SENTINEL, {}, 20.0)
 
     def call(self, method: str, params: Any, timeout: float) -> CallOutcome:
         request = {"jsonrpc": "2.0", "id": "repro-1", "method": method, "params": params}
         invoke = self.manager.invoke(self.spec.plugin_id, method, params, tool_timeout=timeout)
+        self._calls = (request, self._calls[1])
         try:
             return CallOutcome("result", self._loop.run(invoke), "", "", request)
         except WorkerRpcError as exc:
@@ -80,6 +105,8 @@ class ToolHarness:
                 WorkerProtocolError: "protocol",
             }.get(type(exc), "launch")
             return CallOutcome(kind, None, exc.message, exc.stderr, request)
+        finally:
+            self._calls = (None, request)
 
     def reproduction(self, request: dict[str, Any]) -> str:
         """A one-line shell command that sends request to the worker by hand."""

@@ -187,10 +187,11 @@ def test_sample_plugin_reports_nothing(run_kit) -> None:
         ("FY-EFF-002", "markdown_outline"),
         ("FY-UPG-001", None),  # no --previous-manifest
         ("FY-UPG-002", None),
+        ("FY-WRK-020", None),  # no backend.resources declared
     }
     # Nothing failed, so nothing is blocked: each of them had nothing to check.
     assert {(r["status"], tuple(r["blocked_by"])) for r in unchecked} == {("not-applicable", ())}
-    result.result.assert_outcomes(passed=len(records) - 9, skipped=9)
+    result.result.assert_outcomes(passed=len(records) - 10, skipped=10)
 
 
 def test_tool_name_clash_across_plugins(run_kit, tmp_path: Path) -> None:

@@ -1,0 +1,82 @@
+"""Declared resources kept while the kit runs the worker (fengyu-worker.md#declared-resources).
+
+The tool harness's worker is watched throughout the run (conformance/fengyu/resource_watch.py);
+this check reports what was seen. When no tool item has started that worker in this process
+(`-m worker`, or the items spread over several processes), it starts it and calls each tool
+once with its simplest valid input, so that a worker that grows on a call is still seen.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from conformance.fengyu.resource_watch import KIT_INTERVAL, SeenOverrun
+from conformance.fengyu.services import WorkerServices
+from conformance.findings import Finding, NotApplicable
+from conformance.registry import CheckContext, check
+from conformance.strategies import GeneratorGap
+
+SETTLE_SAMPLES = 3  # samples after the last call, so an overrun it caused is seen
+
+
+@check("FY-WRK-020")
+def declared_resources_kept(ctx: CheckContext) -> Iterator[Finding]:
+    workers = ctx.workers
+    if workers is None or not workers.declared:
+        raise NotApplicable("the plugin declares no worker")
+    if not workers.resources:
+        raise NotApplicable(
+            "the manifest declares no backend.resources (memoryMb, maxProcesses): "
+            "FengYu sets no limit to check"
+        )
+    if workers.launch_error is not None or not workers.answers_at_start:
+        raise NotApplicable(workers.start_failure())
+    _exercise(workers)
+    for seen in workers.overruns.seen:
+        yield _finding(ctx, seen)
+
+
+def _exercise(workers: WorkerServices) -> None:
+    """Call each tool once if nothing has called the harness's worker yet, then let the
+    monitor sample it a few more times."""
+    if not workers.harness_started:
+        workers.overruns.suite = "worker suite (FY-WRK-020 calling each tool once)"
+        harness = workers.harness()
+        harness.warm()
+        for tool in workers.plugin.tools:
+            space = workers.input_space(tool)
+            if space is None or not isinstance(tool.method, str):
+                continue
+            try:
+                params = space.minimal()
+            except GeneratorGap:
+                continue
+            harness.call(tool.method, params, workers.tool_timeout(tool))
+    time.sleep(SETTLE_SAMPLES * KIT_INTERVAL)
+
+
+def _finding(ctx: CheckContext, seen: SeenOverrun) -> Finding:
+    overrun = seen.overrun
+    if overrun.limit == "memory":
+        what = f"{overrun.seen} MiB resident, {overrun.declared} MiB declared"
+        fix = (
+            "keep the resident memory of the worker and every process it starts under "
+            "backend.resources.memoryMb (stream large inputs, free caches), or raise memoryMb "
+            "to what the worker needs (at most 8192)"
+        )
+    else:
+        what = f"{overrun.seen} processes, {overrun.declared} declared"
+        fix = (
+            "keep the worker and every process it starts (helpers, pools, shells) at or "
+            "under backend.resources.maxProcesses, or raise maxProcesses to the most it "
+            "runs at once (at most 64)"
+        )
+    message = (
+        f"the worker's process tree went over {overrun.field}: {what}\n"
+        f'FengYu would log "{overrun.message}", mark the plugin FAILED (fault '
+        "RESOURCE_LIMIT), fail its pending calls and kill the worker\n"
+        f"seen in the {seen.step}"
+    )
+    pointer = "/" + overrun.field.replace(".", "/")
+    return ctx.manifest_finding(pointer, message, fix)
