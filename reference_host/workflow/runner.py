@@ -9,9 +9,11 @@ approval between them when the policy asks), then `done`; anything that stops th
 
 A node's input is its literal inputs plus its bound values: the upstream result parsed as
 JSON, whole or one field of it. That result has its call's sensitive values masked, so a secret
-never feeds a binding, and the call events mask them too (spec: host.md#sensitive-inputs). A node whose tool is not in the snapshot, an input the tool
-no longer has, a required input without a value, a failed node (the failure envelope,
-including a call that was not approved) or a missing bound field ends the run.
+never feeds a binding, and the call events mask them too (spec: host.md#sensitive-inputs).
+
+A node whose tool is not in the snapshot, an input the tool no longer has, a required input
+without a value, a failed node (the failure envelope, including a call that was not approved)
+or a missing bound field ends the run.
 """
 
 from __future__ import annotations
