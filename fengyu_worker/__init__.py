@@ -35,6 +35,7 @@ import json
 import logging
 import math
 import os
+import queue
 import re
 import sys
 import threading
@@ -625,9 +626,12 @@ class Worker:
         self.log = logging.getLogger("worker")
         self._out: BinaryIO | None = None
         self._write_lock = threading.Lock()
-        self._pending_lock = threading.Lock()
-        self._pending: dict[bytes, _Call] = {}
-        self._running: list[tuple[threading.Thread, _Call]] = []
+        self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)  # notified as calls are answered
+        self._pending: dict[bytes, _Call] = {}  # requests by encoded id, until answered
+        self._owed = 0  # calls admitted and neither answered nor cancelled
+        self._idle = 0  # pool threads waiting for a call
+        self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
 
     @classmethod
     def from_manifest(cls, anchor: str | Path) -> Worker:
@@ -713,54 +717,70 @@ class Worker:
             out.flush()
 
     def _start(self, call: _Call) -> None:
-        if call.request_id is not _MISSING:
-            key = _encode(call.request_id)
-            with self._pending_lock:
+        """Queue the call for a pool thread, starting a new one when none is idle: threads
+        are reused, yet a handler that never returns holds up no other call."""
+        with self._lock:
+            if call.request_id is not _MISSING:
+                key = _encode(call.request_id)
                 older = self._pending.get(key)
-                if older is not None:  # the same id again: the newer call replaces the older
+                if older is not None and not older.answered:
+                    # The same id again: the newer call replaces the older, which owes nothing.
                     older.answered = True
                     older.context._cancel.set()
+                    self._owed -= 1
                 self._pending[key] = call
-        thread = threading.Thread(
-            target=self._serve, args=(call,), name=f"call-{call.name}", daemon=True
-        )
-        self._running = [(t, c) for t, c in self._running if t.is_alive()]
-        self._running.append((thread, call))
-        thread.start()
+            self._owed += 1
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1
+        self._calls.put(call)
+        if spawn:
+            threading.Thread(target=self._work, name="call", daemon=True).start()
+        time.sleep(0)  # yield the GIL: the call starts now, not after the next switch interval
+
+    def _work(self) -> None:
+        while True:
+            call = self._calls.get()
+            threading.current_thread().name = f"call-{call.name}"
+            self._serve(call)
+            with self._lock:
+                self._idle += 1
 
     def _serve(self, call: _Call) -> None:
         reply = self._complete(call)
-        if call.request_id is _MISSING:
-            return
-        key = _encode(call.request_id)
-        with self._pending_lock:
-            if call.answered:
+        with self._lock:
+            if call.answered:  # cancelled or replaced: answered and settled already
                 return
             call.answered = True
-            if self._pending.get(key) is call:
+            key = _encode(call.request_id) if call.request_id is not _MISSING else None
+            if key is not None and self._pending.get(key) is call:
                 del self._pending[key]
         if reply is not None:
             self._send(reply)
+        with self._settled:
+            self._owed -= 1
+            self._settled.notify_all()
 
     def _cancel(self, params: Any) -> None:
         """$/cancelRequest: answer the pending call with CANCELLED now, and tell its handler."""
         if not isinstance(params, dict) or not _valid_id(params.get("id", _MISSING)):
             return
         key = _encode(params["id"])
-        with self._pending_lock:
+        with self._lock:
             call = self._pending.pop(key, None)
             if call is None or call.answered:
                 return
             call.answered = True
             call.context._cancel.set()
+            self._owed -= 1
         self._send(_error_frame(call.request_id, cancelled_error()))
 
     def _drain(self, seconds: float) -> None:
         """Wait for the calls still owing an answer (a cancelled one owes none)."""
         deadline = time.monotonic() + seconds
-        for thread, call in self._running:
-            if not call.answered:
-                thread.join(max(0.0, deadline - time.monotonic()))
+        with self._settled:
+            while self._owed > 0 and (left := deadline - time.monotonic()) > 0:
+                self._settled.wait(left)
 
     # -- one frame --
 

@@ -320,3 +320,13 @@ def test_the_module_needs_the_standard_library_only(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["result"]["protocolVersion"] == 4, done.stderr
     assert str(copy / "fengyu_worker.py") in done.stderr
     assert not (copy / "__pycache__").exists()
+
+
+def test_every_call_read_before_the_end_of_input_is_answered(tmp_path: Path) -> None:
+    """Calls still running at EOF answer before the worker exits (one reply was lost when the
+    loop stopped waiting as soon as a call was marked answered, before its line was written)."""
+    worker = Pipe(tmp_path)
+    for n in range(500):
+        worker.send(request(n, "quick", {"who": n}))
+    replies, _, code = worker.finish()
+    assert sorted(r["id"] for r in replies) == list(range(500)) and code == 0
