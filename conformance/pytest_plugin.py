@@ -320,7 +320,10 @@ class KitSession:
             if plugin["file_parameters"] or path_like:
                 terminalreporter.section(f"file-class parameters of {plugin['label']}", sep="-")
                 for f in plugin["file_parameters"]:
-                    write(f"{f['tool']}.{f['parameter']}: {f['class']}, route {f['route']}")
+                    write(
+                        f"{f['tool']}.{f['parameter']}: {f['class']}, route {f['route']}, "
+                        f"by its {f['by']}"
+                    )
                 for p in path_like:
                     write(
                         f"{p['tool']}.{p['parameter']}: NOT file-class, though {p['because']} "

@@ -12,7 +12,7 @@ from conformance.fengyu.path_like import looks_like_path
 from conformance.findings import Finding
 from conformance.registry import CheckContext, check
 from conformance.sources import pointer
-from plugin_spec.filerefs import FILE_ACCESS, FileClass, classify_parameters
+from plugin_spec.filerefs import FILE_ACCESS, FileClass, classify_parameters, is_marked
 
 
 @dataclass(frozen=True)
@@ -26,12 +26,18 @@ class FileParameter:
     schema: Any
     route: str
 
+    @property
+    def by(self) -> str:
+        """What classed it: FengYu's marker, or (unmarked) the words of its description."""
+        return "marker" if is_marked(self.schema) else "description"
+
     def to_json(self) -> dict[str, str]:
         return {
             "tool": self.tool,
             "parameter": self.parameter,
             "class": self.file_class.value,
             "route": self.route,
+            "by": self.by,
         }
 
 
