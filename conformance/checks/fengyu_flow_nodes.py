@@ -69,12 +69,13 @@ def flow_ports_resolve(ctx: CheckContext) -> Iterator[Finding]:
                     "set tool to the name of an aiTools[] entry, or declare that tool",
                 )
             continue
-        yield from _inputs_resolve(ctx, at, tool)
+        yield from _inputs_resolve(ctx, at, node, tool)
         yield from _outputs_resolve(ctx, at, node, tool)
 
 
-def _inputs_resolve(ctx: CheckContext, at: str, tool: AiTool) -> Iterator[Finding]:
-    node = ctx.fengyu.document.get(at) if ctx.fengyu.document else {}
+def _inputs_resolve(
+    ctx: CheckContext, at: str, node: dict[str, Any], tool: AiTool
+) -> Iterator[Finding]:
     if tool.input_schema is None:
         return  # no input schema to resolve against: FY-MAN-004/FY-MAN-010's finding
     properties = input_properties(tool.input_schema.data) or {}
@@ -157,7 +158,7 @@ def flow_widgets_fit(ctx: CheckContext) -> Iterator[Finding]:
     tools = _tools(ctx.fengyu)
     widgets = 0
     for at, node in _nodes(ctx.fengyu):
-        tool = tools.get(node.get("tool")) if isinstance(node.get("tool"), str) else None
+        tool = tools.get(str(node.get("tool")))
         properties = input_properties(tool.input_schema.data) if tool and tool.input_schema else {}
         for index, port in _ports(node, "inputs"):
             widget, name = port.get("widget"), port.get("name")
