@@ -24,6 +24,7 @@ from conformance.properties import Counterexample, find_counterexample
 from conformance.registry import CheckContext, check
 from conformance.schema_messages import explain
 from conformance.sources import pointer
+from conformance.strategies import defaulted_properties
 from plugin_spec.filerefs import by_id, classify_parameters, resolve_refs
 from plugin_spec.schema_subset import to_json_schema
 
@@ -118,7 +119,8 @@ def valid_inputs_answered(ctx: CheckContext) -> Iterator[Finding]:
         params = run.space.draw_valid(data.draw)
         outcome = run.call(run.files.substitute(params, run.classes, data.draw))
         if broken := run.broken(outcome):
-            return replace(broken, fix=HANG_FIX if broken.hang else CRASH_FIX)
+            crash_fix = CRASH_FIX + _left_out_defaults(run.space.schema, params)
+            return replace(broken, fix=HANG_FIX if broken.hang else crash_fix)
         if outcome.kind == "result" and validator is not None:
             error = best_match(validator.iter_errors(outcome.value))
             if error is not None:
@@ -178,6 +180,31 @@ def unresolved_refs_rejected(ctx: CheckContext) -> Iterator[Finding]:
         )
 
     yield from run.finding(find_counterexample(attempt, run.workers.settings))
+
+
+def _left_out_defaults(schema: Any, params: Any) -> str:
+    """What to add to a crash's fix when the input leaves out a property that declares a
+    default: FengYu fills in no defaults, so a handler that expects them crashes."""
+    missing = [
+        f"{'.'.join(path)!r} (default {shown(default, 60)})"
+        for path, default in defaulted_properties(schema)
+        if not _present(params, path)
+    ]
+    if not missing:
+        return ""
+    return (
+        f"; this input leaves out {', '.join(missing)}: FengYu passes params as they were "
+        "sent and fills in no default, so apply the default in the handler when the "
+        "property is missing"
+    )
+
+
+def _present(params: Any, path: tuple[str, ...]) -> bool:
+    for name in path:
+        if not isinstance(params, dict) or name not in params:
+            return False
+        params = params[name]
+    return True
 
 
 def _accepted(outcome: CallOutcome, problem: str) -> Counterexample | None:
