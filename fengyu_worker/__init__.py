@@ -597,6 +597,8 @@ class Context:
 
 @dataclass(frozen=True)
 class Method:
+    """A registered handler with what is checked before it runs."""
+
     handler: Handler
     schema: Schema | None
     nulls: Nulls | None = None
@@ -644,8 +646,14 @@ class Worker:
             manifest = folder / "manifest.json"
             if manifest.is_file():
                 data = json.loads(manifest.read_text(encoding="utf-8"))
-                methods = (data.get("rpc") or {}).get("methods") or {}
-                return cls({name: m.get("inputSchema") for name, m in methods.items()})
+                rpc = data.get("rpc") if isinstance(data, dict) else None
+                # A version 1 manifest has no rpc.methods: its methods go unchecked.
+                methods = (rpc.get("methods") if isinstance(rpc, dict) else None) or {}
+                if not isinstance(methods, dict):
+                    raise ValueError(f"{manifest}: /rpc/methods is not an object of methods")
+                return cls(
+                    {n: m.get("inputSchema") for n, m in methods.items() if isinstance(m, dict)}
+                )
         raise FileNotFoundError(f"no manifest.json above {anchor}")
 
     def method(self, name: str, input_schema: Any = None) -> Callable[[Handler], Handler]:
@@ -671,8 +679,8 @@ class Worker:
     def run(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
         """Serve until stdin reaches EOF; returns the process exit code (0).
 
-        Each call runs on a thread of its own, so the loop keeps reading: a cancellation or
-        a second call is seen while a handler works. At EOF, calls still running get
+        Calls run on pool threads, so the loop keeps reading: a cancellation or a second
+        call is seen while a handler works. At EOF, calls still running get
         EOF_GRACE_SECONDS to answer; then the loop returns (their threads are daemons).
         """
         stdin = stdin or sys.stdin.buffer

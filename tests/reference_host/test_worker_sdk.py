@@ -217,3 +217,35 @@ def test_lone_surrogates_are_escaped_on_the_wire(worker: Worker) -> None:
         stdout=out,
     )
     assert json.loads(out.getvalue()) == {"jsonrpc": "2.0", "id": 1, "result": {"s": "\ud800"}}
+
+
+def test_from_manifest_reads_the_methods_schemas(tmp_path: Path) -> None:
+    (tmp_path / "backend").mkdir()
+    manifest = {"rpc": {"methods": {"double": {"inputSchema": SCHEMA}, "odd": "not an object"}}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    worker = Worker.from_manifest(tmp_path / "backend" / "worker.py")
+
+    @worker.method("double")
+    def double(params, ctx):
+        return params
+
+    reply = call(worker, req("double", {"x": "a"}))
+    assert reply is not None and reply["error"]["code"] == -32602
+
+
+def test_from_manifest_names_methods_that_are_not_an_object(tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text(json.dumps({"rpc": {"methods": ["double"]}}))
+    with pytest.raises(ValueError, match=r"manifest.json: /rpc/methods is not an object"):
+        Worker.from_manifest(tmp_path / "worker.py")
+
+
+def test_a_version_1_manifest_leaves_params_unchecked(tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text(json.dumps({"schemaVersion": 1, "aiTools": []}))
+    worker = Worker.from_manifest(tmp_path / "worker.py")
+
+    @worker.method("echo")
+    def echo(params, ctx):
+        return params
+
+    reply = call(worker, req("echo", {"x": "a"}))
+    assert reply is not None and reply["result"] == {"x": "a"}
