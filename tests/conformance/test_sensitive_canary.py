@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 from conformance.checks.fengyu_sensitive import CANARY_PREFIX, Target, canary_targets
+from tests.conftest import FIXTURE_PLUGINS, copy_plugin
 
 SECRET = {"type": "string", "x-fengyu-sensitive": True}
 AT = "/rpc/methods/m/inputSchema"
@@ -48,3 +52,32 @@ def test_the_canary_is_placed_making_the_objects_on_its_way() -> None:
     assert target.place(params) == {"user": "ann", "auth": {"kind": "basic", "token": "fycanary-1"}}
     assert params == {"user": "ann", "auth": {"kind": "basic"}}
     assert target.place({}) == {"auth": {"token": "fycanary-1"}}
+
+
+KEEPS_IT = """import sys
+from pathlib import Path
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from misbehaving_worker import run
+
+
+def connect(params):
+    print(f"connecting to {params['server']} with the configured key", file=sys.stderr)
+    return {"success": True, "summary": f"connected to {params['server']}"}
+
+
+run({"connect": connect})
+"""
+
+
+def test_a_worker_that_keeps_the_secret_passes(run_kit, tmp_path: Path) -> None:
+    """The stderr fixture's plugin with a worker that uses the key and never shows it."""
+    plugins = tmp_path / "plugins"
+    plugin = copy_plugin(FIXTURE_PLUGINS / "FY-TOOL-004-logs-the-api-key", plugins)
+    shutil.copy2(FIXTURE_PLUGINS / "misbehaving_worker.py", plugins)
+    (plugin / "backend" / "worker.py").write_text(KEEPS_IT)
+
+    result = run_kit([plugin], "-m", "tools", "-k", "FY-TOOL-004")
+
+    assert result.statuses()["FY-TOOL-004"] == "passed"
