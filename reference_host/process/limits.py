@@ -89,7 +89,7 @@ def tree_usage(pid: int, lineage: str | None = None) -> Usage:
         root = psutil.Process(pid)
         for process in (root, *root.children(recursive=True)):
             members[process.pid] = process
-    except psutil.NoSuchProcess:
+    except psutil.Error:  # gone, or not ours to read: the lineage scan still finds the rest
         pass
     for carrier in carriers(lineage) if lineage else ():
         if carrier not in members:

@@ -131,7 +131,7 @@ async def test_a_worker_over_its_memory_fails_its_pending_call(
     assert "Worker exceeded its memory limit" in raised.value.message
 
 
-async def test_tree_usage_counts_the_worker_its_children_and_one_that_left_the_group(
+async def test_tree_usage_counts_the_worker_its_children_and_those_that_escaped(
     tmp_path: Path,
 ) -> None:
     manager = PluginProcessManager()
@@ -143,6 +143,11 @@ async def test_tree_usage_counts_the_worker_its_children_and_one_that_left_the_g
         usage = await asyncio.to_thread(tree_usage, connection.process.pid, connection.lineage)
         assert usage.processes == 4
         assert usage.rss_bytes > 0
+        await manager.invoke(PLUGIN, "run", {"escaped": True}, caller_timeout=30)
+        pid, lineage = connection.process.pid, connection.lineage
+        assert (await asyncio.to_thread(tree_usage, pid, lineage)).processes == 5
+        # no descendant any more: only the lineage token finds it
+        assert (await asyncio.to_thread(tree_usage, pid)).processes == 4
     finally:
         await manager.close()
 
@@ -197,7 +202,9 @@ async def test_a_call_over_http_to_a_worker_over_max_processes_gets_resource_lim
             assert installed.status_code == 201, installed.text
             response = await client.post("/api/chat", json={"message": "go"})
     items = parse(response.content)
-    results = [data(item) for item, kind in zip(items, kinds(items), strict=True) if kind == "tool.result"]
+    results = [
+        data(item) for item, kind in zip(items, kinds(items), strict=True) if kind == "tool.result"
+    ]
     assert len(results) == 1
     assert results[0]["success"] is False
     error = json.loads(results[0]["output"])["error"]
