@@ -245,7 +245,8 @@ class WorkerServices:
         return self._files[tool]
 
     def tool_timeout(self, tool: AiTool) -> float:
-        """What a host allows this tool's call: tool, then backend default, then 60 s."""
+        """What a host allows this tool's call: the tool's timeoutSeconds, then its
+        method's, then callTimeoutSeconds, then 60 s (spec: host.md#timeouts-and-resources)."""
         declared = tool.entry.get("timeoutSeconds")
         return effective_timeout(declared, None, self.methods.get(tool.method))
 
