@@ -29,8 +29,13 @@ from reference_host.events import Event
 from reference_host.grant_copies import COPIES
 from reference_host.grants import GrantStore
 from reference_host.plugin_tools import WorkerToolCallback
-from reference_host.plugins import PluginInfo, PluginService, Validator
-from reference_host.process import PluginProcessManager, WorkerLaunchError, WorkerSpec
+from reference_host.plugins import PluginError, PluginInfo, PluginService, Staged, Validator
+from reference_host.process import (
+    PluginProcessManager,
+    WorkerError,
+    WorkerLaunchError,
+    WorkerSpec,
+)
 from reference_host.process.launch import manifest_spec
 from reference_host.process.lineage import become_subreaper
 from reference_host.process.record import LineageRecord
@@ -118,6 +123,7 @@ class Host:
         """
         staged = await asyncio.to_thread(self.plugins.stage, source)
         try:
+            await self._preflight(staged)
             async with self._lifecycle:
                 info, previous = self.plugins.commit(staged)
                 await self._refresh_worker(info.id)
@@ -125,6 +131,39 @@ class Host:
         finally:
             self.plugins.discard(staged)
         return info
+
+    async def _preflight(self, staged: Staged) -> None:
+        """FengYu's gate before an install or upgrade takes effect: a worker that declares a
+        protocol version is started from the staged copy and must pass the handshake, or
+        nothing changes and the installed version stays (spec: host.md#installing-a-plugin).
+        """
+        if staged.manifest.get("erpTools") is not None:
+            return
+        scratch = self.config.data_dir / "preflight" / uuid.uuid4().hex
+        try:
+            spec = manifest_spec(
+                staged.plugin_id,
+                staged.folder,
+                staged.manifest,
+                scratch / "data",
+                override=self.config.worker_commands.get(staged.plugin_id),
+                scratch=scratch / "bin",
+                log_level=self.config.log_level,
+                pass_env=self.config.worker_env,
+            )
+        except WorkerLaunchError:
+            return  # no worker to greet: the plugin's tools report that when called
+        try:
+            if spec.protocol_version is not None:
+                await self.manager.preflight(spec)
+        except WorkerError as exc:
+            raise PluginError(
+                f"{staged.source.name}: its worker did not pass FengYu's handshake; nothing "
+                "was installed or upgraded",
+                [exc.message],
+            ) from None
+        finally:
+            await asyncio.to_thread(shutil.rmtree, scratch, True)
 
     async def enable(self, plugin_id: str) -> PluginInfo:
         async with self._lifecycle:

@@ -49,6 +49,7 @@ from reference_host.process.launch import WorkerSpec
 from reference_host.process.limits import Overrun, ResourceWatch, watch_tree
 from reference_host.process.lineage import end_lineage, new_token
 from reference_host.process.record import LineageRecord
+from reference_host.process.secrets import SECRETS
 from reference_host.process.spawn import Spawned, spawn
 from reference_host.process.tail import StderrTail
 from reference_host.process.tree import kill_group, kill_pipe_holders, kill_tree
@@ -174,7 +175,7 @@ class WorkerConnection:
             # The write is timed too: a worker that stops reading lets the pipe fill.
             async with asyncio.timeout(timeout):
                 await self._send(request)
-                message = await future
+                message = await asyncio.shield(future)  # kept for _abandon if the caller leaves
         except TimeoutError:
             self.pending.pop(request_id, None)  # cancelled: nobody left to read its failure
             error = WorkerTimeout(
@@ -390,7 +391,9 @@ class WorkerConnection:
 
     def _log_stderr(self, line: str) -> None:
         """A stderr line into the host's log: an `@fengyu-log:` record at its level under
-        `reference_host.plugin.<id>.<logger>`, any other line at INFO."""
+        `reference_host.plugin.<id>.<logger>`, any other line at INFO; the sensitive values
+        of its plugin's recent calls masked (secrets.py)."""
+        line = SECRETS.mask(self.spec.plugin_id, line)
         record = parse_log_line(line)
         if record is None:
             log.info("%s: %s", self.spec.plugin_id, line)

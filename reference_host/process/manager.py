@@ -78,6 +78,12 @@ class PluginProcessManager:
         if stale is not None:
             await stale.close(grace)
 
+    async def preflight(self, spec: WorkerSpec, grace: float = 5.0) -> None:
+        """Start a worker from spec and stop it again, as FengYu's update gate does: raises
+        what the start raised (WorkerHandshakeError for a refused handshake)."""
+        connection = await WorkerConnection.start(spec, self._record)
+        await connection.close(grace)
+
     def connection(self, plugin_id: str) -> WorkerConnection | None:
         return self._connections.get(plugin_id)
 

@@ -1,0 +1,239 @@
+"""The host runs FengYu 4 packages as FengYu does (spec: fengyu-worker.md#starting-the-worker,
+fengyu-worker.md#the-handshake), over real HTTP: python and go runtimes start, a worker that
+fails the handshake is refused at install, and an upgrade whose worker fails it keeps the
+installed version."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from reference_host.agent.models import ModelTurn, ScriptedModel
+from reference_host.process import PluginProcessManager, WorkerCancelled, WorkerHandshakeError
+from reference_host.process.errors import WorkerPermissionDenied, rpc_error
+from reference_host.process.launch import manifest_spec
+from reference_host.sse import parse
+from tests.conftest import FIXTURE_PLUGINS
+from tests.reference_host.stream_items import data, kinds
+from tests.reference_host.test_app import Server, call, chat, client, install, serve, server
+
+__all__ = ["client", "serve", "server"]  # the fixtures of test_app, used here too
+
+TEMPLATE = FIXTURE_PLUGINS / "FY-WRK-011-method-not-implemented"
+WORKER = """#!/usr/bin/env python3
+import sys
+from pathlib import Path
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from misbehaving_worker import run
+
+run({faults})
+"""
+
+
+def package(
+    tmp_path: Path,
+    name: str,
+    *,
+    runtime: str = "python",
+    version: str = "1.0.0",
+    faults: str = "",
+    artifact: str = "worker.py",
+    mode: int = 0o644,
+) -> Path:
+    """A FengYu 4 package: the fixture manifest with runtime and protocol 4, its worker at
+    backend/<artifact> running misbehaving_worker with the given faults."""
+    root = tmp_path / name
+    shutil.copytree(TEMPLATE, root)
+    for old in (root / "backend").iterdir():
+        old.unlink()
+    manifest = json.loads((root / "manifest.json").read_text("utf-8"))
+    manifest.update(
+        id="fixture.fengyu4", version=version, backend={"runtime": runtime, "protocolVersion": 4}
+    )
+    (root / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+    worker = root / "backend" / artifact
+    worker.write_text(WORKER.format(faults=faults), "utf-8")
+    worker.chmod(mode)
+    return root
+
+
+async def greet_over_chat(client: httpx.AsyncClient, server: Server) -> dict[str, Any]:
+    server.models.append(ScriptedModel([call("fixture_greet", {"name": "Ada"}), ModelTurn("ok")]))
+    items = parse((await chat(client, "greet")).content)
+    assert kinds(items)[:3] == [":connected", "tool.call", "tool.result"]
+    return data(items[2])
+
+
+async def test_a_python_runtime_package_runs(
+    client: httpx.AsyncClient, server: Server, tmp_path: Path
+) -> None:
+    await install(client, package(tmp_path, "py"))
+    result = await greet_over_chat(client, server)
+    assert result["success"] is True, result
+
+
+async def test_a_go_worker_without_its_bit_runs_and_the_authors_file_keeps_its_mode(
+    client: httpx.AsyncClient, server: Server, tmp_path: Path
+) -> None:
+    """FengYu sets the executable bit itself; the host sets it on a copy of its own."""
+    root = package(tmp_path, "go", runtime="go", artifact="worker", mode=0o644)
+    await install(client, root)
+    result = await greet_over_chat(client, server)
+    assert result["success"] is True, result
+    assert (root / "backend" / "worker").stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize(
+    ("faults", "problem"),
+    [
+        ("no_handshake=True", "Method not found"),
+        ('handshake_runtime="java"', "runtime 'java' is not the manifest's 'python'"),
+        ('handshake_version="4"', "protocolVersion '4' is not the declared 4"),
+    ],
+)
+async def test_a_worker_failing_the_handshake_is_not_installed(
+    client: httpx.AsyncClient, tmp_path: Path, faults: str, problem: str
+) -> None:
+    response = await client.post(
+        "/api/plugins", json={"path": str(package(tmp_path, "bad", faults=faults))}
+    )
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert "did not pass FengYu's handshake" in body["error"]
+    assert any(problem in p for p in body["problems"]), body
+    assert (await client.get("/api/plugins")).json() == []
+
+
+async def test_an_upgrade_whose_worker_fails_the_handshake_keeps_the_installed_version(
+    client: httpx.AsyncClient, server: Server, tmp_path: Path
+) -> None:
+    await install(client, package(tmp_path, "v1"))
+    broken = package(tmp_path, "v2", version="2.0.0", faults='handshake_runtime="go"')
+    response = await client.post("/api/plugins", json={"path": str(broken)})
+    assert response.status_code == 400, response.text
+    (listed,) = (await client.get("/api/plugins")).json()
+    assert listed["version"] == "1.0.0"
+    assert (await greet_over_chat(client, server))["success"] is True
+
+
+# -- the process manager: what the handshake, the envelope and cancellation look like --------
+
+
+SLOW_WORKER = """import json, sys, threading
+sys.dont_write_bytecode = True
+HONOUR_CANCEL = {honour}
+cancelled = threading.Event()
+out = sys.stdout
+
+
+def reply(rid, **body):
+    out.write(json.dumps({{"jsonrpc": "2.0", "id": rid, **body}}) + "\\n")
+    out.flush()
+
+
+def greet(rid):
+    cancelled.wait(30)
+    if HONOUR_CANCEL:
+        error = {{"code": -32000, "message": "cancelled", "data": {{"code": "CANCELLED"}}}}
+        reply(rid, error=error)
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method, rid = message.get("method"), message.get("id")
+    if method == "$/fengyu/initialize":
+        print(json.dumps(message.get("_fengyu")), file=sys.stderr, flush=True)
+        reply(rid, result={{"protocolVersion": 4, "runtime": "python"}})
+    elif method == "greet":
+        threading.Thread(target=greet, args=(rid,), daemon=True).start()
+    elif method == "$/cancelRequest" and HONOUR_CANCEL:
+        cancelled.set()
+"""
+
+
+def slow_package(tmp_path: Path, honour: bool) -> Path:
+    """A package whose greet waits 30 s for a `$/cancelRequest`; honour: whether its worker
+    then answers CANCELLED, or ignores the cancel."""
+    root = package(tmp_path, f"slow-{honour}")
+    (root / "backend" / "worker.py").write_text(SLOW_WORKER.format(honour=honour), "utf-8")
+    return root
+
+
+def spec_of(root: Path, tmp_path: Path) -> Any:
+    manifest = json.loads((root / "manifest.json").read_text("utf-8"))
+    return manifest_spec("fixture.fengyu4", root, manifest, tmp_path / "data")
+
+
+async def test_an_abandoned_call_is_cancelled_in_the_worker(tmp_path: Path) -> None:
+    """The caller leaves: `$/cancelRequest` goes out, the worker answers CANCELLED and stays."""
+    manager = PluginProcessManager()
+    manager.register(spec_of(slow_package(tmp_path, honour=True), tmp_path))
+    try:
+        call_task = asyncio.create_task(manager.invoke("fixture.fengyu4", "greet", {}))
+        connection = await wait_for_connection(manager)
+        call_task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call_task
+        await wait_until(lambda: not connection.pending)
+        assert connection.alive
+        assert '"locale": "en"' in connection.stderr  # the envelope came with the handshake
+    finally:
+        await manager.close()
+
+
+async def test_a_worker_ignoring_the_cancel_is_killed_after_a_second(tmp_path: Path) -> None:
+    manager = PluginProcessManager()
+    manager.register(spec_of(slow_package(tmp_path, honour=False), tmp_path))
+    try:
+        call_task = asyncio.create_task(manager.invoke("fixture.fengyu4", "greet", {}))
+        connection = await wait_for_connection(manager)
+        call_task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call_task
+        await wait_until(lambda: not connection.alive)
+    finally:
+        await manager.close()
+
+
+async def test_a_failed_handshake_is_a_refused_start(tmp_path: Path) -> None:
+    root = package(tmp_path, "refused", faults='handshake_runtime="go"')
+    manager = PluginProcessManager()
+    manager.register(spec_of(root, tmp_path))
+    try:
+        with pytest.raises(WorkerHandshakeError, match="runtime 'go'"):
+            await manager.invoke("fixture.fengyu4", "greet", {"name": "Ada"})
+        assert manager.connection("fixture.fengyu4") is None
+    finally:
+        await manager.close()
+
+
+def test_cancelled_and_permission_denied_have_their_own_errors() -> None:
+    cancelled = rpc_error({"code": -32000, "message": "stop", "data": {"code": "CANCELLED"}})
+    denied = rpc_error({"code": -32000, "message": "no", "data": {"code": "PERMISSION_DENIED"}})
+    other = rpc_error({"code": -32000, "message": "bad", "data": {"code": "INVALID_PARAMS"}})
+    assert isinstance(cancelled, WorkerCancelled) and isinstance(denied, WorkerPermissionDenied)
+    assert type(other).__name__ == "WorkerRpcError" and other.code == -32000
+
+
+async def wait_for_connection(manager: PluginProcessManager) -> Any:
+    await wait_until(lambda: manager.connection("fixture.fengyu4") is not None)
+    connection = manager.connection("fixture.fengyu4")
+    await wait_until(lambda: bool(connection.pending))
+    return connection
+
+
+async def wait_until(condition: Any, limit: float = 20.0) -> None:
+    """Poll condition until it holds; fails after limit seconds (a bound, not a timing)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while not condition():
+        assert loop.time() < deadline, "the condition never held"
+        await asyncio.sleep(0.02)
