@@ -14,8 +14,10 @@ from collections.abc import Callable
 
 from plugin_spec.fengyu_decls import ToolDecl
 from plugin_spec.filerefs import FileRefError
+from plugin_spec.sensitive import secrets
 from reference_host.grants import GrantStore
 from reference_host.process import PluginProcessManager, WorkerError
+from reference_host.process.secrets import SECRETS
 from reference_host.tools import CallContext, CallPlan, failure, parse_arguments, unavailable
 
 
@@ -75,6 +77,7 @@ class WorkerToolCallback:
             return failure(str(exc))
         except Exception as exc:  # the model layer never sees an exception (spec: host.md)
             return failure(f"internal error: {type(exc).__name__}: {exc}")
+        SECRETS.hold(self.owner, secrets(args, self.definition.input_schema))
         try:
             output = json.dumps(
                 await self._manager.invoke(

@@ -14,13 +14,15 @@ from typing import Any
 import httpx
 import pytest
 
+from conformance.install_validation import kit_validator
 from plugin_spec.sensitive import MASK
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.approval import ApprovalPolicy
+from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.sse import SSEEvent, SSEItem, SSEParser
 from tests.conftest import MakeHost
 from tests.reference_host.stream_items import data, kinds
 from tests.reference_host.test_app import Server, call, install
+from tests.security.conftest import run_chat, turn
 
 PLUGIN = "fixture.sensitive-mail"
 API_KEY = "k-93f1c7d2e8a4b6"
@@ -38,6 +40,7 @@ from misbehaving_worker import run
 def connect(params):
     Path(os.environ["TMPDIR"], "received.json").write_text(json.dumps(params))
     key = params["apiKey"]
+    print(f"connecting with key {key}", file=sys.stderr)
     return {"success": True, "summary": f"connected to {params['server']} with {key}"}
 
 
@@ -222,3 +225,20 @@ async def test_a_secret_echoed_upstream_cannot_feed_a_workflow_binding(
         "text": f"connected to imap.example.org with {MASK}"
     }
     assert json.loads(worker_received(server).read_text())["apiKey"] == API_KEY
+
+
+async def test_a_secret_the_worker_writes_to_stderr_is_masked_in_the_log(
+    tmp_path: Path, make_host: MakeHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    """FengYu logs every stderr line; the host masks the call's secrets in them (the worker
+    is stopped before the log is read, so its last line is in)."""
+    caplog.set_level(logging.DEBUG)
+    host = make_host(approval=ApprovalPolicy(write=Decision.ALLOW), validator=kit_validator)
+    await host.install(sensitive_plugin(tmp_path / "plugin"))
+    sent = {"server": "imap.example.org", "apiKey": API_KEY}
+
+    await run_chat(host, turn("mail_connect", sent))
+    await host.manager.stop(PLUGIN)
+
+    assert f"connecting with key {MASK}" in caplog.text
+    assert API_KEY not in caplog.text
