@@ -32,8 +32,6 @@ SUBSET_ADVICE = {
     "allOf": "merge the schemas into one",
     "not": "say what is excluded in the description",
     "const": "use enum with one value",
-    "default": "say the default in the description and apply it in the worker",
-    "format": "say the format in the description and check it in the worker",
     "pattern": "say the format in the description and check it in the worker",
     "examples": "put examples in the description",
 }

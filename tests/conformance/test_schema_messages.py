@@ -58,7 +58,7 @@ def test_a_string_schema_is_told_to_be_an_object() -> None:
 
 
 @pytest.mark.parametrize(
-    ("keyword", "advice"), [("default", "description"), ("format", "format"), ("$ref", "inline")]
+    ("keyword", "advice"), [("pattern", "description"), ("const", "enum"), ("$ref", "inline")]
 )
 def test_unsupported_keyword_fix_names_the_keyword_found(keyword: str, advice: str) -> None:
     manifest = method_schema({"type": "object", keyword: "x"})
