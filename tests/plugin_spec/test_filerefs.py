@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from plugin_spec.filerefs import (
     FileClass,
@@ -110,3 +112,34 @@ def test_refs_are_resolved_by_the_hand_over(tmp_path: Path) -> None:
     assert resolve_refs({"files": [ref], "x": 1}, hand_over) == {"files": [str(granted)], "x": 1}
     with pytest.raises(FileRefError, match=r"ref_2 is not granted to plugin fan\.summer\.fake"):
         resolve_refs({"f": {**ref, "id": "ref_2"}}, hand_over)
+
+
+@given(
+    marker=st.sampled_from(
+        [
+            ({"format": "fengyu-file"}, FileClass.READ_FILE),
+            ({"format": "fengyu-directory"}, FileClass.READ_DIRECTORY),
+            (
+                {"format": "fengyu-directory", "x-fengyu-file-access": "read"},
+                FileClass.READ_DIRECTORY,
+            ),
+            (
+                {"format": "fengyu-directory", "x-fengyu-file-access": "read-write"},
+                FileClass.WRITE_DIRECTORY,
+            ),
+        ]
+    ),
+    words=st.lists(
+        st.sampled_from(["FileRef", "DirectoryRef", "writable", "output", "folder", "file"])
+        | st.text(max_size=12),
+        max_size=6,
+    ),
+)
+def test_no_description_changes_a_marked_class(
+    marker: tuple[dict[str, str], FileClass], words: list[str]
+) -> None:
+    keywords, expected = marker
+    schema = {"type": "string", **keywords, "description": " ".join(words)}
+    assert classify_parameter(schema) == expected
+    listed = {"type": "array", "items": {"type": "string", "format": "fengyu-file"}}
+    assert classify_parameter({**listed, "description": " ".join(words)}) == FileClass.FILE_LIST

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from plugin_spec.sensitive import (
     HIDDEN,
     MASK,
@@ -74,3 +77,29 @@ def test_redact_finds_secrets_in_free_text_and_in_json_text() -> None:
     assert found == ['pa"ss\\word', "12345678"]  # "abc" is too short to look for
     echoed = json.dumps({"summary": f"logged in with {sent['password']} and 12345678"})
     assert redact(echoed, found) == json.dumps({"summary": f"logged in with {MASK} and {MASK}"})
+
+
+JSON_LEAF = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+SECRET_TEXT = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters='"\\'),
+    min_size=4,
+    max_size=12,
+)
+
+
+@given(
+    secret=SECRET_TEXT,
+    extra=st.dictionaries(st.text(max_size=5), JSON_LEAF, max_size=4),
+    nested=st.booleans(),
+)
+def test_masked_arguments_and_echoes_never_hold_the_secret(
+    secret: str, extra: dict[str, object], nested: bool
+) -> None:
+    extra = {k: v for k, v in extra.items() if k not in ("password", "auth")}
+    if secret in json.dumps(extra, ensure_ascii=False):
+        return  # the secret also sits in an unmarked value, which is not masked
+    sent = {**extra, **({"auth": {"token": secret}} if nested else {"password": secret})}
+    text = json.dumps(sent, ensure_ascii=False)
+    assert secret not in mask_arguments(text, SCHEMA)
+    echoed = json.dumps({"echo": f"got {secret}", "args": sent}, ensure_ascii=False)
+    assert secret not in redact(echoed, secrets(sent, SCHEMA))
