@@ -25,6 +25,7 @@ from conformance.registry import CheckContext, check
 from conformance.schema_messages import explain
 from conformance.sources import pointer
 from conformance.strategies import defaulted_properties
+from plugin_spec.fengyu_runtime import CANCEL_GRACE_SECONDS, CANCEL_METHOD
 from plugin_spec.filerefs import by_id, classify_parameters, resolve_refs
 from plugin_spec.schema_subset import to_json_schema
 
@@ -210,3 +211,28 @@ def _present(params: Any, path: tuple[str, ...]) -> bool:
 def _accepted(outcome: CallOutcome, problem: str) -> Counterexample | None:
     """A result that does not say success false counts as accepting the input."""
     return Counterexample(problem, outcome) if outcome.succeeded else None
+
+
+@check("FY-TOOL-005")
+def cancelled_calls_answered(ctx: CheckContext) -> Iterator[Finding]:
+    run = ToolRun(ctx)
+    spec = run.workers.spec
+    if spec is None or spec.protocol_version is None:
+        raise NotApplicable(
+            "the manifest declares no backend.protocolVersion: a legacy worker is not told "
+            f"of cancelled calls ({CANCEL_METHOD} came with the handshake)"
+        )
+    params = resolve_refs(run.space.minimal(), by_id(run.files.grants, run.workers.plugin_id))
+    if run.harness.abandon(str(run.tool.method), params, run.timeout):
+        return
+    request = {"jsonrpc": "2.0", "id": "1", "method": run.tool.method, "params": params}
+    cancel = {"jsonrpc": "2.0", "method": CANCEL_METHOD, "params": {"id": "1"}}
+    yield ctx.manifest_finding(
+        run.tool.pointer,
+        f"tool {run.tool.name!r}: the call was cancelled right after it was sent, and no answer "
+        f"came within {CANCEL_GRACE_SECONDS:g} s of {CANCEL_METHOD}, so FengYu kills the "
+        f"worker\nrequest: {shown(request)}\ncancel: {shown(cancel)}",
+        fix=f"on {CANCEL_METHOD} stop the call with that id and answer it with an error whose "
+        'data.code is "CANCELLED" (FengYu\'s SDKs do this for handlers that check their '
+        "context)",
+    )

@@ -26,6 +26,8 @@ from plugin_spec.fengyu_runtime import (
     HANDSHAKE_METHOD,
     HANDSHAKE_SECONDS,
     INVALID_REQUEST,
+    LOG_LEVELS,
+    LOG_PREFIX,
     METHOD_NOT_FOUND,
     METHOD_NOT_FOUND_CODE,
     PARSE_ERROR,
@@ -341,3 +343,18 @@ def handshake_version(ctx: CheckContext) -> Iterator[Finding]:
 @check("FY-WRK-015")
 def handshake_runtime(ctx: CheckContext) -> Iterator[Finding]:
     yield from _handshake_problem(ctx, "runtime")
+
+
+@check("FY-WRK-016")
+def structured_logs(ctx: CheckContext) -> Iterator[Finding]:
+    logs = transcript(ctx).logs
+    if not logs.seen:
+        raise NotApplicable(f"the worker wrote no {LOG_PREFIX} line to stderr during the probe")
+    for line, problem in logs.malformed:
+        yield finding(
+            ctx,
+            f"a stderr line FengYu cannot read as a log record ({problem}): {line!r}",
+            None,
+            fix=f"write {LOG_PREFIX} followed by one JSON object with string fields: level "
+            f"({', '.join(LOG_LEVELS)}), logger, thread, message and throwable",
+        )

@@ -7,6 +7,8 @@ background thread for the life of the kit run.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import shlex
 from dataclasses import dataclass
@@ -107,6 +109,31 @@ class ToolHarness:
             return CallOutcome(kind, None, exc.message, exc.stderr, request)
         finally:
             self._calls = (None, request)
+
+    def abandon(self, method: str, params: Any, timeout: float) -> bool:
+        """Call method and leave as soon as the request is written, as a user stopping a
+        call does; whether the worker answered the host's `$/cancelRequest` within FengYu's
+        second (a call that finished first counts as answered), or was killed instead."""
+        return self._loop.run(self._abandon(method, params, timeout))
+
+    async def _abandon(self, method: str, params: Any, timeout: float) -> bool:
+        plugin = self.spec.plugin_id
+        call = asyncio.create_task(
+            self.manager.invoke(plugin, method, params, tool_timeout=timeout)
+        )
+        connection = self.manager.connection(plugin)
+        while connection is None or method not in connection.in_flight.values():
+            if call.done():
+                with contextlib.suppress(WorkerError):
+                    call.result()
+                return True
+            await asyncio.sleep(0.001)
+            connection = self.manager.connection(plugin)
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError, WorkerError):
+            await call
+        await connection.settled()
+        return connection.alive
 
     def reproduction(self, request: dict[str, Any]) -> str:
         """A one-line shell command that sends request to the worker by hand."""

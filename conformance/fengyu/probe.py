@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from conformance.fengyu.raw_worker import Line, RawWorker
+from conformance.fengyu.raw_worker import Line, LogLines, RawWorker
 from conformance.findings import cut
 from plugin_spec.fengyu_runtime import (
     DEFAULT_LOCALE,
@@ -102,6 +102,7 @@ class Transcript:
     exchanges: dict[str, Exchange] = field(default_factory=dict)
     exit_after_eof: int | None = None
     eof_stderr: str = ""
+    logs: LogLines = field(default_factory=LogLines)
 
     def all_lines(self) -> list[tuple[str, Line]]:
         return [(e.name, line) for e in self.exchanges.values() for line in e.replies]
@@ -216,7 +217,7 @@ def run_probe(
         if worker is None or started:
             if worker is not None:
                 worker.kill()
-            worker = RawWorker(spec)
+            worker = RawWorker(spec, transcript.logs)
             if greeting is not None:
                 # FengYu greets every worker it starts, and waits for nothing else meanwhile;
                 # a worker silent to the greeting and the sentinel after it is silent to the

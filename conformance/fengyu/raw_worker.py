@@ -14,9 +14,10 @@ import subprocess
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from plugin_spec.fengyu_runtime import parse_log_line
 from plugin_spec.framing import MAX_FRAME_BYTES, decode_line
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.lineage import end_lineage, new_token
@@ -26,6 +27,7 @@ KILL_WAIT = 5.0  # a blocked write ends this soon after the worker is killed
 
 
 OVERLONG_PREFIX = 300  # characters of an over-long line kept for the report
+MALFORMED_KEPT = 5  # malformed log lines kept for the report
 
 
 @dataclass(frozen=True)
@@ -45,10 +47,28 @@ class Line:
         return cls(*decode_line(raw))
 
 
+@dataclass
+class LogLines:
+    """The structured log lines (`@fengyu-log:`) a worker wrote to stderr: how many, and the
+    first few FengYu could not read, each with what is wrong with it."""
+
+    seen: int = 0
+    malformed: list[tuple[str, str]] = field(default_factory=list)
+
+    def read(self, text: str) -> None:
+        record = parse_log_line(text)
+        if record is None:
+            return
+        self.seen += 1
+        if record.problem and len(self.malformed) < MALFORMED_KEPT:
+            self.malformed.append((text[:OVERLONG_PREFIX], record.problem))
+
+
 class RawWorker:
     """A started worker process with threads draining its stdout and stderr."""
 
-    def __init__(self, spec: WorkerSpec) -> None:
+    def __init__(self, spec: WorkerSpec, logs: LogLines | None = None) -> None:
+        """logs: where the `@fengyu-log:` lines of its stderr are counted and judged."""
         spec.prepare_folders()
         self.spec = spec
         self.lineage = new_token()
@@ -63,6 +83,7 @@ class RawWorker:
         )
         self.lines: queue.Queue[Line | None] = queue.Queue()
         self.stderr_tail: deque[str] = deque(maxlen=200)
+        self.logs = logs if logs is not None else LogLines()
         self._killed = False
         self._ended = False
         self._end_lock = threading.Lock()
@@ -168,4 +189,6 @@ class RawWorker:
         assert self.process.stderr is not None
         with contextlib.suppress(OSError, ValueError):
             for raw in self.process.stderr:
-                self.stderr_tail.append(raw.decode("utf-8", "replace").rstrip())
+                text = raw.decode("utf-8", "replace").rstrip()
+                self.stderr_tail.append(text)
+                self.logs.read(text)

@@ -87,6 +87,8 @@ class WorkerConnection:
         self._record = record
         self.process = spawned.process
         self.pending: dict[str, asyncio.Future[Any]] = {}
+        # Requests written and not yet answered, by id: the method each called.
+        self.in_flight: dict[str, str] = {}
         self._ids = itertools.count(1)
         self.stderr_tail = StderrTail(self._log_stderr)
         self.skipped_stdout: deque[str] = deque(maxlen=SKIPPED_STDOUT_LINES)
@@ -175,6 +177,7 @@ class WorkerConnection:
             # The write is timed too: a worker that stops reading lets the pipe fill.
             async with asyncio.timeout(timeout):
                 await self._send(request)
+                self.in_flight[request_id] = method
                 message = await asyncio.shield(future)  # kept for _abandon if the caller leaves
         except TimeoutError:
             self.pending.pop(request_id, None)  # cancelled: nobody left to read its failure
@@ -184,13 +187,14 @@ class WorkerConnection:
             await self.kill(error)
             raise error from None
         except asyncio.CancelledError:
-            abandoned = not future.done() and self.alive
+            abandoned = request_id in self.in_flight and not future.done() and self.alive
             if abandoned:
                 self._background(self._abandon(method, request_id, future))
             raise
         finally:
             if not abandoned:
                 self.pending.pop(request_id, None)
+                self.in_flight.pop(request_id, None)
         if "error" in message:
             raise rpc_error(message["error"], self.stderr)
         return message.get("result")
@@ -208,6 +212,7 @@ class WorkerConnection:
             answered = True  # the worker is gone already: nothing left to stop
         finally:
             self.pending.pop(request_id, None)
+            self.in_flight.pop(request_id, None)
         if future.done() and not future.cancelled():
             future.exception()  # read, so that a failure nobody awaits is not reported
         if not answered:
@@ -218,6 +223,10 @@ class WorkerConnection:
                     self.stderr,
                 )
             )
+
+    async def settled(self) -> None:
+        """Wait for the work still running after its callers left (cancelled calls)."""
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def _background(self, work: Coroutine[Any, Any, None]) -> None:
         """Run work after its caller is gone, holding the task until it ends."""
