@@ -16,6 +16,7 @@ from plugin_spec.fengyu_decls import ToolDecl
 from plugin_spec.filerefs import FileRefError
 from plugin_spec.sensitive import secrets
 from reference_host.grants import GrantStore
+from reference_host.input_contract import InputContract
 from reference_host.process import PluginProcessManager, WorkerError
 from reference_host.process.secrets import SECRETS
 from reference_host.tools import CallContext, CallPlan, failure, parse_arguments, unavailable
@@ -39,6 +40,7 @@ class WorkerToolCallback:
         self._manager = manager
         self._grants = grants
         self._available = available
+        self._contract = InputContract(decl.method, decl.definition.input_schema)
 
     def plan(self, input_json: str, context: CallContext) -> CallPlan:
         """The arguments with route B's FileRef filled in, and the granted files they hold.
@@ -77,6 +79,8 @@ class WorkerToolCallback:
             return failure(str(exc))
         except Exception as exc:  # the model layer never sees an exception (spec: host.md)
             return failure(f"internal error: {type(exc).__name__}: {exc}")
+        if (problem := self._contract.problem(params)) is not None:
+            return failure(problem)  # what the worker would get, route B's refs in place
         SECRETS.hold(self.owner, secrets(args, self.definition.input_schema))
         try:
             output = json.dumps(

@@ -19,7 +19,8 @@ from reference_host.process import PluginProcessManager, WorkerCancelled, Worker
 from reference_host.process.errors import WorkerPermissionDenied, rpc_error
 from reference_host.process.launch import manifest_spec
 from reference_host.sse import parse
-from tests.conftest import FIXTURE_PLUGINS
+from tests.conftest import FIXTURE_PLUGINS, MakeHost
+from tests.faults.support import call_tool
 from tests.reference_host.stream_items import data, kinds
 from tests.reference_host.test_app import Server, call, chat, client, install, serve, server
 
@@ -237,3 +238,23 @@ async def wait_until(condition: Any, limit: float = 20.0) -> None:
     while not condition():
         assert loop.time() < deadline, "the condition never held"
         await asyncio.sleep(0.02)
+
+
+async def test_arguments_the_schema_refuses_never_reach_the_worker(
+    make_host: MakeHost, tmp_path: Path
+) -> None:
+    """FengYu's host checks arguments before the worker runs: the model gets the pointer and
+    the rule, the worker is not called."""
+    host = make_host()
+    dispatched: list[str] = []
+    host.manager.observers.append(lambda plugin, method, params: dispatched.append(method))
+    await host.install(package(tmp_path, "checked"))
+    refused = await call_tool(host, "fixture_greet", {"name": 5})
+    assert refused == {
+        "success": False,
+        "error": "the arguments do not match the inputSchema of greet at /name: "
+        "5 is not of type 'string'",
+    }
+    assert dispatched == []
+    assert (await call_tool(host, "fixture_greet", {"name": "Ada"}))["success"] is True
+    assert dispatched == ["greet"]

@@ -1,0 +1,36 @@
+"""The host's check of a tool's arguments against its method's inputSchema before the worker is
+called, as FengYu's host does (spec: host.md#arguments-and-the-handshake): a model's
+malformed arguments get a failure naming the spot, and the worker only ever sees input its
+schema admits. A FileRef stands wherever the schema expects a string, since the host turns it
+into a path string before the call."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from plugin_spec.filerefs import resolve_refs
+from plugin_spec.schema_subset import to_json_schema
+
+
+class InputContract:
+    """One method's inputSchema, compiled once, judging the arguments of each call."""
+
+    def __init__(self, method: str, input_schema: Mapping[str, Any]) -> None:
+        self.method = method
+        self._validator = Draft202012Validator(to_json_schema(dict(input_schema)))
+
+    def problem(self, arguments: Any) -> str | None:
+        """What is wrong with arguments, with its JSON pointer; None when they are valid."""
+        as_sent = resolve_refs(arguments, lambda ref: str(ref["id"]))
+        error = best_match(self._validator.iter_errors(as_sent))
+        if error is None:
+            return None
+        where = "".join(f"/{part}" for part in error.absolute_path) or "/"
+        return (
+            f"the arguments do not match the inputSchema of {self.method} at {where}: "
+            f"{error.message}"
+        )
