@@ -103,29 +103,34 @@ def sensitive_inputs_kept_secret(ctx: CheckContext) -> Iterator[Finding]:
         params = run.files.substitute(params, run.classes, data.draw)
         params = resolve_refs(params, by_id(run.files.grants, run.workers.plugin_id))
         outcome = harness.call(str(run.tool.method), params, run.timeout)
-        connection = harness.manager.connection(run.workers.plugin_id)
+        connection = harness.manager.connection(harness.spec.plugin_id)
         if connection is not None and connection not in connections:
             connections.append(connection)
         leak = _returned(outcome, targets)
-        if leak is None:
-            return None
-        return Counterexample(
-            leak.where, (outcome, leak), fix=RESULT_FIX.format(name=leak.target.name)
-        )
+        if leak is not None:
+            fix = RESULT_FIX.format(name=leak.target.name)
+            return Counterexample(leak.where, (outcome, leak), fix=fix)
+        if outcome.failed_badly:  # FY-TOOL-001's finding: stop at once (hang), no shrinking
+            return Counterexample(outcome.kind, (outcome, None), hang=True)
+        return None
 
     try:
         found = find_counterexample(attempt, run.workers.settings)
     finally:
         harness.close()  # the worker's pipes are drained: every stderr line is in
-    if found is not None:
-        outcome, leak = found.outcome
-        yield _finding(ctx, run, leak, outcome.request, found.fix)
+    returned = found.outcome[1] if found is not None else None
+    if found is not None and returned is not None:
+        yield _finding(ctx, run, returned, found.outcome[0].request, found.fix)
         return
     for connection in connections:
         leak = _in_stderr(connection.stderr, targets)
         if leak is not None:
             yield _finding(ctx, run, leak, None, STDERR_FIX.format(name=leak.target.name))
             return
+    if found is not None:
+        raise NotApplicable(
+            f"the worker does not answer a valid call ({found.problem}): FY-TOOL-001 reports it"
+        )
 
 
 def canary_targets(schema: Any, schema_at: str) -> tuple[list[Target], list[str]]:

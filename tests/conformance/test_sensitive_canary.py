@@ -78,6 +78,26 @@ def test_a_worker_that_keeps_the_secret_passes(run_kit, tmp_path: Path) -> None:
     shutil.copy2(FIXTURE_PLUGINS / "misbehaving_worker.py", plugins)
     (plugin / "backend" / "worker.py").write_text(KEEPS_IT)
 
-    result = run_kit([plugin], "-m", "tools", "-k", "FY-TOOL-004")
+    result = run_kit([plugin], "-m", "tools", "-k", "kept")  # FY-TOOL-004 alone
 
     assert result.statuses()["FY-TOOL-004"] == "passed"
+
+
+CRASHES = KEEPS_IT.replace(
+    "print(f\"connecting to {params['server']} with the configured key\", file=sys.stderr)",
+    'raise RuntimeError("no route to the mail server")',
+).replace('run({"connect": connect})', 'run({"connect": connect}, catch_handler_errors=False)')
+
+
+def test_a_worker_that_crashes_is_left_to_fy_tool_001(run_kit, tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    plugin = copy_plugin(FIXTURE_PLUGINS / "FY-TOOL-004-logs-the-api-key", plugins)
+    shutil.copy2(FIXTURE_PLUGINS / "misbehaving_worker.py", plugins)
+    (plugin / "backend" / "worker.py").write_text(CRASHES)
+    assert "catch_handler_errors=False" in CRASHES and "raise RuntimeError" in CRASHES
+
+    result = run_kit([plugin], "-m", "tools", "-k", "kept")  # FY-TOOL-004 alone
+
+    (record,) = [r for r in result.report["results"] if r["requirement"] == "FY-TOOL-004"]
+    assert record["status"] == "not-applicable"
+    assert "FY-TOOL-001 reports it" in str(record)
