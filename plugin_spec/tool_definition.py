@@ -29,6 +29,34 @@ class Effect(StrEnum):
             return cls.EXTERNAL
 
 
+HOST_ANNOTATION_PREFIX = "x-fengyu-"
+HOST_FORMATS = frozenset({"fengyu-file", "fengyu-directory"})
+# Keywords whose value maps names to schemas: the names are data, never annotations.
+NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+
+
+def model_schema(schema: Any) -> Any:
+    """A copy of an inputSchema as the model is sent it (spec: providers.md#verdicts):
+    without FengYu's host-owned annotations, the `x-fengyu-*` keywords and the `fengyu-file`
+    and `fengyu-directory` formats, which tell the host how to treat a value and mean nothing
+    to a model provider (some refuse them)."""
+    if isinstance(schema, list):
+        return [model_schema(item) for item in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    cleaned: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key.startswith(HOST_ANNOTATION_PREFIX):
+            continue
+        if key == "format" and value in HOST_FORMATS:
+            continue
+        if key in NAMED_SCHEMAS and isinstance(value, Mapping):
+            cleaned[key] = {name: model_schema(sub) for name, sub in value.items()}
+        else:
+            cleaned[key] = model_schema(value)
+    return cleaned
+
+
 @dataclass(frozen=True)
 class ToolDefinition:
     """A tool as offered to the model: name, description and parsed input schema."""
@@ -43,6 +71,6 @@ class ToolDefinition:
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": dict(self.input_schema),
+                "parameters": model_schema(self.input_schema),
             },
         }

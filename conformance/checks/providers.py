@@ -21,6 +21,7 @@ from conformance.profiles import Plugin
 from conformance.registry import CheckContext, check
 from plugin_spec.providers.judge import Judgement, Noted, judge_tool, request_refusals
 from plugin_spec.providers.rules import Provider, all_providers, load_provider
+from plugin_spec.tool_definition import model_schema
 from reference_host.builtins import BUILTIN_DEFINITIONS
 
 
@@ -38,14 +39,14 @@ def offered(plugin: Plugin) -> list[Offered]:
     """The tools of a plugin that has named them, as the host would offer them."""
     if isinstance(plugin, ErpPlugin):
         return [
-            Offered(model_name(t.code), t.data.get("inputSchema"), "/inputSchema", t)
+            Offered(model_name(t.code), model_schema(t.data.get("inputSchema")), "/inputSchema", t)
             for t in plugin.tools
             if isinstance(t.code, str)
         ]
     return [
         Offered(
             t.name,
-            t.input_schema.data if t.input_schema else None,
+            model_schema(t.input_schema.data) if t.input_schema else None,
             t.input_schema.pointer if t.input_schema else t.pointer,
         )
         for t in plugin.tools

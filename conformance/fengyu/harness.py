@@ -113,7 +113,8 @@ class ToolHarness:
     def abandon(self, method: str, params: Any, timeout: float) -> bool:
         """Call method and leave as soon as the request is written, as a user stopping a
         call does; whether the worker answered the host's `$/cancelRequest` within FengYu's
-        second (a call that finished first counts as answered), or was killed instead."""
+        second (a call that finished first, or a worker that died meanwhile, counts as
+        answered: that is another requirement's finding), or was killed for its silence."""
         return self._loop.run(self._abandon(method, params, timeout))
 
     async def _abandon(self, method: str, params: Any, timeout: float) -> bool:
@@ -129,11 +130,12 @@ class ToolHarness:
                 return True
             await asyncio.sleep(0.001)
             connection = self.manager.connection(plugin)
+        (request_id,) = [i for i, m in connection.in_flight.items() if m == method][:1]
         call.cancel()
         with contextlib.suppress(asyncio.CancelledError, WorkerError):
             await call
         await connection.settled()
-        return connection.alive
+        return request_id not in connection.unanswered_cancels
 
     def reproduction(self, request: dict[str, Any]) -> str:
         """A one-line shell command that sends request to the worker by hand."""

@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from plugin_spec.providers.judge import fits
+from plugin_spec.tool_definition import model_schema
 from reference_host.http.deps import HostDep
 
 router = APIRouter()
@@ -37,7 +38,7 @@ async def provider_fit(host: HostDep) -> dict[str, Any]:
     and off the event loop: a snapshot of large schemas takes a while to walk."""
     snapshot = host.registry.snapshot()
     if "providers" not in snapshot.derived:
-        tools = [(d.name, dict(d.input_schema)) for d in snapshot.definitions()]
+        tools = [(d.name, model_schema(d.input_schema)) for d in snapshot.definitions()]
         fit = await asyncio.to_thread(fits, tools)
         snapshot.derived["providers"] = {"tools": len(tools), "providers": fit}
     answer: dict[str, Any] = snapshot.derived["providers"]

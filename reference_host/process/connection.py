@@ -89,6 +89,8 @@ class WorkerConnection:
         self.pending: dict[str, asyncio.Future[Any]] = {}
         # Requests written and not yet answered, by id: the method each called.
         self.in_flight: dict[str, str] = {}
+        # Abandoned requests the worker did not answer within a second of `$/cancelRequest`.
+        self.unanswered_cancels: list[str] = []
         self._ids = itertools.count(1)
         self.stderr_tail = StderrTail(self._log_stderr)
         self.skipped_stdout: deque[str] = deque(maxlen=SKIPPED_STDOUT_LINES)
@@ -216,6 +218,7 @@ class WorkerConnection:
         if future.done() and not future.cancelled():
             future.exception()  # read, so that a failure nobody awaits is not reported
         if not answered:
+            self.unanswered_cancels.append(request_id)
             await self.kill(
                 WorkerCrashed(
                     f"{method} was abandoned and not answered within {CANCEL_GRACE_SECONDS:g} s "

@@ -1,0 +1,23 @@
+"""Plugins as FengYu 4 makes them pass the kit (spec: fengyu-worker.md#the-handshake): a worker
+that answers as FengYu's own Python SDK does, in strict mode, with nothing reported."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.conftest import FIXTURE_PLUGINS
+
+SDK_LIKE = FIXTURE_PLUGINS / "_fengyu-python-sdk"
+
+
+def test_a_worker_answering_as_fengyus_python_sdk_passes_strict(run_kit, tmp_path: Path) -> None:
+    """-32600 for unparsable input, -32000 METHOD_NOT_FOUND, -32603 INTERNAL_ERROR, answered
+    handshakes and cancels, handlers without validation: all of it is FengYu's own SDK."""
+    plugin = shutil.copytree(SDK_LIKE, tmp_path / SDK_LIKE.name)
+    result = run_kit([plugin], "--conformance-strict")
+    assert result.reported() == set(), result.result.stdout.str()
+    statuses = result.statuses()
+    for rid in ("FY-WRK-002", "FY-WRK-004", "FY-WRK-011", "FY-WRK-013", "FY-WRK-014"):
+        assert statuses[rid] == "passed", rid
+    assert statuses["FY-TOOL-005"] == "passed"
