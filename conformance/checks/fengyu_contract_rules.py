@@ -1,6 +1,6 @@
 """Rules FengYu checks beyond its JSON Schema, on fields the schema does describe (spec:
-fengyu-manifest.md): file access against permissions, defaults against their property, and
-the engines range grammar."""
+fengyu-manifest.md): file access against permissions, defaults against their property, the
+engines range grammar, official ids, a backend's methods and repeated permissions."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from conformance.sources import pointer
 from plugin_spec.schema_subset import to_json_schema
 
 FILE_ACCESS = "x-fengyu-file-access"
+OFFICIAL_PREFIX = "fan.summer."
 SUBSET_TYPES = {"object", "array", "string", "integer", "number", "boolean"}
 
 
@@ -95,3 +96,54 @@ def engines_range(ctx: CheckContext) -> Iterator[Finding]:
             "write engines.fengyu as space-separated comparators (>=, <=, >, <, =) with full "
             'SemVer versions and || between alternatives, e.g. ">=4.0.0-beta.4 <5.0.0"',
         )
+
+
+@check("FY-MAN-026")
+def official_ids(ctx: CheckContext) -> Iterator[Finding]:
+    data = ctx.fengyu.data
+    if data.get("official") is not True:
+        raise NotApplicable("the manifest does not say official: true")
+    plugin_id = data.get("id")
+    if isinstance(plugin_id, str) and not plugin_id.startswith(OFFICIAL_PREFIX):
+        yield ctx.manifest_finding(
+            "/official",
+            f"official is true, but the id {shown(plugin_id)} is not under {OFFICIAL_PREFIX}*",
+            "set official to false or leave it out: only FengYu's own fan.summer.* plugins "
+            "are official",
+        )
+
+
+@check("FY-MAN-027")
+def backend_has_methods(ctx: CheckContext) -> Iterator[Finding]:
+    data = ctx.fengyu.data
+    if "backend" not in data:
+        raise NotApplicable("the manifest declares no backend (a UI-only plugin)")
+    rpc = data.get("rpc")
+    methods = rpc.get("methods") if isinstance(rpc, dict) else None
+    if isinstance(methods, dict) and methods:
+        return
+    yield ctx.manifest_finding(
+        "/rpc/methods" if isinstance(methods, dict) else "/backend",
+        f"backend declares a worker, but rpc.methods declares no method (found {shown(methods)})",
+        "declare the worker's methods under rpc.methods, or remove backend",
+    )
+
+
+@check("FY-MAN-028")
+def permissions_once(ctx: CheckContext) -> Iterator[Finding]:
+    permissions = ctx.fengyu.data.get("permissions")
+    if not isinstance(permissions, list) or not permissions:
+        raise NotApplicable("the manifest lists no permissions")
+    seen: dict[str, int] = {}
+    for index, permission in enumerate(permissions):
+        if not isinstance(permission, str):
+            continue
+        if permission in seen:
+            yield ctx.manifest_finding(
+                pointer("permissions", index),
+                f"permission {shown(permission)} is listed again (first at "
+                f"/permissions/{seen[permission]})",
+                f"remove the repeated {shown(permission)} from permissions",
+            )
+        else:
+            seen[permission] = index

@@ -35,6 +35,8 @@ CHECKABLE = frozenset(
         "FY-MAN-017",
         "FY-MAN-018",
         "FY-MAN-021",
+        "FY-MAN-026",
+        "FY-MAN-028",
         "FY-LEG-001",
     }
 )
