@@ -18,6 +18,9 @@ from conformance.findings import shown
 from conformance.sources import pointer_tokens
 
 SHOWN_CHOICES = 12
+# A schema node's own word on why its keyword holds (the kit's schemas set it where the rule
+# is conditional, so "expected string" can say it is because of a format).
+BECAUSE = "x-because"
 
 # A bad instance (ValidationError) and a bad schema (SchemaError) carry the same fields.
 JsonSchemaError: TypeAlias = ValidationError | SchemaError
@@ -75,8 +78,10 @@ def explain(error: JsonSchemaError, at: str, root: str = "the document") -> Expl
             f"change {label(at, root)} so that it meets the schema's {keyword!r}",
         )
     expected, fix = explainer(error, label(at, root))
+    because = error.schema.get(BECAUSE) if isinstance(error.schema, dict) else None
+    reason = f": {because}" if isinstance(because, str) else ""
     return Explained(
-        f"{at or '/'}: found {shown(error.instance)}; expected {expected} ({keyword})",
+        f"{at or '/'}: found {shown(error.instance)}; expected {expected} ({keyword}){reason}",
         f"{fix} ({keyword})",
     )
 
@@ -165,6 +170,25 @@ def _alternatives(e: JsonSchemaError, where: str) -> tuple[str, str]:
     return " or ".join(expected for expected, _ in told), told[0][1]
 
 
+def _depends(e: JsonSchemaError, where: str) -> tuple[str, str]:
+    """dependentRequired: the property that must stand beside the one present."""
+    present = e.instance if isinstance(e.instance, dict) else {}
+    pairs = [
+        (name, needed)
+        for name, needs in dict(keyword_value(e)).items()
+        if name in present
+        for needed in needs
+        if needed not in present and repr(needed) in e.message and repr(name) in e.message
+    ]
+    if not pairs:
+        return "the properties it depends on", f"add the missing properties to {where}"
+    name, needed = pairs[0]
+    return (
+        f"{shown(needed)} beside {shown(name)}",
+        f"add {shown(needed)} to {where}, or remove {shown(name)}",
+    )
+
+
 def _pattern(e: JsonSchemaError, where: str) -> tuple[str, str]:
     pattern = shown(e.validator_value)
     return f"a string matching {pattern}", f"change {where} to match {pattern}"
@@ -240,6 +264,7 @@ _EXPLAINERS: dict[str, Callable[[JsonSchemaError, str], tuple[str, str]]] = {
     "maxItems": _count("at most", "item(s)", "give {where} at most {n} item(s)"),
     "uniqueItems": _unique,
     "required": _required,
+    "dependentRequired": _depends,
     "additionalProperties": _additional,
     "anyOf": _alternatives,
     "oneOf": _alternatives,

@@ -70,6 +70,39 @@ def test_unsupported_keyword_fix_names_the_keyword_found(keyword: str, advice: s
     assert "oneOf" not in fix
 
 
+@pytest.mark.parametrize(
+    ("prop", "at", "told", "fix"),
+    [
+        (
+            {"type": "integer", "format": "fengyu-file"},
+            "/a/type",
+            'found "integer"; expected "string" (const): a format marks a file',
+            'to "string"',
+        ),
+        ({"format": "fengyu-directory"}, "/a", 'expected "type" beside "format"', 'add "type"'),
+        (
+            {"type": "string", "x-fengyu-file-access": "read"},
+            "/a",
+            'expected "format" beside "x-fengyu-file-access"',
+            'or remove "x-fengyu-file-access"',
+        ),
+        (
+            {"type": "string", "format": "fengyu-file", "x-fengyu-file-access": "read-write"},
+            "/a/x-fengyu-file-access",
+            "a fengyu-file is only ever read",
+            'to "read"',
+        ),
+    ],
+)
+def test_file_marker_errors_say_which_rule(prop: Any, at: str, told: str, fix: str) -> None:
+    """The marker's rules are conditional: each message says what the condition was."""
+    manifest = method_schema({"type": "object", "properties": {"a": prop}})
+    base = "/rpc/methods/run/inputSchema/properties"
+    ((rid, message, found_fix),) = errors_at(manifest, V2, base + at)
+    assert rid == "FY-MAN-011"
+    assert told in message and fix in found_fix
+
+
 def test_required_additional_enum_pattern_and_bounds() -> None:
     found = {
         e.pointer: (e.message, e.fix)
