@@ -113,6 +113,10 @@ def load_fengyu_plugin(root: Path) -> FengYuPlugin:
         document = load_json_file(root / plugin.source_file, plugin.source_file)
     except JsonLoadError as exc:
         plugin.load_error = exc
+        if plugin.code_first is None and not (root / MANIFEST).exists():
+            plugin.load_error = JsonLoadError(
+                f"{MANIFEST} not found, nor {BASE_MANIFEST} (the source of a code-first plugin)"
+            )
         return plugin
     if not isinstance(document.data, dict):
         plugin.load_error = JsonLoadError(

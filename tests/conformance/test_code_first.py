@@ -118,3 +118,21 @@ def test_ranges_fengyu_reads(text: str) -> None:
 def test_ranges_fengyu_refuses_name_the_bad_part(text: str, named: str) -> None:
     problem = range_problem(text)
     assert problem is not None and named in problem
+
+
+def test_a_folder_without_either_manifest_names_both(tmp_path: Path, run_kit) -> None:
+    (tmp_path / "empty").mkdir()
+    result = run_kit([tmp_path / "empty"], "-m", "manifest")
+    assert result.reported() == {"FY-MAN-001"}
+    (finding,) = result.findings("FY-MAN-001")
+    assert "manifest.json not found, nor manifest.base.json" in finding["message"]
+
+
+def test_a_base_that_is_not_json_is_named(tmp_path: Path, run_kit) -> None:
+    plugin = code_first(tmp_path / "demo")
+    (plugin / "manifest.base.json").write_text("{", encoding="utf-8")
+    result = run_kit([plugin], "-m", "manifest")
+    assert result.reported() == {"FY-MAN-001"}
+    (finding,) = result.findings("FY-MAN-001")
+    assert finding["file"] == "manifest.base.json"
+    assert "manifest.base.json is not valid JSON" in finding["message"]
