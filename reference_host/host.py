@@ -157,10 +157,11 @@ class Host:
             if spec.protocol_version is not None:
                 await self.manager.preflight(spec)
         except WorkerError as exc:
+            stderr = [f"worker stderr: {line}" for line in exc.stderr.splitlines()[-10:]]
             raise PluginError(
                 f"{staged.source.name}: its worker did not pass FengYu's handshake; nothing "
                 "was installed or upgraded",
-                [exc.message],
+                [exc.message, *stderr],
             ) from None
         finally:
             await asyncio.to_thread(shutil.rmtree, scratch, True)

@@ -225,6 +225,11 @@ def cancelled_calls_answered(ctx: CheckContext) -> Iterator[Finding]:
     params = resolve_refs(run.space.minimal(), by_id(run.files.grants, run.workers.plugin_id))
     if run.harness.abandon(str(run.tool.method), params, run.timeout):
         return
+    if run.harness.call(str(run.tool.method), params, run.timeout).kind == "timeout":
+        raise NotApplicable(
+            f"the call does not answer within {run.timeout:g} s even when left alone: "
+            "FY-TOOL-001's finding, not the cancel's"
+        )
     request = {"jsonrpc": "2.0", "id": "1", "method": run.tool.method, "params": params}
     cancel = {"jsonrpc": "2.0", "method": CANCEL_METHOD, "params": {"id": "1"}}
     yield ctx.manifest_finding(
