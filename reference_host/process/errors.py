@@ -52,9 +52,18 @@ class WorkerRpcError(WorkerError):
 class WorkerCancelled(WorkerRpcError):
     """The worker answered `data.code` CANCELLED: the call was cancelled, the worker is up."""
 
+    def __init__(self, code: int, message: str, data: Any = None, stderr: str = "") -> None:
+        super().__init__(code, message, data, stderr)
+        self.message = f"the call was cancelled: {message}"
+
 
 class WorkerPermissionDenied(WorkerRpcError):
-    """The worker answered `data.code` PERMISSION_DENIED (FengYu's HTTP 403)."""
+    """The worker answered `data.code` PERMISSION_DENIED (FengYu's HTTP 403): what the
+    caller sees says so, apart from any other business error."""
+
+    def __init__(self, code: int, message: str, data: Any = None, stderr: str = "") -> None:
+        super().__init__(code, message, data, stderr)
+        self.message = f"permission denied by the plugin: {message}"
 
 
 def rpc_error(error: Any, stderr: str = "") -> WorkerRpcError:

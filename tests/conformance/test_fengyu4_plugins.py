@@ -3,7 +3,9 @@ that answers as FengYu's own Python SDK does, in strict mode, with nothing repor
 
 from __future__ import annotations
 
+import shlex
 import shutil
+import sys
 from pathlib import Path
 
 from tests.conftest import FIXTURE_PLUGINS
@@ -21,3 +23,12 @@ def test_a_worker_answering_as_fengyus_python_sdk_passes_strict(run_kit, tmp_pat
     for rid in ("FY-WRK-002", "FY-WRK-004", "FY-WRK-011", "FY-WRK-013", "FY-WRK-014"):
         assert statuses[rid] == "passed", rid
     assert statuses["FY-TOOL-005"] == "passed"
+
+
+def test_a_parse_error_without_its_null_id_passes(run_kit, tmp_path: Path) -> None:
+    """FengYu's Go SDK drops the null id of a parse error (omitempty); FengYu reads past it."""
+    plugin = shutil.copytree(SDK_LIKE, tmp_path / SDK_LIKE.name)
+    command = f"{shlex.quote(sys.executable)} -u backend/worker.py go"
+    result = run_kit([plugin], "-m", "worker", "--worker-cmd", command)
+    statuses = result.statuses()
+    assert (statuses["FY-WRK-002"], statuses["FY-WRK-007"]) == ("passed", "passed")

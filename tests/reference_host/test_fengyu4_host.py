@@ -221,6 +221,8 @@ def test_cancelled_and_permission_denied_have_their_own_errors() -> None:
     denied = rpc_error({"code": -32000, "message": "no", "data": {"code": "PERMISSION_DENIED"}})
     other = rpc_error({"code": -32000, "message": "bad", "data": {"code": "INVALID_PARAMS"}})
     assert isinstance(cancelled, WorkerCancelled) and isinstance(denied, WorkerPermissionDenied)
+    assert cancelled.message == "the call was cancelled: stop"
+    assert denied.message == "permission denied by the plugin: no"
     assert type(other).__name__ == "WorkerRpcError" and other.code == -32000
 
 
