@@ -21,12 +21,20 @@ class InputContract:
 
     def __init__(self, method: str, input_schema: Mapping[str, Any]) -> None:
         self.method = method
-        self._validator = Draft202012Validator(to_json_schema(dict(input_schema)))
+        self._schema = input_schema
+        self._validator: Draft202012Validator | None = None
 
     def problem(self, arguments: Any) -> str | None:
-        """What is wrong with arguments, with its JSON pointer; None when they are valid."""
+        """What is wrong with arguments, with its JSON pointer; None when they are valid. A
+        schema that cannot be evaluated (a plugin installed without the kit's checks: a
+        remote $ref, a type that does not exist) refuses every call, saying so."""
         as_sent = resolve_refs(arguments, lambda ref: str(ref["id"]))
-        error = best_match(self._validator.iter_errors(as_sent))
+        try:
+            if self._validator is None:
+                self._validator = Draft202012Validator(to_json_schema(dict(self._schema)))
+            error = best_match(self._validator.iter_errors(as_sent))
+        except Exception as exc:  # whatever the schema holds, the model gets a failure
+            return f"the inputSchema of {self.method} cannot be evaluated: {type(exc).__name__}"
         if error is None:
             return None
         where = "".join(f"/{part}" for part in error.absolute_path) or "/"

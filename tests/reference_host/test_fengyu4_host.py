@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from reference_host.agent.models import ModelTurn, ScriptedModel
+from reference_host.input_contract import InputContract
 from reference_host.process import PluginProcessManager, WorkerCancelled, WorkerHandshakeError
 from reference_host.process.errors import WorkerPermissionDenied, rpc_error
 from reference_host.process.launch import manifest_spec
@@ -260,3 +261,15 @@ async def test_arguments_the_schema_refuses_never_reach_the_worker(
     assert dispatched == []
     assert (await call_tool(host, "fixture_greet", {"name": "Ada"}))["success"] is True
     assert dispatched == ["greet"]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"name": {"$ref": "http://127.0.0.1:9/x.json"}}},
+        {"type": "object", "properties": {"name": {"type": "no-such-type"}}},
+    ],
+)
+def test_a_schema_that_cannot_be_evaluated_refuses_the_call(schema: dict[str, Any]) -> None:
+    problem = InputContract("greet", schema).problem({"name": "Ada"})
+    assert problem is not None and problem.startswith("the inputSchema of greet cannot be")
