@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plugin_spec.fengyu_runtime import CANCELLED_CODE, PERMISSION_DENIED_CODE
+from plugin_spec.fengyu_runtime import CANCELLED_CODE, PERMISSION_DENIED_CODE, error_data_code
 
 if TYPE_CHECKING:  # only its type: limits.py samples processes, errors stay plain
     from reference_host.process.limits import Overrun
@@ -69,12 +69,10 @@ class WorkerPermissionDenied(WorkerRpcError):
 def rpc_error(error: Any, stderr: str = "") -> WorkerRpcError:
     """The exception for a JSON-RPC error object, by its FengYu `data.code`."""
     detail = error if isinstance(error, dict) else {}
-    data = detail.get("data")
-    code = data.get("code") if isinstance(data, dict) else None
     kind = {CANCELLED_CODE: WorkerCancelled, PERMISSION_DENIED_CODE: WorkerPermissionDenied}.get(
-        code if isinstance(code, str) else "", WorkerRpcError
+        error_data_code(detail) or "", WorkerRpcError
     )
-    return kind(detail.get("code", 0), str(detail.get("message", "")), data, stderr)
+    return kind(detail.get("code", 0), str(detail.get("message", "")), detail.get("data"), stderr)
 
 
 class WorkerResourceLimit(WorkerError):

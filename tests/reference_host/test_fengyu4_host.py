@@ -174,17 +174,25 @@ def spec_of(root: Path, tmp_path: Path) -> Any:
     return manifest_spec("fixture.fengyu4", root, manifest, tmp_path / "data")
 
 
+async def abandon_a_call(manager: PluginProcessManager) -> Any:
+    """Start a greet call, leave it once it is sent, and settle what the host does next;
+    the connection it went to."""
+    call_task = asyncio.create_task(manager.invoke("fixture.fengyu4", "greet", {}))
+    connection = await wait_for_connection(manager)
+    call_task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call_task
+    await connection.settled()
+    return connection
+
+
 async def test_an_abandoned_call_is_cancelled_in_the_worker(tmp_path: Path) -> None:
     """The caller leaves: `$/cancelRequest` goes out, the worker answers CANCELLED and stays."""
     manager = PluginProcessManager()
     manager.register(spec_of(slow_package(tmp_path, honour=True), tmp_path))
     try:
-        call_task = asyncio.create_task(manager.invoke("fixture.fengyu4", "greet", {}))
-        connection = await wait_for_connection(manager)
-        call_task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await call_task
-        await wait_until(lambda: not connection.pending)
+        connection = await abandon_a_call(manager)
+        assert not connection.pending and not connection.unanswered_cancels
         assert connection.alive
         assert '"locale": "en"' in connection.stderr  # the envelope came with the handshake
     finally:
@@ -195,12 +203,9 @@ async def test_a_worker_ignoring_the_cancel_is_killed_after_a_second(tmp_path: P
     manager = PluginProcessManager()
     manager.register(spec_of(slow_package(tmp_path, honour=False), tmp_path))
     try:
-        call_task = asyncio.create_task(manager.invoke("fixture.fengyu4", "greet", {}))
-        connection = await wait_for_connection(manager)
-        call_task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await call_task
-        await wait_until(lambda: not connection.alive)
+        connection = await abandon_a_call(manager)
+        assert len(connection.unanswered_cancels) == 1
+        assert not connection.alive
     finally:
         await manager.close()
 
