@@ -148,7 +148,7 @@ def _statuses(result) -> dict[str, tuple[str, str]]:
 
 def test_read_tool_writing_only_to_tmp_passes(run_kit, tmp_path: Path) -> None:
     plugin = copy_plugin(FIXTURE_PLUGINS / "FY-EFF-001-writes-under-home", tmp_path)
-    worker = plugin / "backend" / "worker"
+    worker = plugin / "backend" / "worker.py"
     worker.write_text(
         worker.read_text("utf-8").replace('os.environ["HOME"]', 'os.environ["TMPDIR"]'), "utf-8"
     )
@@ -282,7 +282,7 @@ def test_a_write_after_the_call_answered_is_laid_at_its_door(tmp_path: Path) -> 
 
 def test_a_late_write_fails_the_read_tool(run_kit, tmp_path: Path) -> None:
     plugin = copy_plugin(FIXTURE_PLUGINS / "FY-EFF-001-writes-under-home", tmp_path)
-    worker = plugin / "backend" / "worker"
+    worker = plugin / "backend" / "worker.py"
     source = worker.read_text("utf-8")
     source = source.replace(
         "def lookup(params):\n",

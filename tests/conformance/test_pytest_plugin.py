@@ -18,6 +18,19 @@ from tests.conftest import FIXTURE_PLUGINS, REPO, failures, plugin_with_manifest
 
 SAMPLE = REPO / "sample_plugins" / "fan.summer.markdown"
 DANGLING = FIXTURE_PLUGINS / "FY-MAN-004-dangling-method"
+# The sample's static items with nothing to look at: it is manifest-first (no
+# manifest.base.json, no sidecars), no parameter asks for read-write file access, none declares
+# a default, it has no flowNodes and is not official. Not applicable: pytest counts them skipped.
+SAMPLE_NOT_APPLICABLE = (
+    "FY-MAN-017",
+    "FY-MAN-018",
+    "FY-MAN-019",
+    "FY-MAN-020",
+    "FY-MAN-022",
+    "FY-MAN-023",
+    "FY-MAN-024",
+    "FY-MAN-026",
+)
 
 
 def sample_manifest() -> dict:
@@ -33,7 +46,8 @@ def dangling(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def should_only(tmp_path: Path) -> Path:
-    """A plugin whose only finding is a SHOULD: files.read missing for a FileRef parameter."""
+    """A plugin whose only finding is a SHOULD: files.read missing for a FileRef parameter.
+    With no permissions listed, FY-MAN-028 (no permission twice) is not applicable too."""
     manifest = sample_manifest()
     manifest["permissions"] = []
     return plugin_with_manifest(tmp_path, manifest, "should-only")
@@ -47,7 +61,7 @@ def test_inert_without_plugin_dir(pytester: pytest.Pytester) -> None:
 def test_plugin_dir_replaces_the_repos_own_tests(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_own(): assert False")
     result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(SAMPLE), "-v")
-    result.assert_outcomes(passed=len(_requirements("fengyu-v2")))
+    result.assert_outcomes(passed=_applicable(), skipped=len(SAMPLE_NOT_APPLICABLE))
     assert "test_own" not in result.stdout.str()
 
 
@@ -72,7 +86,7 @@ def test_must_failure_prints_file_pointer_requirement_and_fix(
     pytester: pytest.Pytester, dangling: Path
 ) -> None:
     result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(dangling))
-    result.assert_outcomes(passed=len(_requirements("fengyu-v2")) - 1, failed=1)
+    result.assert_outcomes(passed=_applicable() - 1, failed=1, skipped=len(SAMPLE_NOT_APPLICABLE))
     result.stdout.fnmatch_lines(
         [
             "*FY-MAN-004 (MUST) aiTools method resolves*",
@@ -119,7 +133,9 @@ def test_keyword_selection_runs_one_requirement(pytester: pytest.Pytester, dangl
 
 def test_should_finding_warns_and_passes(pytester: pytest.Pytester, should_only: Path) -> None:
     result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(should_only))
-    result.assert_outcomes(passed=len(_requirements("fengyu-v2")), warnings=1)
+    result.assert_outcomes(
+        passed=_applicable() - 1, skipped=len(SAMPLE_NOT_APPLICABLE) + 1, warnings=1
+    )
     result.stdout.fnmatch_lines(["*ConformanceWarning: FY-FILE-003 (SHOULD)*"])
     assert result.ret == 0
 
@@ -128,7 +144,9 @@ def test_strict_fails_on_should(pytester: pytest.Pytester, should_only: Path) ->
     result = pytester.runpytest(
         "-m", "manifest", "--plugin-dir", str(should_only), "--conformance-strict"
     )
-    result.assert_outcomes(passed=len(_requirements("fengyu-v2")) - 1, failed=1)
+    result.assert_outcomes(
+        passed=_applicable() - 2, failed=1, skipped=len(SAMPLE_NOT_APPLICABLE) + 1
+    )
     result.stdout.fnmatch_lines(["*FY-FILE-003 (SHOULD) file permissions declared*"])
 
 
@@ -209,6 +227,8 @@ def test_json_report_has_a_record_per_check(run_kit, dangling: Path) -> None:
     kit = run_kit([dangling], "-m", "manifest")
     records = kit.report["results"]
     assert len(records) == len(_requirements("fengyu-v2"))
+    not_applicable = [r["requirement"] for r in records if r["status"] == "not-applicable"]
+    assert not_applicable == list(SAMPLE_NOT_APPLICABLE)
     failed = [r for r in records if r["status"] == "failed"]
     assert [(r["requirement"], r["plugin"]) for r in failed] == [
         ("FY-MAN-004", "fan.summer.markdown")
@@ -228,8 +248,10 @@ def test_json_report_has_a_record_per_check(run_kit, dangling: Path) -> None:
 def test_markdown_summary(run_kit, pytester: pytest.Pytester, dangling: Path) -> None:
     run_kit([dangling], "-m", "manifest")
     md = (pytester.path / "kit-report.md").read_text(encoding="utf-8")
-    passed = len(_requirements("fengyu-v2")) - 1
-    assert f"| fan.summer.markdown | fengyu-v2 | {passed} | 0 | 1 | 0 | 0 | 0 | 0 |" in md
+    passed, not_applicable = _applicable() - 1, len(SAMPLE_NOT_APPLICABLE)
+    assert (
+        f"| fan.summer.markdown | fengyu-v2 | {passed} | 0 | 1 | 0 | 0 | 0 | {not_applicable} |"
+    ) in md
     assert "### fan.summer.markdown FY-MAN-004 (MUST, failed): aiTools method resolves" in md
     assert "`/aiTools/0/method`" in md
     assert "## Time per suite" in md
@@ -245,15 +267,22 @@ def test_json_records_carry_suite_and_seconds(run_kit, dangling: Path) -> None:
 
 def _requirements(profile: str) -> list[str]:
     """Static requirements of a profile: these tests run the kit with `-m manifest`."""
-    return [
-        rid for rid, r in load_catalog().items() if r.applies_to(profile) and r.suite == "manifest"
-    ]
+    return _suite_requirements(profile, "manifest")
+
+
+def _suite_requirements(profile: str, suite: str) -> list[str]:
+    return [rid for rid, r in load_catalog().items() if r.applies_to(profile) and r.suite == suite]
+
+
+def _applicable() -> int:
+    """The sample's static items that are checked (and pass, unless a test breaks one)."""
+    return len(_requirements("fengyu-v2")) - len(SAMPLE_NOT_APPLICABLE)
 
 
 def test_plugin_repo_conftest_is_not_loaded(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("raise ImportError('the plugin repo needs something not installed')")
     result = pytester.runpytest("-m", "manifest", "--plugin-dir", str(SAMPLE))
-    result.assert_outcomes(passed=len(_requirements("fengyu-v2")))
+    result.assert_outcomes(passed=_applicable(), skipped=len(SAMPLE_NOT_APPLICABLE))
 
 
 def test_report_records_skipped_checks_too(run_kit, tmp_path: Path) -> None:
@@ -291,21 +320,45 @@ def test_kit_run_leaves_no_process_behind(pytester: pytest.Pytester) -> None:
 
 
 def test_worker_cmd_option_starts_that_command(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """The command runs every worker probe; it does not hide that FengYu itself would find no
+    backend/worker.py to start (FY-WRK-012)."""
     plugin = tmp_path / "plugin"
     shutil.copytree(SAMPLE, plugin)
-    worker = plugin / "backend" / "worker"
+    worker = plugin / "backend" / "worker.py"
     worker.rename(plugin / "backend" / "serve.py")
+    items = len(_suite_requirements("fengyu-v2", "worker"))
+    # not applicable on the sample: it writes no @fengyu-log: line during the probe
+    # (FY-WRK-016) and declares no backend.resources (FY-WRK-020)
+    not_applicable = 2
     result = pytester.runpytest(
         "--plugin-dir",
         str(plugin),
         "-m",
         "worker",
         f"--worker-cmd={sys.executable} backend/serve.py",
+        "-rs",
     )
-    result.assert_outcomes(passed=11)
-    without = pytester.runpytest("--plugin-dir", str(plugin), "-m", "worker")
-    without.assert_outcomes(failed=1, skipped=10)
-    without.stdout.fnmatch_lines(["*no worker in *: expected backend/worker.jar*"])
+    result.assert_outcomes(passed=items - 1 - not_applicable, failed=1, skipped=not_applicable)
+    result.stdout.fnmatch_lines(
+        [
+            "*FY-WRK-012 (MUST) runtime artifact present*",
+            "*FengYu runs `python3 -u backend/worker.py` (backend.runtime), but backend/worker.py"
+            " is not in the package; the kit ran --worker-cmd *backend/serve.py* for the other"
+            " checks",
+            "SKIPPED [[]1[]] *: the worker wrote no @fengyu-log: line to stderr during the probe",
+            "SKIPPED [[]1[]] *: the manifest declares no backend.resources*",
+        ]
+    )
+    without = pytester.runpytest("--plugin-dir", str(plugin), "-m", "worker", "-rs")
+    without.assert_outcomes(failed=1, skipped=items - 1)
+    without.stdout.fnmatch_lines(
+        [
+            "*FY-WRK-012 (MUST) runtime artifact present*",
+            "*FengYu runs `python3 -u backend/worker.py` (backend.runtime), but backend/worker.py"
+            " is not in the package; nothing else can be started",
+            f"SKIPPED [[]{items - 1 - 1}[]] *: FengYu cannot start the worker (FY-WRK-012)*",
+        ]
+    )
 
 
 def test_runs_from_inside_a_plugin_with_a_conformance_folder_without_warnings(
@@ -328,8 +381,8 @@ def test_runs_from_inside_a_plugin_with_a_conformance_folder_without_warnings(
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Warning" not in result.stdout + result.stderr
-    passed = len(_requirements("fengyu-v2"))
-    assert f" {passed} passed" in result.stdout.splitlines()[-1]
+    counts = f" {_applicable()} passed, {len(SAMPLE_NOT_APPLICABLE)} skipped, "
+    assert counts in result.stdout.splitlines()[-1]
 
 
 def test_a_folder_of_plugins_checks_each_plugin_in_it(pytester: pytest.Pytester) -> None:

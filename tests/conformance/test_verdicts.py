@@ -81,6 +81,7 @@ def test_collect_only_is_not_a_run_that_checked_nothing(pytester: pytest.Pyteste
 def test_host_check_of_a_plugin_without_tools_is_not_applicable(run_kit, tmp_path: Path) -> None:
     def no_tools(manifest: dict[str, Any]) -> None:
         manifest["aiTools"] = []
+        del manifest["i18n"]["zh"]["aiTools"]  # its key would name a tool no longer there
 
     result = run_kit([sample_copy(tmp_path, no_tools)], "-m", "manifest or host")
     (host,) = records(result, "FY-HOST-001")
@@ -103,7 +104,7 @@ def test_missing_description_fails_only_its_requirement(run_kit, tmp_path: Path)
 
 def test_host_check_starts_the_worker_cmd(run_kit, tmp_path: Path) -> None:
     plugin = sample_copy(tmp_path)
-    (plugin / "backend" / "worker").rename(plugin / "backend" / "serve.py")
+    (plugin / "backend" / "worker.py").rename(plugin / "backend" / "serve.py")
     command = f"--worker-cmd={sys.executable} backend/serve.py"
 
     result = run_kit([plugin], "-m", "host", command)
@@ -113,7 +114,7 @@ def test_host_check_starts_the_worker_cmd(run_kit, tmp_path: Path) -> None:
 
 def test_host_check_reads_the_worker_cmd_ini_key(run_kit, pytester: pytest.Pytester) -> None:
     plugin = sample_copy(pytester.path)  # under the ini file's folder, so pytest reads it
-    (plugin / "backend" / "worker").rename(plugin / "backend" / "serve.py")
+    (plugin / "backend" / "worker.py").rename(plugin / "backend" / "serve.py")
     pytester.makeini(f"[pytest]\nconformance_worker_cmd = {sys.executable} backend/serve.py\n")
 
     result = run_kit([plugin], "-m", "host")
