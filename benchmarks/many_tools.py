@@ -1,7 +1,8 @@
 """A FengYu plugin with any number of tools, generated into a folder for the kit to check.
 
-Every tool calls its own method and takes one string, and its worker (the
-reference SDK, params validated against the manifest) answers each call at once, so a kit
+Every tool calls its own method and takes one string, and its worker (FengYu's python runtime,
+`backend/worker.py` on the project's SDK, params validated against the manifest) answers each
+call at once, so a kit
 run on it passes and its time is the kit's own cost per tool. The manifest is written compact:
 at 10,000 tools it must stay under the 4 MiB the kit reads. Nothing generated is committed.
 """
@@ -9,12 +10,10 @@ at 10,000 tools it must stay under the 4 MiB the kit reads. Nothing generated is
 from __future__ import annotations
 
 import json
-import stat
 from pathlib import Path
 from typing import Any
 
 WORKER = """\
-#!/usr/bin/env python3
 import json
 from pathlib import Path
 
@@ -64,6 +63,7 @@ def manifest(tools: int) -> dict[str, Any]:
         "icon": "puzzle-outline",
         "category": "other",
         "ui": {"entry": "ui/index.html"},
+        "backend": {"runtime": "python", "protocolVersion": 4},
         "rpc": {"methods": methods},
         "aiTools": [
             {
@@ -86,7 +86,5 @@ def write_plugin(folder: Path, tools: int) -> Path:
     (root / "manifest.json").write_text(
         json.dumps(manifest(tools), separators=(",", ":")), encoding="utf-8"
     )
-    worker = root / "backend" / "worker"
-    worker.write_text(WORKER, encoding="utf-8")
-    worker.chmod(worker.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    (root / "backend" / "worker.py").write_text(WORKER, encoding="utf-8")
     return root

@@ -6,7 +6,6 @@ after 300 s. Counted, not timed."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.many_tools import WORKER, write_plugin
+from benchmarks.many_tools import write_plugin
 from conformance.catalog import load_catalog
 from conformance.checks import fengyu_manifest
 from conformance.fengyu import services
@@ -48,25 +47,11 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     return counted
 
 
-def python_runtime_plugin(folder: Path, tools: int) -> Path:
-    """The benchmark's generated plugin on FengYu's python runtime (protocol 4): the worker
-    is backend/worker.py, which FengYu starts as `python3 -u backend/worker.py`, in place of
-    the legacy executable backend/worker that FY-WRK-012 fails."""
-    root = write_plugin(folder, tools)
-    path = root / "manifest.json"
-    manifest = json.loads(path.read_text(encoding="utf-8"))
-    manifest["backend"] = {"runtime": "python", "protocolVersion": 4}
-    path.write_text(json.dumps(manifest, separators=(",", ":")), encoding="utf-8")
-    (root / "backend" / "worker").unlink(missing_ok=True)
-    (root / "backend" / "worker.py").write_text(WORKER, encoding="utf-8")
-    return root
-
-
 @pytest.mark.parametrize("tools", SIZES)
 def test_full_run_computes_plugin_wide_facts_once(
     run_kit, tmp_path: Path, counts: Counter[str], tools: int
 ) -> None:
-    plugin = python_runtime_plugin(tmp_path, tools)
+    plugin = write_plugin(tmp_path, tools)
 
     result = run_kit([plugin], "--conformance-examples", "2")
 
