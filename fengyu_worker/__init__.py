@@ -651,7 +651,8 @@ class Worker:
         for folder in Path(anchor).resolve().parents:
             manifest = folder / "manifest.json"
             if manifest.is_file():
-                data = json.loads(manifest.read_text(encoding="utf-8"))
+                # FengYu, the kit and the host accept a leading byte order mark: so does this.
+                data = json.loads(manifest.read_text(encoding="utf-8-sig"))
                 rpc = data.get("rpc") if isinstance(data, dict) else None
                 # A version 1 manifest has no rpc.methods: its methods go unchecked.
                 methods = (rpc.get("methods") if isinstance(rpc, dict) else None) or {}
