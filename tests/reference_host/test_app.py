@@ -270,6 +270,9 @@ async def test_provider_fit_says_which_providers_take_the_snapshot(
     render = manifest["rpc"]["methods"]["render"]["inputSchema"]
     render["properties"]["flavour"] = {"description": "any value"}
     manifest["aiTools"] = [{**manifest["aiTools"][0], "name": "render_untyped"}]
+    # i18n keys must name a declared tool (FY-MAN-025): the translation follows the rename.
+    translations = manifest["i18n"]["zh"]["aiTools"]
+    translations["render_untyped"] = translations.pop("markdown_render")
     (plugin / "manifest.json").write_text(json.dumps(manifest), "utf-8")
     await install(client, plugin)
 

@@ -223,13 +223,18 @@ async def test_ref_of_another_conversation_is_refused(setup: Setup) -> None:
 async def test_route_b_never_injects_a_grant_of_another_plugin_or_conversation(
     setup: Setup,
 ) -> None:
-    """Only foreign grants exist: nothing may be injected into filePath, so the worker
-    gets what the model sent (here nothing) and rejects it."""
+    """Only foreign grants exist: nothing may be injected into filePath, so the call stays
+    what the model sent (here nothing), and the host's inputSchema check refuses it for the
+    missing filePath before any worker is called."""
     setup.grant(setup.doc, plugin=XL)
     setup.grant(setup.doc, conversation="someone-else")
     setup.grant(setup.files / "out", access="read-write")  # a directory: does not fit
-    await run_chat(setup.host, outline({}))
-    assert setup.sent.calls == [(MD, "outline", {})]
+    error = the_failure(await run_chat(setup.host, outline({})))
+    assert error == (
+        "the arguments do not match the inputSchema of outline at /: "
+        "'filePath' is a required property"
+    )
+    assert setup.sent.calls == []
 
 
 async def test_route_b_injects_only_the_callers_grant(setup: Setup) -> None:

@@ -26,6 +26,7 @@ from reference_host.http.app import create_app
 from reference_host.plugins import PluginError
 from tests.conftest import MakeHost
 from tests.security.conftest import (
+    EXCEL,
     MARKDOWN,
     SAMPLES,
     SEC_PLUGIN,
@@ -397,7 +398,11 @@ async def test_a_fifo_inside_the_plugin_is_refused_naming_it(
 async def test_the_copy_keeps_modes_so_the_worker_stays_executable(
     bare_host: Host, tmp_path: Path
 ) -> None:
-    info = await bare_host.install(copy_sample(MARKDOWN, tmp_path))
+    """The excel sample keeps FengYu's legacy launch (an executable backend/worker, no
+    runtime): nothing but the kept mode makes its installed copy startable."""
+    source = copy_sample(EXCEL, tmp_path)
+    assert os.access(source / "backend" / "worker", os.X_OK)
+    info = await bare_host.install(source)
     assert os.access(Path(info.root) / "backend" / "worker", os.X_OK)
     events = await run_chat(bare_host, ModelTurn(text="hi"))
     assert events[-1].type == "done"
