@@ -95,9 +95,15 @@ def fengyu_launch(manifest: Mapping[str, Any], environ: Mapping[str, str]) -> La
         argv = (environ.get(PYTHON_VARIABLE) or DEFAULT_PYTHON, "-u", str(artifact))
     else:
         argv = (str(artifact),)
-    version = backend.get("protocolVersion")
-    protocol = version if isinstance(version, int) and not isinstance(version, bool) else None
-    return Launch(runtime, declared, artifact, argv, protocol)
+    return Launch(runtime, declared, artifact, argv, _protocol(backend.get("protocolVersion")))
+
+
+def _protocol(version: Any) -> int | None:
+    """The declared protocol version; 4.0 is 4, as JSON Schema's integer and FengYu's reader
+    take it (a declared version is never lost to its spelling: the handshake is then sent)."""
+    if isinstance(version, float) and version.is_integer():
+        return int(version)
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
 def handshake_params(protocol_version: int, plugin_id: str, plugin_version: str) -> dict[str, Any]:

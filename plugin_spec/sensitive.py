@@ -111,13 +111,14 @@ def mask_arguments(arguments: str, schema: Any) -> str:
 
 
 def redact(text: str, values: list[str]) -> str:
-    """text with every occurrence of each secret (and of its JSON-escaped spelling, as it
-    appears inside JSON text) replaced by MASK."""
+    """text with every occurrence of each secret (and of its JSON-escaped spellings, as it
+    appears inside JSON text, non-ASCII escaped or not) replaced by MASK."""
     for secret in values:
         text = text.replace(secret, MASK)
-        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
-        if escaped != secret:
-            text = text.replace(escaped, MASK)
+        for ascii_only in (False, True):
+            escaped = json.dumps(secret, ensure_ascii=ascii_only)[1:-1]
+            if escaped != secret:
+                text = text.replace(escaped, MASK)
     return text
 
 

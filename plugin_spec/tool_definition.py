@@ -33,27 +33,40 @@ HOST_ANNOTATION_PREFIX = "x-fengyu-"
 HOST_FORMATS = frozenset({"fengyu-file", "fengyu-directory"})
 # Keywords whose value maps names to schemas: the names are data, never annotations.
 NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+# Keywords whose value is an instance, not a schema: nothing in it is an annotation.
+VALUES = frozenset({"enum", "const", "default", "examples"})
+# Deeper than any schema the kit admits (manifests nest at most 64 levels).
+MAX_DEPTH = 200
 
 
 def model_schema(schema: Any) -> Any:
     """A copy of an inputSchema as the model is sent it (spec: providers.md#verdicts):
     without FengYu's host-owned annotations, the `x-fengyu-*` keywords and the `fengyu-file`
     and `fengyu-directory` formats, which tell the host how to treat a value and mean nothing
-    to a model provider (some refuse them)."""
+    to a model provider (some refuse them). Values (enum, const, default, examples) are data
+    and stay as they are; a schema nested past MAX_DEPTH is sent as it is."""
+    return _without_annotations(schema, MAX_DEPTH)
+
+
+def _without_annotations(schema: Any, depth: int) -> Any:
+    if depth <= 0:
+        return schema
     if isinstance(schema, list):
-        return [model_schema(item) for item in schema]
+        return [_without_annotations(item, depth - 1) for item in schema]
     if not isinstance(schema, Mapping):
         return schema
     cleaned: dict[str, Any] = {}
     for key, value in schema.items():
-        if key.startswith(HOST_ANNOTATION_PREFIX):
+        if isinstance(key, str) and key.startswith(HOST_ANNOTATION_PREFIX):
             continue
-        if key == "format" and value in HOST_FORMATS:
+        if key == "format" and isinstance(value, str) and value in HOST_FORMATS:
             continue
-        if key in NAMED_SCHEMAS and isinstance(value, Mapping):
-            cleaned[key] = {name: model_schema(sub) for name, sub in value.items()}
+        if key in VALUES:
+            cleaned[key] = value
+        elif key in NAMED_SCHEMAS and isinstance(value, Mapping):
+            cleaned[key] = {n: _without_annotations(v, depth - 1) for n, v in value.items()}
         else:
-            cleaned[key] = model_schema(value)
+            cleaned[key] = _without_annotations(value, depth - 1)
     return cleaned
 
 

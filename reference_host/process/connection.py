@@ -128,13 +128,19 @@ class WorkerConnection:
                 record.remove(lineage)
             raise WorkerLaunchError(f"cannot start {spec.argv[0]}: {exc.strerror}") from None
         connection = cls(spec, spawned, lineage, record, resources)
-        await connection._greet()
+        try:
+            await connection._greet()
+        except BaseException:
+            # a start its caller left (or a refused greeting) leaves no worker behind: nobody
+            # else holds this connection to close it
+            await asyncio.shield(connection.kill(WorkerLaunchError("the start was abandoned")))
+            raise
         return connection
 
     async def _greet(self) -> None:
         """FengYu's handshake (spec: fengyu-worker.md#the-handshake), when the manifest
         declares a protocol version: a worker that does not answer it within 10 s, or
-        answers with another version or runtime, is killed and never used."""
+        answers with another version or runtime, is refused (start kills it)."""
         version = self.spec.protocol_version
         if version is None:
             return
@@ -142,15 +148,13 @@ class WorkerConnection:
         try:
             result = await self.call(HANDSHAKE_METHOD, params, HANDSHAKE_SECONDS)
         except WorkerError as exc:
-            refusal = WorkerHandshakeError(f"worker handshake failed: {exc.message}", self.stderr)
-            await self.kill(refusal)
-            raise refusal from None
+            raise WorkerHandshakeError(
+                f"worker handshake failed: {exc.message}", self.stderr
+            ) from None
         problems = handshake_problems(result, version, self.spec.runtime)
         if problems:
             reasons = "; ".join(problem for _, problem in problems)
-            refusal = WorkerHandshakeError(f"worker handshake failed: {reasons}", self.stderr)
-            await self.kill(refusal)
-            raise refusal
+            raise WorkerHandshakeError(f"worker handshake failed: {reasons}", self.stderr)
 
     @property
     def alive(self) -> bool:
@@ -178,8 +182,10 @@ class WorkerConnection:
         try:
             # The write is timed too: a worker that stops reading lets the pipe fill.
             async with asyncio.timeout(timeout):
-                await self._send(request)
+                # in flight from the write on: a caller leaving while the frame drains has
+                # still sent it, so the worker must hear of the cancel
                 self.in_flight[request_id] = method
+                await self._send(request)
                 message = await asyncio.shield(future)  # kept for _abandon if the caller leaves
         except TimeoutError:
             self.pending.pop(request_id, None)  # cancelled: nobody left to read its failure
@@ -189,7 +195,12 @@ class WorkerConnection:
             await self.kill(error)
             raise error from None
         except asyncio.CancelledError:
-            abandoned = request_id in self.in_flight and not future.done() and self.alive
+            abandoned = (
+                request_id in self.in_flight
+                and not future.done()
+                and self.alive
+                and method != HANDSHAKE_METHOD  # a start left halfway is killed (start)
+            )
             if abandoned:
                 self._background(self._abandon(method, request_id, future))
             raise
@@ -402,21 +413,35 @@ class WorkerConnection:
             self.stderr_tail.close()
 
     def _log_stderr(self, line: str) -> None:
-        """A stderr line into the host's log: an `@fengyu-log:` record at its level under
-        `reference_host.plugin.<id>.<logger>`, any other line at INFO; the sensitive values
-        of its plugin's recent calls masked (secrets.py)."""
-        line = SECRETS.mask(self.spec.plugin_id, line)
-        record = parse_log_line(line)
-        if record is None:
-            log.info("%s: %s", self.spec.plugin_id, line)
-            return
-        logger = logging.getLogger(f"reference_host.plugin.{self.spec.plugin_id}.{record.logger}")
-        logger.log(LOG_LEVELS.get(record.level, logging.INFO), "%s", record.message)
+        logger, level, text = stderr_record(self.spec.plugin_id, line)
+        logging.getLogger(logger).log(level, "%s", text)
 
     def _fail_pending(self, error: WorkerError) -> None:
         for future in self.pending.values():
             if not future.done():
                 future.set_exception(error)
+
+
+def stderr_record(plugin_id: str, line: str) -> tuple[str, int, str]:
+    """What a worker's stderr line becomes in the host's log: logger, level and text. An
+    `@fengyu-log:` record keeps its level, under `reference_host.plugin.<id>` with the
+    worker's logger named in the text (a worker cannot make the host create loggers); any
+    other line is logged at INFO as `<id>: <line>`. The sensitive values of the plugin's
+    recent calls are masked in the raw line and again in the decoded record, where a JSON
+    escape no longer hides them (secrets.py); a record's line breaks are escaped, so it
+    cannot forge log lines."""
+    line = SECRETS.mask(plugin_id, line)
+    record = parse_log_line(line)
+    if record is None:
+        return log.name, logging.INFO, f"{plugin_id}: {line}"
+    text = SECRETS.mask(plugin_id, f"[{record.logger}] {record.message}")
+    level = LOG_LEVELS.get(record.level, logging.INFO)
+    return f"reference_host.plugin.{plugin_id}", level, _one_line(text)
+
+
+def _one_line(text: str) -> str:
+    """text with its line breaks written as \\n: one record, one log line."""
+    return text.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n")
 
 
 async def _within(*waited: asyncio.Future[Any], timeout: float) -> bool:

@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 from plugin_spec.providers import checks
 from plugin_spec.providers.judge import Verdict, fits, judge_set, judge_tool
 from plugin_spec.providers.rules import PROVIDERS, Outcome, Rule, all_providers, load_provider
+from plugin_spec.tool_definition import model_schema
 
 RULES = [rule for provider in all_providers() for rule in provider.rules]
 OPENAI, ANTHROPIC, GEMINI = (load_provider(p) for p in PROVIDERS)
@@ -397,3 +398,31 @@ def test_fits_lists_at_most_twenty_refusals_per_tool() -> None:
     lines = gemini["rejected"]["many"]
     assert len(lines) == 21 and lines[-1] == "... and 10 more"
     assert all(line.startswith("GEMINI-TYPED") for line in lines[:20])
+
+
+def test_the_model_schema_drops_fengyus_annotations_and_keeps_values() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "file": {"type": "string", "format": "fengyu-file", "x-fengyu-file-access": "read"},
+            "x-fengyu-named": {"type": "string", "format": "date"},
+            "mode": {"enum": [{"format": "fengyu-file"}], "default": {"x-fengyu-sensitive": 1}},
+            "odd": {"type": "string", "format": ["fengyu-file"]},
+        },
+    }
+    assert model_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "file": {"type": "string"},
+            "x-fengyu-named": {"type": "string", "format": "date"},
+            "mode": {"enum": [{"format": "fengyu-file"}], "default": {"x-fengyu-sensitive": 1}},
+            "odd": {"type": "string", "format": ["fengyu-file"]},
+        },
+    }
+
+
+def test_the_model_schema_of_a_very_deep_schema_does_not_raise() -> None:
+    schema: dict = {"type": "string"}
+    for _ in range(5000):
+        schema = {"type": "array", "items": schema}
+    assert model_schema(schema)["type"] == "array"

@@ -6,19 +6,24 @@ installed version."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.input_contract import InputContract
 from reference_host.process import PluginProcessManager, WorkerCancelled, WorkerHandshakeError
+from reference_host.process.connection import stderr_record
 from reference_host.process.errors import WorkerPermissionDenied, rpc_error
 from reference_host.process.launch import manifest_spec
+from reference_host.process.secrets import SECRETS
 from reference_host.sse import parse
 from tests.conftest import FIXTURE_PLUGINS, MakeHost
 from tests.faults.support import call_tool
@@ -278,3 +283,53 @@ async def test_arguments_the_schema_refuses_never_reach_the_worker(
 def test_a_schema_that_cannot_be_evaluated_refuses_the_call(schema: dict[str, Any]) -> None:
     problem = InputContract("greet", schema).problem({"name": "Ada"})
     assert problem is not None and problem.startswith("the inputSchema of greet cannot be")
+
+
+async def test_a_start_left_during_the_handshake_leaves_no_worker(tmp_path: Path) -> None:
+    """A caller that leaves while its worker is being greeted: the half-started worker is
+    killed, not left running where nobody can close it."""
+    root = package(tmp_path, "slow-greeting")
+    worker = root / "backend" / "worker.py"
+    worker.write_text("import time\ntime.sleep(0.5)\n" + worker.read_text("utf-8"), "utf-8")
+    manager = PluginProcessManager()
+    manager.register(spec_of(root, tmp_path))
+    started: list[int] = []
+    try:
+        call = asyncio.create_task(manager.invoke("fixture.fengyu4", "greet", {"name": "Ada"}))
+        await wait_until(lambda: bool(running_workers(root, started)))
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await wait_until(lambda: not any(psutil.pid_exists(p) for p in started))
+        assert manager.connection("fixture.fengyu4") is None
+    finally:
+        await manager.close()
+
+
+def running_workers(root: Path, found: list[int]) -> list[int]:
+    """The pids of processes running root's worker (kept in found)."""
+    for process in psutil.process_iter(["pid", "cwd"]):
+        with contextlib.suppress(psutil.Error):
+            if process.info["cwd"] == str(root) and process.pid not in found:
+                found.append(process.pid)
+    return found
+
+
+def test_a_log_record_is_masked_after_it_is_decoded_and_stays_one_line() -> None:
+    """A secret the worker's JSON encoder escaped (Go writes & as \\u0026, Python é as
+    \\u00e9) is masked once the record is decoded; a line break cannot forge a log line;
+    every record goes to the plugin's one logger."""
+    secret = "sk-Tom&Jerry-é-123"
+    SECRETS.hold("fixture.masked", [secret])
+    go = '@fengyu-log:{"level":"WARN","logger":"L1","message":"key=sk-Tom\\u0026Jerry-\\u00e9-123"}'
+    forged = '@fengyu-log:{"level":"INFO","message":"ok\\nERROR reference_host.worker: forged"}'
+    assert stderr_record("fixture.masked", go) == (
+        "reference_host.plugin.fixture.masked",
+        logging.WARNING,
+        "[L1] key=[sensitive]",
+    )
+    _, _, text = stderr_record("fixture.masked", forged)
+    assert text == "[worker] ok\\nERROR reference_host.worker: forged" and "\n" not in text
+    assert (
+        stderr_record("fixture.masked", f"plain {secret}")[2] == "fixture.masked: plain [sensitive]"
+    )

@@ -155,3 +155,12 @@ def test_shell_command_is_a_reproduction(tmp_path: Path) -> None:
 )
 def test_effective_timeout(tool, caller, backend, expected: float) -> None:
     assert effective_timeout(tool, caller, backend) == expected
+
+
+def test_a_protocol_version_written_4_0_is_4(tmp_path: Path) -> None:
+    """JSON Schema takes 4.0 as the integer 4, so the handshake must be sent for it too."""
+    (tmp_path / "backend").mkdir()
+    (tmp_path / "backend" / "worker.py").write_text("")
+    manifest = runtime("python")
+    manifest["backend"]["protocolVersion"] = 4.0  # type: ignore[index]
+    assert manifest_spec("a.b", tmp_path, manifest, tmp_path / "data").protocol_version == 4
