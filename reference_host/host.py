@@ -107,6 +107,9 @@ class Host:
             validator,
         )
         self.plugins.remove_orphans()
+        # preflight folders of a host that was killed mid-install (their workers were ended
+        # through the lineage record)
+        shutil.rmtree(self.config.data_dir / "preflight", ignore_errors=True)
         # One lifecycle change at a time, from its commit until its worker has switched and
         # the folders no worker needs any more are gone.
         self._lifecycle = asyncio.Lock()

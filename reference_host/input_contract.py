@@ -6,14 +6,17 @@ into a path string before the call."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import ValidationError, best_match
 
 from plugin_spec.filerefs import resolve_refs
 from plugin_spec.schema_subset import to_json_schema
+
+RULE_CHARS = 200  # of a rule's expected value shown in a failure
 
 
 class InputContract:
@@ -40,5 +43,20 @@ class InputContract:
         where = "".join(f"/{part}" for part in error.absolute_path) or "/"
         return (
             f"the arguments do not match the inputSchema of {self.method} at {where}: "
-            f"{error.message}"
+            f"{_rule(error)}"
         )
+
+
+# Messages that name properties (from the schema, or keys of the arguments), never a value.
+NAMING_VALIDATORS = frozenset({"required", "additionalProperties", "dependentRequired"})
+
+
+def _rule(error: ValidationError) -> str:
+    """What the arguments break, without quoting the value found: it may be a secret
+    (x-fengyu-sensitive), and the failure goes to the model, the stream and the store."""
+    if error.validator in NAMING_VALIDATORS:
+        return error.message
+    expected = json.dumps(error.validator_value, ensure_ascii=False, default=str)
+    if len(expected) > RULE_CHARS:
+        expected = f"{expected[:RULE_CHARS]}..."
+    return f"the value breaks {error.validator} {expected}"

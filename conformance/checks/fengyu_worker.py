@@ -286,7 +286,16 @@ def runtime_artifact(ctx: CheckContext) -> Iterator[Finding]:
         launch = fengyu_launch(workers.plugin.data, os.environ)
     except UnsupportedRuntime as exc:
         raise NotApplicable(f"{exc} (FY-MAN-003)") from None
-    if (workers.plugin.root / launch.artifact).is_file():
+    artifact = workers.plugin.root / launch.artifact
+    if artifact.is_symlink():
+        yield ctx.manifest_finding(
+            "/backend/runtime" if launch.declared else "/backend",
+            f"{launch.artifact} is a symbolic link (to {os.readlink(artifact)!r}): FengYu runs "
+            "the package's own files, and a host refuses to install a folder holding links",
+            fix=f"put the worker itself at {launch.artifact}, not a link to it",
+        )
+        return
+    if artifact.is_file():
         return
     if workers.override:
         instead = f"the kit ran --worker-cmd {workers.override!r} for the other checks"

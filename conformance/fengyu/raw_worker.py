@@ -9,11 +9,11 @@ exited, however, its process group and every process carrying its token are kill
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import subprocess
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ from plugin_spec.fengyu_runtime import parse_log_line
 from plugin_spec.framing import MAX_FRAME_BYTES, decode_line
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.lineage import end_lineage, new_token
+from reference_host.process.tail import StderrTail
 from reference_host.process.tree import kill_group, kill_tree
 
 KILL_WAIT = 5.0  # a blocked write ends this soon after the worker is killed
@@ -28,6 +29,7 @@ KILL_WAIT = 5.0  # a blocked write ends this soon after the worker is killed
 
 OVERLONG_PREFIX = 300  # characters of an over-long line kept for the report
 MALFORMED_KEPT = 5  # malformed log lines kept for the report
+STDERR_CHUNK = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,9 @@ class RawWorker:
             start_new_session=True,
         )
         self.lines: queue.Queue[Line | None] = queue.Queue()
-        self.stderr_tail: deque[str] = deque(maxlen=200)
         self.logs = logs if logs is not None else LogLines()
+        # lines cut and kept within the host's bounds: a worker cannot grow the kit's memory
+        self.stderr_tail = StderrTail(self.logs.read)
         self._killed = False
         self._ended = False
         self._end_lock = threading.Lock()
@@ -93,7 +96,7 @@ class RawWorker:
 
     @property
     def stderr(self) -> str:
-        return "\n".join(self.stderr_tail)
+        return self.stderr_tail.text
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -188,7 +191,6 @@ class RawWorker:
     def _drain_stderr(self) -> None:
         assert self.process.stderr is not None
         with contextlib.suppress(OSError, ValueError):
-            for raw in self.process.stderr:
-                text = raw.decode("utf-8", "replace").rstrip()
-                self.stderr_tail.append(text)
-                self.logs.read(text)
+            while chunk := os.read(self.process.stderr.fileno(), STDERR_CHUNK):
+                self.stderr_tail.feed(chunk)
+        self.stderr_tail.close()

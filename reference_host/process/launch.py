@@ -123,6 +123,12 @@ def worker_command(
     except UnsupportedRuntime as exc:
         raise WorkerLaunchError(str(exc)) from None
     artifact = root / launch.artifact
+    if artifact.is_symlink():
+        raise MissingArtifact(
+            f"{launch.artifact} is a symbolic link; FengYu runs {launch.describe()} from the "
+            "package's own files, and a package holding links is not installed",
+            " ".join(launch.argv),
+        )
     if artifact.is_file():
         if launch.runtime == "java":
             java = shutil.which("java")
@@ -152,8 +158,15 @@ def _executable(artifact: Path, scratch: Path | None) -> Path:
         raise WorkerLaunchError(f"{artifact} is not executable (chmod +x it)")
     scratch.mkdir(parents=True, exist_ok=True)
     copy = scratch / artifact.name
-    shutil.copyfile(artifact, copy)
-    copy.chmod(0o755)
+    staged = scratch / f".{artifact.name}.{os.getpid()}.{id(artifact)}"
+    try:
+        shutil.copyfile(artifact, staged)
+        staged.chmod(0o755)
+        # a new file in place of the old one: a worker still running the old copy keeps it
+        os.replace(staged, copy)
+    except OSError as exc:
+        staged.unlink(missing_ok=True)
+        raise WorkerLaunchError(f"{artifact} cannot be made executable: {exc.strerror}") from None
     return copy
 
 

@@ -32,3 +32,17 @@ def test_a_parse_error_without_its_null_id_passes(run_kit, tmp_path: Path) -> No
     result = run_kit([plugin], "-m", "worker", "--worker-cmd", command)
     statuses = result.statuses()
     assert (statuses["FY-WRK-002"], statuses["FY-WRK-007"]) == ("passed", "passed")
+
+
+def test_a_linked_worker_fails_fy_wrk_012_and_is_not_run(run_kit, tmp_path: Path) -> None:
+    """The kit judges what a host would install: a runtime file that is a link (here to a
+    working worker outside the package) is FY-WRK-012's finding, and nothing is started."""
+    plugin = shutil.copytree(SDK_LIKE, tmp_path / SDK_LIKE.name)
+    outside = tmp_path / "outside.py"
+    (plugin / "backend" / "worker.py").rename(outside)
+    (plugin / "backend" / "worker.py").symlink_to(outside)
+    result = run_kit([plugin], "-m", "worker")
+    assert result.reported() == {"FY-WRK-012"}
+    (finding,) = result.findings("FY-WRK-012")
+    assert "backend/worker.py is a symbolic link" in finding["message"]
+    assert result.statuses()["FY-WRK-001"] == "skipped"

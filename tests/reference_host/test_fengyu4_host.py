@@ -266,7 +266,7 @@ async def test_arguments_the_schema_refuses_never_reach_the_worker(
     assert refused == {
         "success": False,
         "error": "the arguments do not match the inputSchema of greet at /name: "
-        "5 is not of type 'string'",
+        'the value breaks type "string"',
     }
     assert dispatched == []
     assert (await call_tool(host, "fixture_greet", {"name": "Ada"}))["success"] is True
@@ -333,3 +333,20 @@ def test_a_log_record_is_masked_after_it_is_decoded_and_stays_one_line() -> None
     assert (
         stderr_record("fixture.masked", f"plain {secret}")[2] == "fixture.masked: plain [sensitive]"
     )
+
+
+@pytest.mark.parametrize(
+    ("schema", "value"),
+    [
+        ({"type": "integer", "maximum": 99}, 12345),
+        ({"enum": ["a", "b"]}, "sk-it's\"q"),
+        ({"type": "string", "maxLength": 3}, "k\x01ey-secret"),
+    ],
+)
+def test_an_argument_failure_never_quotes_the_value(schema: dict[str, Any], value: Any) -> None:
+    """The failure reaches the model, the stream and the store: it names the rule, not what
+    was sent (which may be a secret)."""
+    contract = InputContract("login", {"type": "object", "properties": {"key": schema}})
+    problem = contract.problem({"key": value})
+    assert problem is not None and problem.startswith("the arguments do not match")
+    assert str(value) not in problem and repr(value) not in problem and "12345" not in problem

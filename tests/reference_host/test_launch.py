@@ -164,3 +164,26 @@ def test_a_protocol_version_written_4_0_is_4(tmp_path: Path) -> None:
     manifest = runtime("python")
     manifest["backend"]["protocolVersion"] = 4.0  # type: ignore[index]
     assert manifest_spec("a.b", tmp_path, manifest, tmp_path / "data").protocol_version == 4
+
+
+def test_a_linked_runtime_file_is_not_started(tmp_path: Path) -> None:
+    """A link could point anywhere; FengYu and the host install no package holding one."""
+    outside = tmp_path / "outside.py"
+    outside.write_text("")
+    root = tmp_path / "plugin"
+    (root / "backend").mkdir(parents=True)
+    (root / "backend" / "worker.py").symlink_to(outside)
+    with pytest.raises(MissingArtifact, match="is a symbolic link"):
+        worker_command(root, runtime("python"))
+
+
+def test_a_go_copy_replaces_the_old_one_a_worker_may_still_run(tmp_path: Path) -> None:
+    worker = make_worker(tmp_path, 0o644)
+    scratch = tmp_path / "scratch"
+    (first,) = worker_command(tmp_path, runtime("go"), scratch=scratch)
+    running = Path(first).stat().st_ino
+    worker.write_text("#!/bin/sh\necho v2\n")
+    (second,) = worker_command(tmp_path, runtime("go"), scratch=scratch)
+    assert first == second and Path(second).stat().st_ino != running
+    assert Path(second).read_text() == "#!/bin/sh\necho v2\n"
+    assert sorted(p.name for p in scratch.iterdir()) == ["worker"]
