@@ -79,7 +79,8 @@ class WorkerToolCallback:
             return failure(str(exc))
         except Exception as exc:  # the model layer never sees an exception (spec: host.md)
             return failure(f"internal error: {type(exc).__name__}: {exc}")
-        if (problem := self._contract.problem(params)) is not None:
+        # off the event loop: a plugin installed without the kit may hold a slow pattern
+        if (problem := await asyncio.to_thread(self._contract.problem, params)) is not None:
             return failure(problem)  # what the worker would get, route B's refs in place
         SECRETS.hold(self.owner, secrets(args, self.definition.input_schema))
         try:
