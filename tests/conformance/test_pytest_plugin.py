@@ -240,7 +240,7 @@ def test_json_report_has_a_record_per_check(run_kit, dangling: Path) -> None:
             "parameter": "filePath",
             "class": "read-file",
             "route": "B (host injects a matching grant)",
-            "by": "description",
+            "by": "marker",
         }
     ]
 
