@@ -44,7 +44,8 @@ def simplest_instance(schema: Any) -> Any:
         return {}
     if not isinstance(schema, dict):
         raise NoSimpleInstance("not a schema object")
-    unknown = set(schema) - HANDLED
+    # x- keywords are annotations (FengYu's x-fengyu-*): they constrain no instance
+    unknown = {k for k in schema if not str(k).startswith("x-")} - HANDLED
     if unknown:
         raise NoSimpleInstance(f"uses {sorted(unknown)[0]}")
     if "const" in schema:
