@@ -37,7 +37,7 @@ from plugin_spec.fengyu_runtime import (
     fengyu_launch,
     handshake_problems,
 )
-from reference_host.process.launch import EXECUTABLE
+from reference_host.process.launch import EXECUTABLE, artifact_problem
 
 
 def transcript(ctx: CheckContext, *, need_start: bool = True) -> Transcript:
@@ -286,16 +286,13 @@ def runtime_artifact(ctx: CheckContext) -> Iterator[Finding]:
         launch = fengyu_launch(workers.plugin.data, os.environ)
     except UnsupportedRuntime as exc:
         raise NotApplicable(f"{exc} (FY-MAN-003)") from None
-    artifact = workers.plugin.root / launch.artifact
-    if artifact.is_symlink():
-        yield ctx.manifest_finding(
-            "/backend/runtime" if launch.declared else "/backend",
-            f"{launch.artifact} is a symbolic link (to {os.readlink(artifact)!r}): FengYu runs "
-            "the package's own files, and a host refuses to install a folder holding links",
-            fix=f"put the worker itself at {launch.artifact}, not a link to it",
-        )
+    problem = artifact_problem(workers.plugin.root, launch)
+    if problem is None:
         return
-    if artifact.is_file():
+    at = "/backend/runtime" if launch.declared else "/backend"
+    if (workers.plugin.root / launch.artifact).is_symlink():
+        fix = f"put the worker itself at {launch.artifact}, not a link to it"
+        yield ctx.manifest_finding(at, problem, fix=fix)
         return
     if workers.override:
         instead = f"the kit ran --worker-cmd {workers.override!r} for the other checks"
@@ -309,11 +306,7 @@ def runtime_artifact(ctx: CheckContext) -> Iterator[Finding]:
         else 'declare backend.runtime: "python" with backend/worker.py, or "go" with the '
         "native backend/worker, or build backend/worker.jar"
     )
-    yield ctx.manifest_finding(
-        "/backend/runtime" if launch.declared else "/backend",
-        f"FengYu runs {launch.describe()}, but {launch.artifact} is not in the package; {instead}",
-        fix=fix,
-    )
+    yield ctx.manifest_finding(at, f"{problem}; {instead}", fix=fix)
 
 
 def _greeting(ctx: CheckContext) -> tuple[Exchange, Any]:

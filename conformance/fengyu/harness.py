@@ -130,7 +130,7 @@ class ToolHarness:
                 return True
             await asyncio.sleep(0.001)
             connection = self.manager.connection(plugin)
-        (request_id,) = [i for i, m in connection.in_flight.items() if m == method][:1]
+        request_id = next(i for i, m in connection.in_flight.items() if m == method)
         call.cancel()
         with contextlib.suppress(asyncio.CancelledError, WorkerError):
             await call

@@ -14,6 +14,7 @@ from typing import Any
 from plugin_spec.fengyu_runtime import (
     DEFAULT_LOCALE,
     DEFAULT_RUNTIME,
+    Launch,
     UnsupportedRuntime,
     fengyu_launch,
 )
@@ -123,13 +124,8 @@ def worker_command(
     except UnsupportedRuntime as exc:
         raise WorkerLaunchError(str(exc)) from None
     artifact = root / launch.artifact
-    if artifact.is_symlink():
-        raise MissingArtifact(
-            f"{launch.artifact} is a symbolic link; FengYu runs {launch.describe()} from the "
-            "package's own files, and a package holding links is not installed",
-            " ".join(launch.argv),
-        )
-    if artifact.is_file():
+    problem = artifact_problem(root, launch)
+    if problem is None:
         if launch.runtime == "java":
             java = shutil.which("java")
             if java is None:
@@ -140,14 +136,25 @@ def worker_command(
             return (str(_executable(artifact, scratch)),)
         return launch.argv
     legacy = root / EXECUTABLE
-    if not launch.declared and legacy.is_file():
+    if not launch.declared and not os.path.lexists(artifact) and legacy.is_file():
         if not os.access(legacy, os.X_OK):
             raise WorkerLaunchError(f"{legacy} is not executable (chmod +x it)")
         return (str(legacy),)
-    raise MissingArtifact(
-        f"FengYu runs {launch.describe()}, but {launch.artifact} is not in the package",
-        " ".join(launch.argv),
-    )
+    raise MissingArtifact(problem, " ".join(launch.argv))
+
+
+def artifact_problem(root: Path, launch: Launch) -> str | None:
+    """What keeps FengYu from running launch in the package at root (its file is a link,
+    or missing); None when the file is there. The kit's FY-WRK-012 reports the same text."""
+    artifact = root / launch.artifact
+    if artifact.is_symlink():
+        return (
+            f"{launch.artifact} is a symbolic link (to {os.readlink(artifact)!r}): FengYu runs "
+            "the package's own files, and a host refuses to install a folder holding links"
+        )
+    if not artifact.is_file():
+        return f"FengYu runs {launch.describe()}, but {launch.artifact} is not in the package"
+    return None
 
 
 def _executable(artifact: Path, scratch: Path | None) -> Path:
