@@ -28,6 +28,7 @@ from reference_host.agent.call_commands import CallCommandModel
 from reference_host.agent.models import ChatModel
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.builtins import SearxngProvider, builtin_tools
+from reference_host.builtins.fetch_allow import allow_entry
 from reference_host.host import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY_BYTES, Host, HostConfig
 from reference_host.http.access import (
     TOKEN_ENV,
@@ -126,6 +127,16 @@ def build_parser() -> argparse.ArgumentParser:
         "that no search provider is configured)",
     )
     serve.add_argument(
+        "--web-fetch-allow",
+        action="append",
+        default=[],
+        type=web_fetch_allow_entry,
+        metavar="HOST[:PORT]",
+        help="a host the built-in web_fetch may reach though it is not public, e.g. "
+        "intranet.example:8080 or localhost:8080 (repeatable); matched by the name the URL "
+        "gives, any port without :PORT. Otherwise web_fetch reaches public addresses only",
+    )
+    serve.add_argument(
         "--erp-base-url",
         default="http://127.0.0.1:8801",
         metavar="URL",
@@ -192,6 +203,15 @@ def worker_env_name(name: str) -> str:
         return check_names([name])[0]
     except WorkerEnvError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def web_fetch_allow_entry(text: str) -> str:
+    """argparse type of --web-fetch-allow: HOST or HOST:PORT (fetch_allow.py)."""
+    try:
+        allow_entry(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text.strip()
 
 
 def plugin_folders(paths: Sequence[str]) -> list[Path]:
@@ -292,10 +312,12 @@ async def serve(args: argparse.Namespace) -> int:
         allowed_hosts=allowed_hosts(args),
         token=token,
         max_body_bytes=args.max_body_bytes,
+        web_fetch_allow=tuple(args.web_fetch_allow),
     )
     web = httpx.AsyncClient(follow_redirects=False)
     search = SearxngProvider(args.searxng_url, web) if args.searxng_url else None
-    host = Host(config, validator=installed_validator(), builtins=builtin_tools(web, search))
+    builtins = builtin_tools(search, web_fetch_allow=config.web_fetch_allow)
+    host = Host(config, validator=installed_validator(), builtins=builtins)
     closers: list[Callable[[], Awaitable[None]]] = []
     closed = False
 

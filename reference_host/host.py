@@ -63,6 +63,9 @@ class HostConfig:
     worker_env: tuple[str, ...] = ()  # passed through to workers (spec: host.md)
     # Launch commands by plugin id, instead of backend/worker (the kit's --worker-cmd).
     worker_commands: Mapping[str, str] = field(default_factory=dict)
+    # Hosts (HOST or HOST:PORT) the built-in web_fetch may reach though they are not public;
+    # the caller builds the built-ins with them (spec: host.md#what-web_fetch-can-reach).
+    web_fetch_allow: tuple[str, ...] = ()
     # The HTTP API's access rules and body limit (reference_host.http.access;
     # spec: host.md#allowed-roots-and-hosts).
     allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS

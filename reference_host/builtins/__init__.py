@@ -2,11 +2,12 @@
 (spec: host.md#tool-snapshots-and-built-in-names).
 
 Both are read tools owned by "builtin"; they are ToolCallbacks like any plugin tool.
+`web_fetch` reaches public addresses only, and the hosts given in `web_fetch_allow`.
 """
 
 from __future__ import annotations
 
-import httpx
+from collections.abc import Iterable
 
 from plugin_spec.builtin_names import BUILTIN_TOOL_NAMES, WEB_FETCH, WEB_SEARCH
 from reference_host.builtins.html_text import html_to_text
@@ -42,6 +43,9 @@ __all__ = [
 ]
 
 
-def builtin_tools(client: httpx.AsyncClient, search: SearchProvider | None) -> list[ToolCallback]:
-    """The built-in tools, in name order; `client` does the fetching (the caller closes it)."""
-    return [WebFetchTool(client), WebSearchTool(search)]
+def builtin_tools(
+    search: SearchProvider | None, *, web_fetch_allow: Iterable[str] = ()
+) -> list[ToolCallback]:
+    """The built-in tools, in name order; `web_fetch_allow` holds `HOST` or `HOST:PORT`
+    entries `web_fetch` may reach though they are not public (ValueError for a bad one)."""
+    return [WebFetchTool(allow=web_fetch_allow), WebSearchTool(search)]

@@ -7,6 +7,7 @@ import asyncio
 import codecs
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import httpx
@@ -14,13 +15,18 @@ import httpx
 from plugin_spec.builtin_names import WEB_FETCH
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.builtins._args import optional_integer, required_string
+from reference_host.builtins.fetch_allow import AllowList
 from reference_host.builtins.html_text import html_to_text
+from reference_host.builtins.pinned_connect import PublicOnlyTransport
+from reference_host.builtins.public_address import NotPublic
 from reference_host.tools import CallContext, SentAsIs, failure, parse_arguments
 
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS_CAP = 100_000
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 DEFAULT_TIMEOUT = 20.0
+MAX_REDIRECTS = 10
+_ONLY_PUBLIC = "only public addresses are fetched (allow one with --web-fetch-allow)"
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 TEXT_TYPES = frozenset({"text/plain", "text/markdown"})
@@ -61,22 +67,32 @@ class _Refused(Exception):
     """A fetch that cannot give text; the message goes to the model as is."""
 
 
+class _NotReached(Exception):
+    """A URL web_fetch refuses to connect to; the message names it and says why."""
+
+
 class WebFetchTool(SentAsIs):
     """`web_fetch`: GET with redirects, a total deadline and a body-size cap, then text.
 
-    Every failure comes back as the failure envelope; `call` never raises.
+    Every connection, redirect hops included, goes to a public address or to a host the
+    operator allowed (`allow`, entries `HOST` or `HOST:PORT`). Each call has its own client,
+    so nothing one fetch opened is reused by another. Every failure comes back as the failure
+    envelope; `call` never raises.
     """
 
     def __init__(
         self,
-        client: httpx.AsyncClient,
         *,
+        allow: Iterable[str] = (),
         timeout: float = DEFAULT_TIMEOUT,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        max_redirects: int = MAX_REDIRECTS,
     ) -> None:
-        self._client = client
+        self._allowed = AllowList.parse(allow)
         self._timeout = timeout
         self._max_bytes = max_bytes
+        self._max_redirects = max_redirects
+        self._ssl_context = httpx.create_ssl_context()
 
     definition = WEB_FETCH_DEFINITION
     effect = Effect.READ
@@ -94,6 +110,8 @@ class WebFetchTool(SentAsIs):
         try:
             async with asyncio.timeout(self._timeout):
                 final_url, title, text = await self._fetch(url)
+        except _NotReached as exc:
+            return failure(f"web_fetch refuses {exc}")
         except _Refused as exc:
             return failure(f"web_fetch: {exc}")
         except (TimeoutError, httpx.TimeoutException):
@@ -112,36 +130,51 @@ class WebFetchTool(SentAsIs):
         return json.dumps(result, ensure_ascii=False)
 
     async def _fetch(self, url: str) -> tuple[str, str, str]:
-        async with self._client.stream(
-            "GET",
-            url,
-            headers={"Accept": _ACCEPT},
-            follow_redirects=True,
-            timeout=self._timeout,
-        ) as response:
-            final_url = str(response.url)
-            if response.url.scheme not in ("http", "https"):
-                raise _Refused(f"redirected to a non-http(s) URL: {final_url}")
-            if not response.is_success:
-                reason = f" {response.reason_phrase}" if response.reason_phrase else ""
-                raise _Refused(f"HTTP {response.status_code}{reason} fetching {final_url}")
-            media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-            if media_type not in HTML_TYPES and media_type not in TEXT_TYPES:
-                shown = media_type or "none given"
-                raise _Refused(
-                    f"unsupported content type ({shown}) at {final_url}; "
-                    "only HTML and plain text can be read"
-                )
-            declared = response.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > self._max_bytes:
+        """Follow redirects one hop at a time, so each target is checked like the first."""
+        transport = PublicOnlyTransport(self._allowed, self._ssl_context)
+        async with httpx.AsyncClient(
+            transport=transport, trust_env=False, timeout=self._timeout
+        ) as client:
+            hop = client.build_request("GET", url, headers={"Accept": _ACCEPT})
+            for redirects in range(self._max_redirects + 1):
+                try:
+                    response = await client.send(hop, stream=True, follow_redirects=False)
+                except NotPublic as exc:
+                    via = f" (redirected from {url})" if redirects else ""
+                    raise _NotReached(f"{hop.url}{via}: {exc}; {_ONLY_PUBLIC}") from None
+                try:
+                    next_hop = response.next_request
+                    if next_hop is None:
+                        return await self._read(response)
+                finally:
+                    await response.aclose()
+                if next_hop.url.scheme not in ("http", "https"):
+                    raise _Refused(f"redirected to a non-http(s) URL: {next_hop.url}")
+                hop = next_hop
+        raise _Refused(f"more than {self._max_redirects} redirects fetching {url}")
+
+    async def _read(self, response: httpx.Response) -> tuple[str, str, str]:
+        final_url = str(response.url)
+        if not response.is_success:
+            reason = f" {response.reason_phrase}" if response.reason_phrase else ""
+            raise _Refused(f"HTTP {response.status_code}{reason} fetching {final_url}")
+        media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type not in HTML_TYPES and media_type not in TEXT_TYPES:
+            shown = media_type or "none given"
+            raise _Refused(
+                f"unsupported content type ({shown}) at {final_url}; "
+                "only HTML and plain text can be read"
+            )
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._max_bytes:
+            raise _Refused(self._too_big(final_url))
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body.extend(chunk)
+            if len(body) > self._max_bytes:
                 raise _Refused(self._too_big(final_url))
-            body = bytearray()
-            async for chunk in response.aiter_bytes():
-                body.extend(chunk)
-                if len(body) > self._max_bytes:
-                    raise _Refused(self._too_big(final_url))
-            is_html = media_type in HTML_TYPES
-            decoded = _decode(bytes(body), response.charset_encoding, sniff=is_html)
+        is_html = media_type in HTML_TYPES
+        decoded = _decode(bytes(body), response.charset_encoding, sniff=is_html)
         if is_html:
             title, text = html_to_text(decoded)
         else:

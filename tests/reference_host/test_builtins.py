@@ -1,8 +1,10 @@
 """The built-in web_search and web_fetch tools against a real HTTP server on 127.0.0.1.
 
 A Starlette app served by uvicorn in a background thread plays the web and a SearXNG
-instance. The client refuses to be pointed anywhere else: every request it makes is recorded
-and checked to target 127.0.0.1.
+instance. The search client refuses to be pointed anywhere else: every request it makes is
+recorded and checked to target 127.0.0.1. web_fetch reaches public addresses only, so here it
+is allowed 127.0.0.1 (any port) as an operator would allow an intranet host; the fake web
+records the paths it is asked for. What web_fetch refuses is in test_web_fetch_ssrf.py.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from reference_host.builtins import (
     builtin_tools,
     html_to_text,
 )
+from reference_host.builtins import web_fetch as web_fetch_module
 from reference_host.loopback import serve_on_loopback
 from reference_host.tools import CallContext, is_failure
 
@@ -188,22 +191,35 @@ APP = Starlette(
 )
 
 
+# The paths the fake web was asked for, in order (appended in the server's thread).
+SERVED: list[str] = []
+
+
+async def recording_app(scope: Any, receive: Any, send: Any) -> None:
+    """The fake web, noting each path: web_fetch's requests come from its own client."""
+    if scope["type"] == "http":
+        SERVED.append(scope["path"])
+    await APP(scope, receive, send)
+
+
 @dataclass
 class Web:
     base: str
     requested: list[str] = field(default_factory=list)
+    served: list[str] = field(default_factory=lambda: SERVED)
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     """The fake web on 127.0.0.1 and a free port, in a background thread; yields its base URL."""
-    with serve_on_loopback(APP, name="fake web") as base:
+    with serve_on_loopback(recording_app, name="fake web") as base:
         yield base
 
 
 @pytest.fixture
 async def web(server: str) -> AsyncIterator[tuple[Web, httpx.AsyncClient]]:
     """A client that records every request (redirect hops included); all must hit 127.0.0.1."""
+    SERVED.clear()
     record = Web(server)
 
     async def remember(request: httpx.Request) -> None:
@@ -223,9 +239,9 @@ def closed_port() -> int:
         return sock.getsockname()[1]
 
 
-async def fetch(client: httpx.AsyncClient, arguments: Any, **options: Any) -> dict[str, Any]:
+async def fetch(arguments: Any, **options: Any) -> dict[str, Any]:
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    output = await WebFetchTool(client, **options).call(raw, CONTEXT)
+    output = await WebFetchTool(allow=["127.0.0.1"], **options).call(raw, CONTEXT)
     return json.loads(output)
 
 
@@ -238,8 +254,7 @@ async def search_with(provider: Any, arguments: Any) -> dict[str, Any]:
 
 
 async def test_builtin_tools_are_the_named_read_tools() -> None:
-    async with httpx.AsyncClient(trust_env=False) as client:
-        tools = builtin_tools(client, None)
+    tools = builtin_tools(None)
     assert {tool.definition.name for tool in tools} == BUILTIN_TOOL_NAMES
     assert [tool.definition.name for tool in tools] == ["web_fetch", "web_search"]
     for tool in tools:
@@ -253,7 +268,7 @@ async def test_builtin_tools_are_the_named_read_tools() -> None:
 
 @pytest.mark.parametrize("tool", [WebFetchTool, WebSearchTool])
 def test_input_schemas_are_in_the_manifest_subset(tool: Any) -> None:
-    schema = dict(tool(None).definition.input_schema)
+    schema = dict(tool.definition.input_schema)
     assert validate(schema, schema_uri("fengyu-manifest-v2.schema.json#/$defs/methodSchema")) == []
     assert set(schema["required"]) <= set(schema["properties"])
     for prop in schema["properties"].values():
@@ -261,7 +276,7 @@ def test_input_schemas_are_in_the_manifest_subset(tool: Any) -> None:
 
 
 def test_schema_required_fields() -> None:
-    assert WebFetchTool(None).definition.input_schema["required"] == ["url"]  # type: ignore[arg-type]
+    assert WebFetchTool.definition.input_schema["required"] == ["url"]
     assert WebSearchTool(None).definition.input_schema["required"] == ["query"]
 
 
@@ -295,8 +310,8 @@ def test_html_to_text_tolerates_broken_markup() -> None:
 
 
 async def test_fetch_html_page(web: tuple[Web, httpx.AsyncClient]) -> None:
-    record, client = web
-    result = await fetch(client, {"url": f"{record.base}/page"})
+    record, _ = web
+    result = await fetch({"url": f"{record.base}/page"})
     assert result == {
         "success": True,
         "url": f"{record.base}/page",
@@ -307,8 +322,8 @@ async def test_fetch_html_page(web: tuple[Web, httpx.AsyncClient]) -> None:
 
 
 async def test_fetch_plain_text_passes_through(web: tuple[Web, httpx.AsyncClient]) -> None:
-    record, client = web
-    result = await fetch(client, {"url": f"{record.base}/plain"})
+    record, _ = web
+    result = await fetch({"url": f"{record.base}/plain"})
     assert result["success"] is True
     assert result["title"] == ""
     assert result["text"] == "Just   plain <b>text</b>\nsecond line"
@@ -318,12 +333,12 @@ async def test_fetch_plain_text_passes_through(web: tuple[Web, httpx.AsyncClient
 async def test_fetch_follows_redirects_and_reports_final_url(
     web: tuple[Web, httpx.AsyncClient],
 ) -> None:
-    record, client = web
-    result = await fetch(client, {"url": f"{record.base}/redirect"})
+    record, _ = web
+    result = await fetch({"url": f"{record.base}/redirect"})
     assert result["success"] is True
     assert result["url"] == f"{record.base}/page"
     assert result["title"] == "The Test Page"
-    assert [httpx.URL(url).path for url in record.requested] == [
+    assert record.served == [
         "/redirect",
         "/redirect-2",
         "/page",
@@ -333,25 +348,25 @@ async def test_fetch_follows_redirects_and_reports_final_url(
 async def test_fetch_decodes_declared_and_sniffed_charsets(
     web: tuple[Web, httpx.AsyncClient],
 ) -> None:
-    record, client = web
-    latin = await fetch(client, {"url": f"{record.base}/latin1"})
+    record, _ = web
+    latin = await fetch({"url": f"{record.base}/latin1"})
     assert (latin["title"], latin["text"]) == ("Caf\u00e9", "na\u00efve r\u00e9sum\u00e9")
-    sniffed = await fetch(client, {"url": f"{record.base}/meta-charset"})
+    sniffed = await fetch({"url": f"{record.base}/meta-charset"})
     assert sniffed["text"] == "\u20ac 5"
 
 
 async def test_fetch_bounds_text_default_requested_and_hard_cap(
     web: tuple[Web, httpx.AsyncClient],
 ) -> None:
-    record, client = web
+    record, _ = web
     url = f"{record.base}/long"
-    default = await fetch(client, {"url": url})
+    default = await fetch({"url": url})
     assert (len(default["text"]), default["truncated"]) == (20_000, True)
-    small = await fetch(client, {"url": url, "maxChars": 25})
+    small = await fetch({"url": url, "maxChars": 25})
     assert (small["text"], small["truncated"]) == ("abcdefghij" * 2 + "abcde", True)
-    capped = await fetch(client, {"url": url, "maxChars": 1_000_000})
+    capped = await fetch({"url": url, "maxChars": 1_000_000})
     assert (len(capped["text"]), capped["truncated"]) == (100_000, True)
-    whole = await fetch(client, {"url": f"{record.base}/plain", "maxChars": 100})
+    whole = await fetch({"url": f"{record.base}/plain", "maxChars": 100})
     assert whole["truncated"] is False
 
 
@@ -364,23 +379,23 @@ async def test_fetch_bounds_text_default_requested_and_hard_cap(
         ("/untyped", "unsupported content type (none given)"),
         ("/huge-streamed", "larger than 4194304 bytes"),
         ("/huge-declared", "larger than 4194304 bytes"),
-        ("/redirect-loop", "TooManyRedirects"),
-        ("/redirect-ftp", "UnsupportedProtocol"),
+        ("/redirect-loop", "more than 10 redirects"),
+        ("/redirect-ftp", "redirected to a non-http(s) URL: ftp://127.0.0.1/file.txt"),
     ],
 )
 async def test_fetch_failures_come_back_as_envelope(
     web: tuple[Web, httpx.AsyncClient], path: str, expected: str
 ) -> None:
-    record, client = web
-    result = await fetch(client, {"url": f"{record.base}{path}"})
+    record, _ = web
+    result = await fetch({"url": f"{record.base}{path}"})
     assert result["success"] is False
     assert expected in result["error"]
     assert set(result) == {"success", "error"}
 
 
 async def test_fetch_size_cap_is_configurable(web: tuple[Web, httpx.AsyncClient]) -> None:
-    record, client = web
-    result = await fetch(client, {"url": f"{record.base}/page"}, max_bytes=100)
+    record, _ = web
+    result = await fetch({"url": f"{record.base}/page"}, max_bytes=100)
     assert result == {
         "success": False,
         "error": f"web_fetch: response from {record.base}/page is larger than 100 bytes",
@@ -388,17 +403,16 @@ async def test_fetch_size_cap_is_configurable(web: tuple[Web, httpx.AsyncClient]
 
 
 async def test_fetch_times_out(web: tuple[Web, httpx.AsyncClient]) -> None:
-    record, client = web
-    result = await fetch(client, {"url": f"{record.base}/slow"}, timeout=0.2)
+    record, _ = web
+    result = await fetch({"url": f"{record.base}/slow"}, timeout=0.2)
     assert result == {
         "success": False,
         "error": f"web_fetch: timed out after 0.2s fetching {record.base}/slow",
     }
 
 
-async def test_fetch_network_error(web: tuple[Web, httpx.AsyncClient], closed_port: int) -> None:
-    _, client = web
-    result = await fetch(client, {"url": f"http://127.0.0.1:{closed_port}/page"})
+async def test_fetch_network_error(closed_port: int) -> None:
+    result = await fetch({"url": f"http://127.0.0.1:{closed_port}/page"})
     assert result["success"] is False
     assert "could not fetch" in result["error"]
     assert "ConnectError" in result["error"]
@@ -426,30 +440,33 @@ async def test_fetch_network_error(web: tuple[Web, httpx.AsyncClient], closed_po
 async def test_fetch_rejects_bad_arguments_without_a_request(
     web: tuple[Web, httpx.AsyncClient], arguments: Any, expected: str
 ) -> None:
-    record, client = web
-    result = await fetch(client, arguments)
+    record, _ = web
+    result = await fetch(arguments)
     assert result["success"] is False
     assert result["error"].startswith("web_fetch: ")
     assert expected in result["error"]
-    assert record.requested == []
+    assert record.served == []
 
 
 async def test_fetch_accepts_integral_float_and_empty_arguments_fail(
     web: tuple[Web, httpx.AsyncClient],
 ) -> None:
-    record, client = web
-    result = await fetch(client, {"url": f"{record.base}/plain", "maxChars": 4.0})
+    record, _ = web
+    result = await fetch({"url": f"{record.base}/plain", "maxChars": 4.0})
     assert result["text"] == "Just"
-    assert (await fetch(client, ""))["success"] is False
+    assert (await fetch(""))["success"] is False
 
 
-async def test_fetch_never_raises_on_unexpected_errors() -> None:
-    class Exploding(httpx.AsyncClient):
-        def stream(self, *args: Any, **kwargs: Any) -> Any:
+async def test_fetch_never_raises_on_unexpected_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Exploding(httpx.AsyncBaseTransport):
+        def __init__(self, *args: Any) -> None:
+            pass
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
             raise RuntimeError("kaboom")
 
-    async with Exploding(trust_env=False) as client:
-        output = await WebFetchTool(client).call('{"url": "http://127.0.0.1/x"}', CONTEXT)
+    monkeypatch.setattr(web_fetch_module, "PublicOnlyTransport", Exploding)
+    output = await WebFetchTool().call('{"url": "http://127.0.0.1/x"}', CONTEXT)
     assert is_failure(output)
     assert "RuntimeError: kaboom" in json.loads(output)["error"]
 
