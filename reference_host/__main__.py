@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import socket
 import sys
@@ -26,6 +27,7 @@ import uvicorn
 from plugin_spec.plugin_folders import expand
 from reference_host.agent.call_commands import CallCommandModel
 from reference_host.agent.models import ChatModel
+from reference_host.agent.turn_limit import DEFAULT_TURN_TIME_LIMIT
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.builtins import SearxngProvider, builtin_tools
 from reference_host.builtins.fetch_allow import allow_entry
@@ -101,6 +103,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=120.0,
         metavar="SECONDS",
         help="an unanswered approval counts as denied after this (default %(default)s)",
+    )
+    serve.add_argument(
+        "--turn-time-limit",
+        type=positive_seconds,
+        default=DEFAULT_TURN_TIME_LIMIT,
+        metavar="SECONDS",
+        help="a chat turn (model answers, approvals and tool calls together) ends with an "
+        "error after this; its unfinished calls are cancelled (default %(default)s)",
     )
     serve.add_argument(
         "--model",
@@ -195,6 +205,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="uvicorn's log level (default %(default)s)",
     )
     return parser
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type of a duration: a finite number of seconds above zero."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive, finite number of seconds")
+    return seconds
 
 
 def worker_env_name(name: str) -> str:
@@ -312,6 +333,7 @@ async def serve(args: argparse.Namespace) -> int:
         allowed_hosts=allowed_hosts(args),
         token=token,
         max_body_bytes=args.max_body_bytes,
+        turn_time_limit=args.turn_time_limit,
         web_fetch_allow=tuple(args.web_fetch_allow),
     )
     web = httpx.AsyncClient(follow_redirects=False)

@@ -54,9 +54,15 @@ def approval(
     arguments: str,
     injected: Sequence[str] = (),
     files: Sequence[Mapping[str, Any]] = (),
+    *,
+    plugin: str = "builtin",
+    version: str | None = None,
+    digest: str = "",
 ) -> Event:
     """What the user is asked to allow: the arguments as they will be sent (after route B),
-    the parameters the host filled in, and each granted file with the path it stands for."""
+    the parameters the host filled in, each granted file with the path it stands for, and the
+    tool the approval holds for: its plugin, that plugin's version (null for a built-in) and
+    the digest of its definition as shown."""
     return Event(
         "approval",
         {
@@ -67,6 +73,9 @@ def approval(
             "arguments": arguments,
             "injected": list(injected),
             "files": [dict(file) for file in files],
+            "plugin": plugin,
+            "version": version,
+            "digest": digest,
         },
     )
 

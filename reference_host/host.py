@@ -20,8 +20,10 @@ from plugin_spec.catalog import CatalogEntry
 from plugin_spec.erp_decls import erp_decls
 from plugin_spec.fengyu_decls import call_timeout, resource_limits, tool_decls
 from reference_host.actors import ActorDirectory
+from reference_host.agent.approval_binding import ApprovalBinder
 from reference_host.agent.loop import RunSettings, run_agent
 from reference_host.agent.models import ChatModel, Message
+from reference_host.agent.turn_limit import DEFAULT_TURN_TIME_LIMIT
 from reference_host.approval import ApprovalBroker, ApprovalPolicy
 from reference_host.catalog_entries import from_snapshot
 from reference_host.erp import RestToolCallback
@@ -71,6 +73,9 @@ class HostConfig:
     allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS
     token: str | None = field(default=None, repr=False)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # Seconds one chat turn may take in all, approvals and tool calls included
+    # (spec: host.md#limits).
+    turn_time_limit: float = DEFAULT_TURN_TIME_LIMIT
 
     @property
     def database(self) -> Path:
@@ -110,6 +115,7 @@ class Host:
             validator,
         )
         self.plugins.remove_orphans()
+        self.binder = ApprovalBinder(self.registry, self.store)
         # preflight folders of a host that was killed mid-install (their workers were ended
         # through the lineage record)
         shutil.rmtree(self.config.data_dir / "preflight", ignore_errors=True)
@@ -214,9 +220,14 @@ class Host:
         )
         messages = [Message("system", system), *(history or []), Message("user", message)]
         context = CallContext(conversation, f"run_{uuid.uuid4()}", tenant, actor)
-        settings = RunSettings(self.config.approval, self.approvals)
-        async for event in run_agent(model, snapshot, messages, context, settings):
+        async for event in run_agent(model, snapshot, messages, context, self.run_settings()):
             yield event
+
+    def run_settings(self) -> RunSettings:
+        """How chat turns and workflow runs treat their calls: this host's approval policy,
+        broker and binder, and the turn's time limit."""
+        config = self.config
+        return RunSettings(config.approval, self.approvals, self.binder, config.turn_time_limit)
 
     async def close(self) -> None:
         await self.manager.close()

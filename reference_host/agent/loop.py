@@ -1,24 +1,29 @@
 """The agent loop: model turn -> tool calls through the snapshot -> results back -> reply.
 
 It yields the SSE events of the chat stream (spec: host.md#tool-events-on-the-chat-stream) as
-they happen. Calls to write and external tools go through the approval policy first.
-Whatever goes wrong ends the stream with an error event, and error is always the last event.
+they happen. Calls to write and external tools go through the approval policy first, and an
+approval holds only for the tool it showed (approval_binding). Whatever goes wrong ends the
+stream with an error event, and error is always the last event. A turn ends at its time limit
+(turn_limit), and a batch of calls that repeats a call id is refused before any of it runs.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from plugin_spec.sensitive import mask_arguments, redact, secrets
 from reference_host import events
+from reference_host.agent.approval_binding import ApprovalBinder, Binding
 from reference_host.agent.models import ChatModel, Message, ModelError, ModelTurn, ToolCall
+from reference_host.agent.turn_limit import DEFAULT_TURN_TIME_LIMIT, within_time_limit
 from reference_host.approval import ApprovalBroker, ApprovalPolicy, Decision
 from reference_host.events import Event
+from reference_host.quoting import quoted
 from reference_host.registry import Snapshot
-from reference_host.tools import CallContext, ToolCallback, failure, is_failure
+from reference_host.tools import CallContext, CallPlan, ToolCallback, failure, is_failure
 
 MAX_STEPS = 24
 # Real turns ask for a handful of parallel calls; without a bound one 1 MiB `/call` message or
@@ -28,8 +33,14 @@ MAX_CALLS_PER_TURN = 64
 
 @dataclass(frozen=True)
 class RunSettings:
+    """How a run treats its calls: the approval policy, the broker that settles approvals and
+    the binder that ties each to its tool; for a chat turn also its bounds (a workflow run
+    takes no time limit from here)."""
+
     policy: ApprovalPolicy
     approvals: ApprovalBroker
+    binder: ApprovalBinder
+    time_limit: float = DEFAULT_TURN_TIME_LIMIT
     max_steps: int = MAX_STEPS
     max_calls: int = MAX_CALLS_PER_TURN
 
@@ -41,9 +52,23 @@ async def run_agent(
     context: CallContext,
     settings: RunSettings,
 ) -> AsyncIterator[Event]:
-    """Run until the model answers without tool calls; messages grows with the run."""
+    """Run until the model answers without tool calls, or until the turn's time limit;
+    messages grows with the run."""
+    steps = _steps(model, snapshot, messages, context, settings)
+    async for event in within_time_limit(steps, settings.time_limit):
+        yield event
+
+
+async def _steps(
+    model: ChatModel,
+    snapshot: Snapshot,
+    messages: list[Message],
+    context: CallContext,
+    settings: RunSettings,
+) -> AsyncGenerator[Event, None]:
     started = time.monotonic()
     tokens = 0
+    seen_ids: set[str] = set()
     try:
         for _ in range(settings.max_steps):
             turn = ModelTurn()
@@ -57,6 +82,13 @@ async def run_agent(
                 yield events.error(
                     f"the model asked for {len(turn.tool_calls)} tool calls in one turn; "
                     f"at most {settings.max_calls} run"
+                )
+                return
+            repeated = _repeated_id(turn.tool_calls, seen_ids)
+            if repeated is not None:
+                yield events.error(
+                    f"the model used the tool call id {quoted(repeated)} more than once in this "
+                    "turn; no call of its batch ran (ids must be unique across the turn)"
                 )
                 return
             messages.append(Message("assistant", turn.text, turn.tool_calls))
@@ -88,7 +120,9 @@ async def execute_call(
 
     The call is planned first (route B fills in granted files), the approval shows that plan,
     and the callback runs exactly the planned arguments: what the user allowed is what runs,
-    even if grants change while the approval waits.
+    even if grants change while the approval waits. The approval is bound to the tool as
+    shown (plugin version, install, definition): if it changed while the approval waited,
+    checked when the decision arrives and again right before the call, nothing runs.
     """
     callback = snapshot.get(call.name)
     if callback is None:
@@ -97,23 +131,53 @@ async def execute_call(
     plan = callback.plan(call.arguments, context)
     decision = settings.policy.decide(callback.effect)
     if decision is Decision.ASK:
-        approval_id, future = settings.approvals.open()
-        yield events.approval(
-            approval_id,
-            call.id,
-            call.name,
-            callback.effect.value,
-            shown_arguments(callback, plan.arguments),
-            plan.injected,
-            [asdict(file) for file in plan.files],
-        )
-        approved = await settings.approvals.wait(approval_id, future, settings.policy.timeout)
-        decision = Decision.ALLOW if approved else Decision.DENY
+        binding = settings.binder.bind(call.name, callback)
+        if isinstance(binding, str):
+            yield failure(f"not run: {binding}; ask again")
+            return
+        approval_id, future = settings.approvals.open(lambda: settings.binder.changed(binding))
+        yield _approval_event(approval_id, call, binding, plan)
+        verdict = await settings.approvals.wait(approval_id, future, settings.policy.timeout)
+        changed = verdict.changed if verdict.approved else None
+        if verdict.approved and changed is None:
+            changed = settings.binder.changed(binding)  # right before the call goes out
+        if changed is not None:
+            yield failure(f"not run: {changed} while the approval waited; ask again")
+            return
+        decision = Decision.ALLOW if verdict.approved else Decision.DENY
     if decision is Decision.DENY:
         yield failure(f"the call to {call.name} was not approved")
         return
     output = await callback.call(plan.arguments, replace(context, planned=True))
     yield _without_secrets(output, plan.arguments, callback)
+
+
+def _approval_event(approval_id: str, call: ToolCall, binding: Binding, plan: CallPlan) -> Event:
+    """What the user is asked to allow: the plan, and the tool it is bound to."""
+    return events.approval(
+        approval_id,
+        call.id,
+        call.name,
+        binding.callback.effect.value,
+        shown_arguments(binding.callback, plan.arguments),
+        plan.injected,
+        [asdict(file) for file in plan.files],
+        plugin=binding.owner,
+        version=binding.version,
+        digest=binding.digest,
+    )
+
+
+def _repeated_id(calls: Sequence[ToolCall], seen: set[str]) -> str | None:
+    """The first id among calls that the turn has seen before (in an earlier batch or this
+    one), or None; seen then holds the ids of calls too."""
+    batch: set[str] = set()
+    for call in calls:
+        if call.id in seen or call.id in batch:
+            return call.id
+        batch.add(call.id)
+    seen.update(batch)
+    return None
 
 
 def shown_arguments(callback: ToolCallback | None, arguments: str) -> str:

@@ -2,7 +2,9 @@
 
 Nodes run one at a time in dependency order, through the callbacks of a fresh registry
 snapshot and the agent loop's own call path (`execute_call`: the approval policy and broker, then
-the callback), so a node is indistinguishable from a tool call the model made. The stream has
+the callback), so a node is indistinguishable from a tool call the model made. An approval
+holds there too only for the tool it showed: a node whose plugin was upgraded, reinstalled or
+removed while its approval waited is not run, and the run ends there with the reason. The stream has
 chat's events: per node a tool call and a tool result whose id is the node id (with an
 approval between them when the policy asks), then `done`; anything that stops the run is an
 `error` naming the node, and `error` is always last.
@@ -162,7 +164,7 @@ async def run_saved(
     actor: str = "",
 ) -> AsyncIterator[Event]:
     """A run on the host: a fresh snapshot narrowed to what the actor may use (as chat does),
-    the host's approval policy and broker."""
+    the host's approval policy, broker and binder (its time limit is chat's alone)."""
     snapshot = host.registry.snapshot().only(
         lambda callback: host.permitted(callback, tenant, actor)
     )
@@ -172,6 +174,5 @@ async def run_saved(
         tenant,
         actor,
     )
-    settings = RunSettings(host.config.approval, host.approvals)
-    async for event in run_workflow(workflow, snapshot, context, settings):
+    async for event in run_workflow(workflow, snapshot, context, host.run_settings()):
         yield event
