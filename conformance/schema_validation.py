@@ -31,6 +31,7 @@ from conformance.schema_messages import (
     unknown,
 )
 from conformance.sources import pointer
+from plugin_spec.schema_refs import DOCUMENT_ONLY
 
 ANNOTATION = "x-requirement"
 SCHEMA_BASE = "https://ai-plugin-conformance.invalid/schemas/"
@@ -63,7 +64,7 @@ def _registry() -> Registry:
             # would pick the plain 2020-12 one by $schema); the resource is 2020-12 all the same.
             contents.pop("$schema", None)
             resources_.append((contents["$id"], DRAFT202012.create_resource(contents)))
-    return Registry().with_resources(resources_)
+    return DOCUMENT_ONLY.with_resources(resources_)
 
 
 def schema_uri(name: str) -> str:

@@ -8,6 +8,10 @@ understand this schema, and the kit then says so instead of trusting it.
 An optional property with a `default` is, in some inputs, left out and, in others, sent with
 exactly its default: FengYu hands a worker the params as sent (neither SDK fills defaults in),
 so a worker must cope with both (spec: fengyu-worker.md#tool-properties).
+
+Refs resolve inside the schema only (plugin_spec.schema_refs): a schema with a ref to a file
+or a URL is refused before hypothesis-jsonschema sees it, and every validator here refuses
+to retrieve one.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from conformance.simplest import NoSimpleInstance, simplest_instance
+from plugin_spec.schema_refs import DOCUMENT_ONLY, ExternalRef, external_refs
 from plugin_spec.schema_subset import to_json_schema
 
 WRONG_TYPE_VALUES: dict[str, Any] = {
@@ -35,6 +40,19 @@ WRONG_TYPE_VALUES: dict[str, Any] = {
 
 class GeneratorGap(Exception):
     """hypothesis-jsonschema cannot produce trustworthy values for this schema."""
+
+
+class ExternalRefs(GeneratorGap):
+    """The schema has refs to something outside it: no input is generated, since generating
+    or validating one would open the files or URLs they name."""
+
+    def __init__(self, refs: list[ExternalRef]) -> None:
+        self.refs = refs
+        super().__init__(self.located(""))
+
+    def located(self, at: str) -> str:
+        """What is refused, each ref's pointer prefixed by at (where the schema sits)."""
+        return "; ".join(ref.describe(at) for ref in self.refs)
 
 
 def closed_objects(schema: Any) -> Any:
@@ -85,7 +103,7 @@ def defaulted_properties(schema: Any) -> list[DefaultedPath]:
 
 def _admits(schema: dict[str, Any], value: Any) -> bool:
     try:
-        return bool(Draft202012Validator(schema).is_valid(value))
+        return bool(Draft202012Validator(schema, registry=DOCUMENT_ONLY).is_valid(value))
     except Exception:  # a schema jsonschema cannot evaluate: its default is not trusted
         return False
 
@@ -144,7 +162,13 @@ class InputSpace:
         schema = to_json_schema(input_schema)
         try:
             Draft202012Validator.check_schema(schema)
-            validator = Draft202012Validator(schema)
+            external = external_refs(schema)
+        except Exception as exc:
+            raise GeneratorGap(f"hypothesis-jsonschema cannot handle the schema: {exc}") from None
+        if external:
+            raise ExternalRefs(external)
+        try:
+            validator = Draft202012Validator(schema, registry=DOCUMENT_ONLY)
             strategy = with_defaults(from_schema(closed_objects(schema)), schema, validator)
         except Exception as exc:
             raise GeneratorGap(f"hypothesis-jsonschema cannot handle the schema: {exc}") from None

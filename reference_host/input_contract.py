@@ -14,9 +14,11 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from plugin_spec.filerefs import resolve_refs
+from plugin_spec.schema_refs import DOCUMENT_ONLY, ExternalRef, external_refs
 from plugin_spec.schema_subset import to_json_schema
 
 RULE_CHARS = 200  # of a rule's expected value shown in a failure
+SUBSET_REQUIREMENT = "FY-MAN-011"  # the manifest subset, which has no $ref
 
 
 class InputContract:
@@ -30,12 +32,15 @@ class InputContract:
     def problem(self, arguments: Any) -> str | None:
         """What is wrong with arguments, with its JSON pointer; None when they are valid. A
         schema that cannot be evaluated (a plugin installed without the kit's checks: a
-        remote $ref, a type that does not exist) refuses every call, saying so."""
+        $ref to a file or URL, a type that does not exist) refuses every call, saying so;
+        refs resolve inside the schema only, so no file or URL it names is ever opened."""
         as_sent = resolve_refs(arguments, lambda ref: str(ref["id"]))
         try:
             if self._validator is None:
-                self._validator = Draft202012Validator(to_json_schema(dict(self._schema)))
+                self._validator = self._compiled()
             error = best_match(self._validator.iter_errors(as_sent))
+        except RefOutsideSchema as exc:
+            return f"the inputSchema of {self.method} cannot be evaluated: {exc}"
         except Exception as exc:  # whatever the schema holds, the model gets a failure
             return f"the inputSchema of {self.method} cannot be evaluated: {type(exc).__name__}"
         if error is None:
@@ -45,6 +50,19 @@ class InputContract:
             f"the arguments do not match the inputSchema of {self.method} at {where}: "
             f"{_rule(error)}"
         )
+
+    def _compiled(self) -> Draft202012Validator:
+        schema = to_json_schema(dict(self._schema))
+        if external := external_refs(schema):
+            raise RefOutsideSchema(external[0])
+        return Draft202012Validator(schema, registry=DOCUMENT_ONLY)
+
+
+class RefOutsideSchema(Exception):
+    """The schema names a file or URL with a ref: refused before any validator reads it."""
+
+    def __init__(self, ref: ExternalRef) -> None:
+        super().__init__(f"{ref.describe()} ({SUBSET_REQUIREMENT})")
 
 
 # Messages that name properties (from the schema, or keys of the arguments), never a value.

@@ -13,7 +13,7 @@ from conformance.erp.plugin import ErpTool
 from conformance.findings import Finding, NotApplicable
 from conformance.properties import Counterexample, find_counterexample
 from conformance.registry import CheckContext, check
-from conformance.strategies import InputSpace
+from conformance.strategies import ExternalRefs, GeneratorGap, InputSpace
 from plugin_spec.rest_handler import RestHandler
 
 
@@ -35,7 +35,13 @@ def _setup(ctx: CheckContext) -> tuple[EndpointServices, ErpTool, RestHandler, I
         handler = RestHandler.from_config(tool.handler)
     except ValueError as exc:
         raise NotApplicable(f"the handlerConfig cannot be used: {exc}") from None
-    return services, tool, handler, InputSpace.of(tool.data.get("inputSchema"))
+    try:
+        space = InputSpace.of(tool.data.get("inputSchema"))
+    except ExternalRefs as exc:
+        raise NotApplicable(f"{exc.located('/inputSchema')} (ERP-TOOL-012)") from None
+    except GeneratorGap as exc:
+        raise NotApplicable(f"no input can be generated: {exc}") from None
+    return services, tool, handler, space
 
 
 def _report(ctx: CheckContext, tool: ErpTool, found: Counterexample | None) -> Iterator[Finding]:

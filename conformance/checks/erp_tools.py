@@ -18,6 +18,7 @@ from conformance.sources import pointer
 from plugin_spec.builtin_names import BUILTIN_TOOL_NAMES
 from plugin_spec.namespace import namespace_problem
 from plugin_spec.rest_handler import DispatchError, encode_segment, placeholder_problem
+from plugin_spec.schema_refs import DOCUMENT_ONLY, external_refs
 
 TOOL_SCHEMA = "erp-tool.schema.json"
 PORTABLE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -65,15 +66,27 @@ def tool_file_schema(ctx: CheckContext) -> list[Finding]:
 def input_schema_is_json_schema(ctx: CheckContext) -> Iterator[Finding]:
     for tool in ctx.erp.tools:
         schema = tool.data.get("inputSchema")
-        if isinstance(schema, dict):
-            try:
-                Draft202012Validator.check_schema(schema)
-            except SchemaError as exc:
-                where = pointer("inputSchema", *exc.absolute_path)
-                told = explain(exc, where)
-                yield ctx.tool_finding(
-                    tool, where, f"not a valid JSON Schema: {told.message}", told.fix
-                )
+        if not isinstance(schema, dict):
+            continue
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            where = pointer("inputSchema", *exc.absolute_path)
+            told = explain(exc, where)
+            yield ctx.tool_finding(
+                tool, where, f"not a valid JSON Schema: {told.message}", told.fix
+            )
+            continue
+        for ref in external_refs(schema):
+            yield ctx.tool_finding(
+                tool,
+                pointer("inputSchema") + ref.pointer,
+                f"found {ref.keyword} {shown(ref.ref)}; expected a ref inside the schema "
+                "(#/..., or a URI one of its subschemas names with $id): refs are resolved "
+                "inside the schema only, and no file or URL a schema names is opened",
+                f"put the referenced schema under inputSchema.$defs and point {ref.keyword} at "
+                "it with #/$defs/NAME, or write it in place",
+            )
 
 
 @check("ERP-TOOL-005")
@@ -265,7 +278,7 @@ def _unsendable_values(schema: object) -> list[str]:
     if not isinstance(schema, dict | bool):
         return []
     try:
-        validator = Draft202012Validator(schema)
+        validator = Draft202012Validator(schema, registry=DOCUMENT_ONLY)
         accepted = [value for value in UNSENDABLE_PROBES if validator.is_valid(value)]
     except Exception:  # an unusable schema is ERP-TOOL-012's finding, not this one's
         return []

@@ -15,6 +15,7 @@ from conformance.findings import Finding, NotApplicable, shown
 from conformance.registry import CheckContext, check
 from conformance.schema_messages import explain, label
 from conformance.sources import pointer
+from plugin_spec.schema_refs import DOCUMENT_ONLY
 from plugin_spec.schema_subset import to_json_schema
 
 FILE_ACCESS = "x-fengyu-file-access"
@@ -51,7 +52,7 @@ def defaults_fit_their_property(ctx: CheckContext) -> Iterator[Finding]:
         default = node.get("default")
         if own is None or default is None or isinstance(default, dict | list):
             continue  # a null default (an omitted value), or FY-MAN-011's finding
-        for error in Draft202012Validator(own).iter_errors(default):
+        for error in Draft202012Validator(own, registry=DOCUMENT_ONLY).iter_errors(default):
             told = explain(error, at + pointer("default"))
             yield ctx.manifest_finding(
                 at + pointer("default"),

@@ -28,6 +28,7 @@ from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.filerefs import by_id, resolve_refs
 from plugin_spec.providers.judge import Judgement, Noted, judge_tool
 from plugin_spec.providers.rules import load_provider
+from plugin_spec.schema_refs import DOCUMENT_ONLY
 from plugin_spec.schema_subset import to_json_schema
 
 NULL_WHY = "OpenAI strict mode sends null for every parameter the model leaves out"
@@ -178,7 +179,8 @@ def _nullable_optionals(schema: Any, sent: dict[str, Any]) -> list[str]:
 def _admits_null(sub: Any, root: Any) -> bool:
     """Whether null is valid against sub ($refs resolve in root); unreadable: not judged."""
     try:
-        return bool(Draft202012Validator(root).evolve(schema=sub).is_valid(None))
+        validator = Draft202012Validator(root, registry=DOCUMENT_ONLY)
+        return bool(validator.evolve(schema=sub).is_valid(None))
     except Exception:
         return False
 

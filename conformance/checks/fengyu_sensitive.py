@@ -27,6 +27,7 @@ from conformance.properties import Counterexample, find_counterexample
 from conformance.registry import CheckContext, check
 from conformance.sources import pointer
 from plugin_spec.filerefs import by_id, resolve_refs
+from plugin_spec.schema_refs import DOCUMENT_ONLY
 from plugin_spec.schema_subset import to_json_schema
 from plugin_spec.sensitive import is_sensitive, sensitive_pointers
 
@@ -87,7 +88,7 @@ def sensitive_inputs_kept_secret(ctx: CheckContext) -> Iterator[Finding]:
     targets, unfit = canary_targets(run.tool.input_schema.data, run.tool.input_schema.pointer)
     if not targets:
         raise NotApplicable(f"no sensitive parameter takes a canary string: {'; '.join(unfit)}")
-    whole = Draft202012Validator(to_json_schema(run.tool.input_schema.data))
+    whole = Draft202012Validator(to_json_schema(run.tool.input_schema.data), registry=DOCUMENT_ONLY)
     harness = ToolHarness(run.workers.spec) if run.workers.spec is not None else None
     if harness is None:
         raise NotApplicable("the worker cannot be launched (FY-WRK-001)")
@@ -147,7 +148,13 @@ def canary_targets(schema: Any, schema_at: str) -> tuple[list[Target], list[str]
             continue
         canary = f"{CANARY_PREFIX}{index}"
         sub = _at(schema, parts)
-        if not Draft202012Validator(to_json_schema(sub)).is_valid(canary):
+        try:
+            validator = Draft202012Validator(to_json_schema(sub), registry=DOCUMENT_ONLY)
+            admitted = validator.is_valid(canary)
+        except Exception as exc:  # e.g. a $ref outside the schema, refused unopened
+            unfit.append(f"{where} cannot be evaluated ({type(exc).__name__}: {exc})")
+            continue
+        if not admitted:
             unfit.append(f"{where} admits no string like {canary!r}")
             continue
         targets.append(Target(tuple(names), where, canary))

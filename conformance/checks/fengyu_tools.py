@@ -24,11 +24,13 @@ from conformance.properties import Counterexample, find_counterexample
 from conformance.registry import CheckContext, check
 from conformance.schema_messages import explain
 from conformance.sources import pointer
-from conformance.strategies import defaulted_properties
+from conformance.strategies import ExternalRefs, GeneratorGap, defaulted_properties
 from plugin_spec.fengyu_runtime import CANCEL_GRACE_SECONDS, CANCEL_METHOD
 from plugin_spec.filerefs import by_id, classify_parameters, resolve_refs
+from plugin_spec.schema_refs import DOCUMENT_ONLY, external_refs
 from plugin_spec.schema_subset import to_json_schema
 
+SUBSET_REQUIREMENT = "FY-MAN-011"  # which refuses $ref, and so every ref leaving the schema
 UNRESOLVED_REF = {
     "id": "ref_conformance-unresolved",
     "name": "input.xlsx",
@@ -59,7 +61,11 @@ class ToolRun:
         if not isinstance(tool.method, str):
             raise NotApplicable("the tool names no method (FY-MAN-004)")
         self.ctx, self.tool, self.workers = ctx, tool, workers
-        space = workers.input_space(tool)
+        try:
+            space = workers.input_space(tool)
+        except ExternalRefs as exc:
+            at = tool.input_schema.pointer if tool.input_schema else ""
+            raise NotApplicable(f"{exc.located(at)} ({SUBSET_REQUIREMENT})") from None
         if space is None or tool.input_schema is None:  # no space without an inputSchema
             raise NotApplicable("the tool has no inputSchema object (FY-MAN-010)")
         self.space = space
@@ -113,8 +119,7 @@ class ToolRun:
 @check("FY-TOOL-001")
 def valid_inputs_answered(ctx: CheckContext) -> Iterator[Finding]:
     run = ToolRun(ctx)
-    output = run.tool.output_schema.data if run.tool.output_schema else None
-    validator = Draft202012Validator(to_json_schema(output)) if isinstance(output, dict) else None
+    validator = _output_validator(run.tool)
 
     def attempt(data: st.DataObject) -> Counterexample | None:
         params = run.space.draw_valid(data.draw)
@@ -134,6 +139,28 @@ def valid_inputs_answered(ctx: CheckContext) -> Iterator[Finding]:
         return None
 
     yield from run.finding(find_counterexample(attempt, run.workers.settings))
+
+
+def _output_validator(tool: AiTool) -> Draft202012Validator | None:
+    """The validator of the tool's results (None without an outputSchema object), its refs
+    resolved inside the outputSchema only; a schema it cannot be built from leaves the
+    results unjudged, said as not applicable."""
+    site = tool.output_schema
+    if site is None or not isinstance(site.data, dict):
+        return None
+    output = to_json_schema(site.data)
+    try:
+        Draft202012Validator.check_schema(output)
+        external = external_refs(output)
+    except Exception as exc:
+        raise NotApplicable(
+            f"results cannot be checked: {site.pointer} is not a valid JSON Schema "
+            f"({type(exc).__name__}; {SUBSET_REQUIREMENT})"
+        ) from None
+    if external:
+        located = ExternalRefs(external).located(site.pointer)
+        raise NotApplicable(f"results cannot be checked: {located} ({SUBSET_REQUIREMENT})")
+    return Draft202012Validator(output, registry=DOCUMENT_ONLY)
 
 
 @check("FY-TOOL-002")
@@ -222,7 +249,11 @@ def cancelled_calls_answered(ctx: CheckContext) -> Iterator[Finding]:
             "the manifest declares no backend.protocolVersion: a legacy worker is not told "
             f"of cancelled calls ({CANCEL_METHOD} came with the handshake)"
         )
-    params = resolve_refs(run.space.minimal(), by_id(run.files.grants, run.workers.plugin_id))
+    try:
+        minimal = run.space.minimal()
+    except GeneratorGap as exc:
+        raise NotApplicable(str(exc)) from None
+    params = resolve_refs(minimal, by_id(run.files.grants, run.workers.plugin_id))
     if run.harness.abandon(str(run.tool.method), params, run.timeout):
         return
     if run.harness.call(str(run.tool.method), params, run.timeout).kind == "timeout":
