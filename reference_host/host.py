@@ -76,6 +76,9 @@ class HostConfig:
     # Seconds one chat turn may take in all, approvals and tool calls included
     # (spec: host.md#limits).
     turn_time_limit: float = DEFAULT_TURN_TIME_LIMIT
+    # Workers run in the OS sandbox where one can be made (process/sandbox.py); False runs
+    # them unconfined, as FengYu's "unsandboxed plugins" toggle does.
+    sandbox: bool = True
 
     @property
     def database(self) -> Path:
@@ -160,6 +163,7 @@ class Host:
                 scratch / "data",
                 override=self.config.worker_commands.get(staged.plugin_id),
                 scratch=scratch / "bin",
+                hidden=self._hidden,
                 log_level=self.config.log_level,
                 pass_env=self.config.worker_env,
             )
@@ -298,6 +302,12 @@ class Host:
         limits = resource_limits(row.manifest) if row is not None else None
         await self.manager.replace(plugin_id, spec, resources=limits)
 
+    @property
+    def _hidden(self) -> tuple[Path, ...] | None:
+        """What a worker's sandbox hides: the host's own data (its database, other plugins'
+        folders), but what is bound inside it; None when workers run unconfined."""
+        return (self.config.data_dir.resolve(),) if self.config.sandbox else None
+
     def _worker_spec(self, row: PluginRow) -> WorkerSpec | None:
         """How the plugin's worker starts; None for an ERP plugin or one without a worker."""
         if row.profile == "erp":
@@ -310,6 +320,7 @@ class Host:
                 self.plugin_data(row.id),
                 override=self.config.worker_commands.get(row.id),
                 scratch=self.config.data_dir / "runtime-bin" / row.id,
+                hidden=self._hidden,
                 log_level=self.config.log_level,
                 call_timeout=call_timeout(row.manifest),
                 pass_env=self.config.worker_env,

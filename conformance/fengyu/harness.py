@@ -11,7 +11,9 @@ import asyncio
 import contextlib
 import json
 import shlex
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from conformance.fengyu.resource_watch import REPORT_ONLY, Reporter
@@ -63,10 +65,16 @@ class ToolHarness:
         spec: WorkerSpec,
         resources: ResourceLimits | None = None,
         report: Reporter | None = None,
+        called: Callable[[], None] | None = None,
+        folder: Path | None = None,
     ) -> None:
         """resources: the declared limits, watched and told to report (never enforced:
-        resource_watch.py) together with the call under way."""
+        resource_watch.py) together with the call under way; called: told when each call
+        ends; folder: the plugin folder reproductions run in (the author's, where the kit
+        runs a copy)."""
         self.spec = spec
+        self.folder = folder or spec.root
+        self._called = called
         self._loop = LoopThread(f"kit worker loop {spec.plugin_id}")
         self.manager = PluginProcessManager(limits=REPORT_ONLY)
         self.manager.register(spec, resources if report is not None else None)
@@ -109,6 +117,8 @@ class ToolHarness:
             return CallOutcome(kind, None, exc.message, exc.stderr, request)
         finally:
             self._calls = (None, request)
+            if self._called is not None:
+                self._called()
 
     def abandon(self, method: str, params: Any, timeout: float) -> bool:
         """Call method and leave as soon as the request is written, as a user stopping a
@@ -140,7 +150,8 @@ class ToolHarness:
     def reproduction(self, request: dict[str, Any]) -> str:
         """A one-line shell command that sends request to the worker by hand."""
         line = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
-        folder, _, command = self.spec.shell_command().partition(" && ")
+        shown = replace(self.spec, root=self.folder)
+        folder, _, command = shown.shell_command().partition(" && ")
         return f"{folder} && printf '%s\\n' {shlex.quote(line)} | {command}"
 
     def close(self) -> None:

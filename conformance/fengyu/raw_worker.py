@@ -75,7 +75,7 @@ class RawWorker:
         self.spec = spec
         self.lineage = new_token()
         self.process = subprocess.Popen(
-            spec.argv,
+            spec.command(),
             cwd=spec.root,
             env=spec.environment(self.lineage),
             stdin=subprocess.PIPE,

@@ -8,20 +8,18 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
-from conformance.fengyu.effects import EffectWatch
+from conformance.fengyu.effects import LINGER, EffectWatch
 from conformance.fengyu.harness import ToolHarness
 from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
-from conformance.fengyu.net_namespace import isolation
-from conformance.fengyu.net_recorder import NetRecorder
-from conformance.fengyu.net_trace import tracer, tracing
-from conformance.fengyu.network_pair import NetworkPair
 from conformance.fengyu.probe import Exchange, Step, Transcript, handshake_result, run_probe
 from conformance.fengyu.resource_watch import OverrunLog
+from conformance.fengyu.syscall_trace import strace_program, tracer
 from conformance.fengyu.tool_files import ToolFiles
 from conformance.fengyu.worker import declared_methods, declares_worker, worker_spec
 from conformance.findings import NotApplicable
@@ -31,16 +29,33 @@ from plugin_spec.fengyu_decls import resource_limits
 from plugin_spec.fengyu_runtime import handshake_problems
 from reference_host.process import WorkerLaunchError, WorkerSpec, effective_timeout
 from reference_host.process.launch import MissingArtifact
+from reference_host.process.sandbox import support
 
 
-def xdg_folders(home: Path) -> dict[str, str]:
-    """The XDG base folders inside HOME, where the kit watches them."""
-    return {
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-    }
+def private_copy(source: Path, target: Path) -> None:
+    """The plugin folder as the kit runs it: a copy, as a host installs one, so nothing a
+    worker or a runtime writes can reach the author's files (links stay links; .git stays
+    behind)."""
+    shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+
+
+def effects_unseen() -> str:
+    """Why the kit cannot see what workers do on this machine; "" when it can."""
+    if not support().available:
+        return f"effects are seen only inside the worker sandbox: {support().reason}"
+    if not strace_program():
+        return (
+            "strace is not installed, and without it what the sandbox refuses is not seen "
+            "(Debian: apt-get install strace)"
+        )
+    return ""
+
+
+def _unwatched(spec: WorkerSpec | None) -> str:
+    """Why the kit cannot see this worker's effects; "" when it can."""
+    if spec is None or spec.sandbox is None:
+        return "the worker could not be launched"
+    return effects_unseen()
 
 
 class WorkerServices:
@@ -59,10 +74,15 @@ class WorkerServices:
         self.worker_env = worker_env
         self.settings = settings
         self.declared = declares_worker(plugin, override)
-        self.workdir = Path(tempfile.mkdtemp(prefix="conformance-"))
-        self.home = self.workdir / "home"
-        self.recorder = NetRecorder()
-        self.effects = EffectWatch(plugin.root, self.home, self.recorder)
+        # Laid out as a host's data folder (host.py): what the worker sees of it, through the
+        # sandbox, is the same shape, and the rest is hidden.
+        self.workdir = Path(tempfile.mkdtemp(prefix="fengyu-"))
+        name = plugin.label.replace("/", "_")
+        self.package = self.workdir / "plugins" / name
+        private_copy(plugin.root, self.package)
+        self.trace = self.workdir / "trace" / "worker.trace"
+        self.trace.parent.mkdir()
+        (self.workdir / "tools").mkdir()
         self.launch_error: str | None = None
         self.resources = resource_limits(plugin.data)
         self.overruns = OverrunLog()  # FY-WRK-020: what the tool harness's worker went over
@@ -72,16 +92,19 @@ class WorkerServices:
             self.spec = worker_spec(
                 plugin,
                 override,
-                self.workdir / "data",
+                self.workdir / "plugin-data" / name,
                 worker_env,
-                home=self.home,
-                extra_env={**xdg_folders(self.home), **self.recorder.environment()},
+                root=self.package,
+                hidden=(self.workdir,),
             )
         except WorkerLaunchError as exc:
             self.launch_error = exc.message
             self.missing_artifact = isinstance(exc, MissingArtifact)
+        self.effects = EffectWatch(
+            self.trace, self.package, _unwatched(self.spec), self._end_harness
+        )
+        self._last_call = 0.0
         self._harness: ToolHarness | None = None
-        self._pair: NetworkPair | None = None
         self._host: HostSession | None = None
         self._files: dict[str, ToolFiles] = {}
         self._spaces: dict[str, InputSpace | None] = {}
@@ -92,14 +115,15 @@ class WorkerServices:
 
     @property
     def command(self) -> str:
-        return self.spec.shell_command() if self.spec else "(none)"
+        """The worker's command as the author would type it, in the author's folder."""
+        return replace(self.spec, root=self.plugin.root).shell_command() if self.spec else "(none)"
 
     @property
     def display(self) -> str:
         """The worker as findings name it: its path in the plugin, or its command."""
         if self.spec is None:
             return "backend/"
-        root = self.plugin.root.resolve()
+        root = self.package.resolve()
         for part in self.spec.argv:
             program = (root / part).resolve()
             if program.is_relative_to(root) and program.is_file():
@@ -181,42 +205,38 @@ class WorkerServices:
         return self._harness is not None
 
     def harness(self) -> ToolHarness:
+        """The worker tool checks call: the host's sandbox with the kit's handed files as its
+        grants, traced from outside it where effects can be seen."""
         assert self.spec is not None
         if self._harness is None:
             report = self.overruns.reporter()
-            self._harness = ToolHarness(self.spec, self.resources, report)
+            spec = self.spec
+            if spec.sandbox is not None:
+                tools = self.workdir / "tools"
+                spec = replace(spec, sandbox=spec.sandbox.with_grants((tools,), ()))
+            if not self.effects.unwatched:
+                spec = replace(spec, wrapper=tracer(strace_program(), self.trace))
+            self._harness = ToolHarness(
+                spec, self.resources, report, self._called, self.plugin.root
+            )
         return self._harness
 
-    def network_pair(self) -> NetworkPair | None:
-        """Two fresh copies of the worker, with and without network (network_pair.py), the
-        second traced where strace can; None where no copy without network can be made."""
-        assert self.spec is not None
-        prefix, _ = isolation()
-        if not prefix:
-            return None
-        if self._pair is None:
-            strace = tracing()
-            trace = self.workdir / "no-network.trace" if strace else None
-            traced = tracer(strace, trace) if trace is not None else ()
-            self._pair = NetworkPair(
-                ToolHarness(self._copy("control", self.spec.argv)),
-                ToolHarness(self._copy("no-network", (*prefix, *traced, *self.spec.argv))),
-                trace,
-            )
-        return self._pair
+    def shown(self, text: str) -> str:
+        """text with the kit's copy of the plugin named as the author's folder."""
+        return text.replace(str(self.package), str(self.plugin.root))
 
-    def _copy(self, name: str, argv: tuple[str, ...]) -> WorkerSpec:
-        """The worker's spec with a data folder and HOME of its own (unwatched: what a copy
-        writes there while it starts is not the tools' doing)."""
-        assert self.spec is not None
-        home = self.workdir / f"home-{name}"
-        return replace(
-            self.spec,
-            argv=argv,
-            data_dir=self.workdir / f"data-{name}",
-            home_dir=home,
-            extra_env={**self.spec.extra_env, **xdg_folders(home)},
-        )
+    def _called(self) -> None:
+        self._last_call = time.monotonic()
+
+    def _end_harness(self) -> float | None:
+        """End the tool checks' worker as a host would, LINGER seconds after its latest call
+        (what it does meanwhile counts), and say when its tree was gone."""
+        if self._harness is None:
+            return None
+        time.sleep(max(0.0, self._last_call + LINGER - time.monotonic()))
+        self._harness.close()
+        self._harness = None
+        return time.time()
 
     def host_session(self) -> HostSession:
         if self._host is None:
@@ -260,9 +280,7 @@ class WorkerServices:
         if self._host is not None:
             self._host.close()
             self._host = None
-        for services in (self._harness, self._pair):
-            if services is not None:
-                services.close()
-        self._harness, self._pair = None, None
-        self.recorder.close()
+        if self._harness is not None:
+            self._harness.close()
+            self._harness = None
         shutil.rmtree(self.workdir, ignore_errors=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,24 +30,23 @@ def worker_spec(
     override: str | None,
     data_dir: Path,
     pass_env: tuple[str, ...] = (),
-    home: Path | None = None,
-    extra_env: Mapping[str, str] | None = None,
+    root: Path | None = None,
+    hidden: tuple[Path, ...] | None = None,
 ) -> WorkerSpec:
-    """The spec hosts would start, with the same environment (pass_env: the variables passed
-    through), but for HOME and extra_env where given (the kit's watched HOME and its recording
-    proxy); raises WorkerLaunchError when there is nothing to start (MissingArtifact when the
-    runtime's file is missing)."""
+    """The spec a host would start, in the same sandbox (hidden: the kit's own folders, as
+    the host hides its data folder) with the same environment (pass_env: the variables
+    passed through), run from root (the kit's copy of the plugin); raises WorkerLaunchError
+    when there is nothing to start (MissingArtifact when the runtime's file is missing)."""
     return manifest_spec(
         plugin.label,
-        plugin.root,
+        root or plugin.root,
         plugin.data,
         data_dir,
         override=override,
-        scratch=data_dir.parent / "runtime-bin",
+        scratch=data_dir.parent.parent / "runtime-bin" / data_dir.name,
+        hidden=hidden,
         call_timeout=call_timeout(plugin.data),
         pass_env=pass_env,
-        home_dir=home,
-        extra_env=dict(extra_env or {}),
     )
 
 

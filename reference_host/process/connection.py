@@ -325,7 +325,12 @@ class WorkerConnection:
             return False
 
         await watch_tree(
-            self.process.pid, self.lineage, watch.limits, watch.policy.interval, overran
+            self.process.pid,
+            self.lineage,
+            watch.limits,
+            watch.policy.interval,
+            overran,
+            self.spec.machinery(),
         )
 
     async def _end_lineage(self) -> None:

@@ -21,6 +21,7 @@ from plugin_spec.fengyu_runtime import (
 from reference_host.process.environment import passed_through
 from reference_host.process.errors import WorkerLaunchError
 from reference_host.process.lineage import LINEAGE_VARIABLE
+from reference_host.process.sandbox import SandboxPolicy, command, support, wants_network
 
 # The project's legacy launch: an executable backend/worker in a package that declares no
 # runtime (FengYu would run java -jar backend/worker.jar there; the kit says so, FY-WRK-012).
@@ -48,17 +49,39 @@ class WorkerSpec:
     call_timeout: float | None = None
     extra_env: Mapping[str, str] = field(default_factory=dict)
     pass_env: tuple[str, ...] = ()
-    home_dir: Path | None = None
     runtime: str = DEFAULT_RUNTIME
     protocol_version: int | None = None
     plugin_version: str = ""
     locale: str | None = DEFAULT_LOCALE
+    sandbox: SandboxPolicy | None = None
+    wrapper: tuple[str, ...] = ()
 
     @property
-    def home(self) -> Path:
-        """HOME: a folder in the data folder, unless the spec names one (the kit points it at
-        a scratch folder it watches, so a read tool writing there is seen)."""
-        return self.home_dir if self.home_dir is not None else self.data_dir / "home"
+    def sandboxed(self) -> bool:
+        """Whether the worker runs in the OS sandbox (asked for, and possible here)."""
+        return self.sandbox is not None and support().available
+
+    def command(self) -> tuple[str, ...]:
+        """What is started: argv in the sandbox where there is one (sandbox.py), behind the
+        wrapper (the kit's tracer, which stays outside the sandbox)."""
+        if self.sandbox is None or not support().available:
+            return (*self.wrapper, *self.argv)
+        return (*self.wrapper, *command(support().program, self.sandbox, self.argv, self.root))
+
+    def machinery(self) -> frozenset[str]:
+        """The programs command() puts around the worker (the sandbox, the kit's tracer):
+        their processes are not the plugin's, and count against none of its limits."""
+        programs = {shutil.which(self.wrapper[0]) or self.wrapper[0]} if self.wrapper else set()
+        if self.sandboxed:
+            programs.add(support().program)
+        return frozenset(os.path.realpath(p) for p in programs)
+
+    @property
+    def home(self) -> Path | None:
+        """HOME when it is set here: in the sandbox the user's own, passed through as FengYu
+        does (read-only there, like every folder but the data folder and grants); unconfined,
+        where a write would be real, a folder in the data folder."""
+        return None if self.sandboxed else self.data_dir / "home"
 
     @property
     def tmp(self) -> Path:
@@ -68,13 +91,17 @@ class WorkerSpec:
     def prepare_folders(self) -> None:
         """Create the data folder, its tmp and HOME, before every start."""
         self.tmp.mkdir(parents=True, exist_ok=True)
-        self.home.mkdir(parents=True, exist_ok=True)
+        if self.home is not None:
+            self.home.mkdir(parents=True, exist_ok=True)
+        if self.sandbox is not None:
+            for folder in self.sandbox.writable:
+                folder.mkdir(parents=True, exist_ok=True)
 
     def environment(self, lineage: str | None = None) -> dict[str, str]:
         """What a worker sees (spec: host.md#the-worker-environment; environment.py): the
-        allowed part of the host's environment, extra_env, the FENGYU_* variables, TMP in its
-        data folder, HOME in there, and the lineage token that marks every process it starts
-        (lineage.py)."""
+        allowed part of the host's environment (HOME among it), extra_env, the FENGYU_*
+        variables, TMP in its data folder, HOME in there when unconfined, and the lineage
+        token that marks every process it starts (lineage.py)."""
         env = passed_through(os.environ, self.pass_env)
         env.update(self.extra_env)
         tmp = str(self.tmp)
@@ -87,9 +114,13 @@ class WorkerSpec:
                 "TMPDIR": tmp,
                 "TMP": tmp,
                 "TEMP": tmp,
-                "HOME": str(self.home),
             }
         )
+        home = self.home
+        if home is not None:
+            env["HOME"] = str(home)
+        elif "HOME" in os.environ:
+            env["HOME"] = os.environ["HOME"]
         if lineage is not None:
             env[LINEAGE_VARIABLE] = lineage
         return env
@@ -185,17 +216,26 @@ def manifest_spec(
     *,
     override: str | Sequence[str] | None = None,
     scratch: Path | None = None,
+    hidden: tuple[Path, ...] | None = None,
     **options: Any,
 ) -> WorkerSpec:
     """The spec of a FengYu package's worker, as the kit and the host both start it: the
-    launch of worker_command, the runtime and protocol version the handshake checks, and
-    options (log level, environment, HOME) passed on to WorkerSpec."""
+    launch of worker_command, the runtime and protocol version the handshake checks, the
+    sandbox (None for hidden: no sandbox; else the folders of the host's or kit's own state
+    it hides), and options (log level, environment) passed on to WorkerSpec."""
     try:
         launch = fengyu_launch(manifest, os.environ)
     except UnsupportedRuntime as exc:
         raise WorkerLaunchError(str(exc)) from None
     argv = worker_command(root, manifest, override, scratch=scratch, tmp=data_dir / "tmp")
     version = manifest.get("version")
+    sandbox = None
+    if hidden is not None:
+        program = Path(argv[0])
+        readable = (program.parent,) if scratch and program.is_relative_to(scratch) else ()
+        sandbox = SandboxPolicy(
+            root, data_dir, readable=readable, hidden=hidden, network=wants_network(manifest)
+        )
     return WorkerSpec(
         plugin_id=plugin_id,
         root=root,
@@ -204,5 +244,6 @@ def manifest_spec(
         runtime=launch.runtime,
         protocol_version=launch.protocol_version,
         plugin_version=version if isinstance(version, str) else "",
+        sandbox=sandbox,
         **options,
     )

@@ -81,9 +81,12 @@ class Overrun:
         return f"Worker exceeded its process limit ({self.seen}/{self.declared})"
 
 
-def tree_usage(pid: int, lineage: str | None = None) -> Usage:
+def tree_usage(
+    pid: int, lineage: str | None = None, machinery: frozenset[str] = frozenset()
+) -> Usage:
     """The live processes of the worker's tree (the worker, its descendants and, on Linux,
-    the carriers of its lineage token) and their summed RSS."""
+    the carriers of its lineage token) and their summed RSS, but for the processes that run
+    machinery (the sandbox's and the kit's tracer: a host's, not the plugin's)."""
     members: dict[int, psutil.Process] = {}
     try:
         root = psutil.Process(pid)
@@ -99,6 +102,8 @@ def tree_usage(pid: int, lineage: str | None = None) -> Usage:
     for process in members.values():
         try:
             if process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if machinery and process.exe() in machinery:
                 continue
             rss += process.memory_info().rss
         except psutil.Error:
@@ -123,13 +128,14 @@ async def watch_tree(
     limits: ResourceLimits,
     interval: float,
     on_overrun: Callable[[Overrun], bool],
+    machinery: frozenset[str] = frozenset(),
 ) -> None:
     """Sample the tree every interval seconds until the task is cancelled, or until
     on_overrun, called with each overrun, returns False (stop watching). Each limit is
     reported once: the first sample over it."""
     reported: set[str] = set()
     while True:
-        usage = await asyncio.to_thread(tree_usage, pid, lineage)
+        usage = await asyncio.to_thread(tree_usage, pid, lineage, machinery)
         for found in overruns(usage, limits):
             if found.limit not in reported:
                 reported.add(found.limit)

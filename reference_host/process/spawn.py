@@ -47,7 +47,7 @@ async def spawn(spec: WorkerSpec, limit: int, lineage: str) -> Spawned:
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.subprocess_exec(
         lambda: ExitWatchingProtocol(limit, loop),
-        *spec.argv,
+        *spec.command(),
         cwd=spec.root,
         env=spec.environment(lineage),
         stdin=asyncio.subprocess.PIPE,

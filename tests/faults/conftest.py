@@ -49,7 +49,10 @@ def guard() -> Iterator[ProcessGuard]:
 @pytest.fixture
 async def host(tmp_path: Path, guard: ProcessGuard, make_host: MakeHost) -> Host:
     """A host with the well-behaved plugin installed beside the faulty one (made after
-    `guard`, so closed before it checks for leftover processes)."""
-    host = make_host()
+    `guard`, so closed before it checks for leftover processes). Unsandboxed: these tests
+    follow workers by the pids they report, which a sandbox's PID namespace renumbers; the
+    fallback for platforms without a sandbox is what they hold to. Containment inside the
+    sandbox has its own tests (tests/security/test_worker_sandbox.py)."""
+    host = make_host(sandbox=False)
     await host.install(write_worker_plugin(tmp_path / "src", GOOD_ID, GOOD_TOOL))
     return host

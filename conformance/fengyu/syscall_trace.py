@@ -1,0 +1,128 @@
+"""What a sandboxed worker tried to do, read from its system calls (`strace`, outside the
+sandbox).
+
+Inside the sandbox (reference_host/process/sandbox.py) a write outside the worker's data
+folder and grants fails with EROFS, and a connection without the network permission fails
+with ENETUNREACH: nothing changes that a snapshot could see. The attempt itself is the
+evidence, and FengYu's sandbox would refuse it the same way. strace runs outside the
+sandbox's PID namespace, so the worker's TracerPid reads 0, and it sets no variable; it
+traces every process of the sandbox until the last one is gone, so a write made after a
+call answered, or by a detached child, is still seen.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+WRITES = (
+    *("open", "openat", "openat2", "creat", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat"),
+    *("rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "truncate"),
+    *("chmod", "fchmodat", "chown", "lchown", "fchownat", "utimensat", "mknod", "mknodat"),
+)
+SENDS = ("connect", "sendto", "sendmsg")
+REFUSED = ("EROFS", "EACCES", "EPERM")
+# What a runtime itself tries and takes no for, whatever the tool does: Python's byte-code
+# cache beside a read-only module, the JVM's performance-data file in /tmp.
+RUNTIME_NOISE = re.compile(r"(/__pycache__(/|$)|\.pyc(\.\d+)?$|^/tmp/hsperfdata_)")
+
+_LINE = re.compile(r"^(\d+) (\d+\.\d+) (.*)$")
+_CALL = re.compile(r"^(\w+)\((.*)\) += (-?\d+|\?)(?: (E[A-Z0-9]+))?")
+_PATH = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_WRITE_FLAGS = re.compile(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC")
+_INET = re.compile(
+    r"sa_family=AF_INET6?, sin6?_port=htons\((\d+)\)"
+    r".*?(?:inet_addr\(\"([^\"]+)\"\)|inet_pton\(AF_INET6, \"([^\"]+)\")"
+)
+
+
+@cache
+def strace_program() -> str:
+    """strace, where it is installed (the kit needs it to see refused attempts)."""
+    return shutil.which("strace") or ""
+
+
+def tracer(strace: str, output: Path) -> tuple[str, ...]:
+    """The command prefix that appends the traced calls of a program and all it starts to
+    output, with wall-clock times (so each can be laid at the door of a call)."""
+    return (
+        *(strace, "-f", "-qq", "-ttt", "-A", "-s", "4096", "-e", "signal=none"),
+        *("-e", f"trace={','.join((*WRITES, *SENDS))}", "-o", str(output), "--"),
+    )
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One traced call that wrote or reached out: when, what (a path or host:port), whether
+    the sandbox refused it, and the call as strace printed it."""
+
+    time: float
+    kind: str  # write | connect
+    target: str
+    refused: bool
+    line: str
+
+    def describe(self) -> str:
+        if self.kind == "connect":
+            verb = "tried to connect to" if self.refused else "connected to"
+            return f"{verb} {self.target}"
+        verb = "tried to write" if self.refused else "wrote"
+        return f"{verb} {self.target}"
+
+
+def read_trace(path: Path, cwd: Path) -> list[Attempt]:
+    """The attempts in a trace file, in order, relative paths taken from cwd (the worker's
+    working folder). A connection to loopback counts: in a sandbox without the network it
+    was meant for a service of the host's, and reached nothing."""
+    try:
+        text = path.read_text("utf-8", "replace")
+    except FileNotFoundError:
+        return []
+    return list(_attempts(_joined(text.splitlines()), cwd))
+
+
+def _joined(lines: Iterable[str]) -> Iterator[tuple[float, str]]:
+    """(time, call) for each call, an `<unfinished ...>` line joined with its `resumed`."""
+    pending: dict[str, str] = {}
+    for line in lines:
+        match = _LINE.match(line)
+        if match is None:
+            continue
+        pid, stamp, rest = match.groups()
+        if rest.endswith("<unfinished ...>"):
+            pending[pid] = rest[: -len("<unfinished ...>")].rstrip()
+            continue
+        resumed = re.match(r"^<\.\.\. \w+ resumed>\s?(.*)$", rest)
+        if resumed is not None:
+            rest = pending.pop(pid, "") + resumed.group(1)
+        yield float(stamp), rest
+
+
+def _attempts(calls: Iterable[tuple[float, str]], cwd: Path) -> Iterator[Attempt]:
+    for stamp, text in calls:
+        match = _CALL.match(text)
+        if match is None:
+            continue
+        name, args, result, errno = match.groups()
+        refused = result == "-1" and errno in REFUSED
+        if name in SENDS:
+            inet = _INET.search(args)
+            if inet is not None:
+                port, v4, v6 = inet.groups()
+                target = f"[{v6}]:{port}" if v6 else f"{v4}:{port}"
+                failed = result == "-1" and errno != "EINPROGRESS"
+                yield Attempt(stamp, "connect", target, failed, text)
+            continue
+        if not refused or (name.startswith("open") and not _WRITE_FLAGS.search(args)):
+            continue
+        paths = _PATH.findall(args)
+        if paths and not RUNTIME_NOISE.search(paths[-1]):
+            target = paths[-1]
+            from_cwd = not name.endswith(("at", "at2")) or args.startswith("AT_FDCWD")
+            if not target.startswith("/") and from_cwd:
+                target = str(cwd / target)
+            yield Attempt(stamp, "write", target, True, text)
