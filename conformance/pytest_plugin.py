@@ -298,7 +298,10 @@ class KitSession:
         if record is not None:
             self.records.append(json.loads(record))
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Every worker is ended before any report is written (this runs before junitxml's
+        hook): nothing a plugin started is left to touch them."""
         self.kit.close()
         if self.is_worker:
             return

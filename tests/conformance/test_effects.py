@@ -1,25 +1,25 @@
-"""Declared effects are observed (spec: fengyu-worker.md): the watch, the recording proxy, the
-namespace, and the FY-EFF items on plugins that lie and on one that keeps to its data folder."""
+"""Declared effects are observed (spec: fengyu-worker.md): the file watch, the system-call
+trace of the sandboxed worker, and the FY-EFF items on plugins that lie and on one that keeps
+to its data folder."""
 
 from __future__ import annotations
 
-import http.server
 import json
-import socket
-import tempfile
-import threading
+import os
+import subprocess
+import sys
 import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conformance.checks import fengyu_effects
-from conformance.fengyu import services
+from conformance.fengyu import file_watch, services
+from conformance.fengyu.effects import EffectWatch
 from conformance.fengyu.file_watch import Area, changes, snapshot
-from conformance.fengyu.net_namespace import isolation
-from conformance.fengyu.net_recorder import NetRecorder
+from conformance.fengyu.harness import CallOutcome
+from conformance.fengyu.syscall_trace import read_trace, strace_program, tracer
+from reference_host.process import launch
+from reference_host.process.sandbox import SandboxPolicy, Support, command, support
 from tests.conftest import FIXTURE_PLUGINS, copy_plugin
 
 
@@ -60,90 +60,19 @@ def test_watch_sees_a_rewrite_of_the_same_size_and_time(tmp_path: Path) -> None:
     stat = target.stat()
     before = snapshot([Area(tmp_path, "handed")])
     target.write_text("SAME SIZE")
-    import os
-
     os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert [c.kind for c in changes(before, snapshot([Area(tmp_path, "handed")]))] == ["modified"]
 
 
-@pytest.fixture
-def origin() -> Iterator[int]:
-    """A loopback HTTP server answering every GET with 200 "origin"."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = b"origin"
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
-
-
-def test_recorder_records_and_forwards_plain_requests(origin: int) -> None:
-    recorder = NetRecorder()
-    try:
-        proxy = urllib.request.ProxyHandler({"http": recorder.url})
-        with urllib.request.build_opener(proxy).open(
-            f"http://127.0.0.1:{origin}/x", timeout=10
-        ) as r:
-            assert r.read() == b"origin"
-        assert [c.target for c in recorder.since(0.0)] == [f"127.0.0.1:{origin}"]
-    finally:
-        recorder.close()
-
-
-def test_recorder_records_and_tunnels_connect(origin: int) -> None:
-    recorder = NetRecorder()
-    try:
-        with socket.create_connection(("127.0.0.1", recorder.port), timeout=10) as client:
-            client.sendall(f"CONNECT 127.0.0.1:{origin} HTTP/1.1\r\n\r\n".encode())
-            assert client.recv(1024).startswith(b"HTTP/1.1 200")
-            client.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            answer = b""
-            while chunk := client.recv(65536):
-                answer += chunk
-        assert answer.endswith(b"origin")
-        assert [c.target for c in recorder.since(0.0)] == [f"127.0.0.1:{origin}"]
-    finally:
-        recorder.close()
-
-
-def test_proxy_environment_reaches_python_java_and_curl() -> None:
-    recorder = NetRecorder()
-    try:
-        env = recorder.environment()
-    finally:
-        recorder.close()
-    assert {env[k] for k in ("HTTP_PROXY", "https_proxy", "ALL_PROXY")} == {recorder.url}
-    assert f"-Dhttps.proxyPort={recorder.port}" in env["JAVA_TOOL_OPTIONS"]
-
-
-def test_namespace_has_no_network_or_says_why() -> None:
-    prefix, why = isolation()
-    if not prefix:
-        assert why
-        pytest.skip(why)
-    import subprocess
-    import sys
-
-    code = "import socket; socket.create_connection(('127.0.0.1', 9), timeout=2)"
-    done = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, timeout=30)
-    assert done.returncode != 0
-    assert b"Network is unreachable" in done.stderr or b"unreachable" in done.stderr.lower()
-
-
 def _statuses(result) -> dict[str, tuple[str, str]]:
     return {r["requirement"]: (r["status"], r["reason"]) for r in result.report["results"]}
+
+
+def _listing(folder: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.stat().st_size)
+        for p in sorted(folder.rglob("*"))
+    }
 
 
 def test_read_tool_writing_only_to_tmp_passes(run_kit, tmp_path: Path) -> None:
@@ -157,23 +86,41 @@ def test_read_tool_writing_only_to_tmp_passes(run_kit, tmp_path: Path) -> None:
     assert _statuses(result)["FY-EFF-001"][0] == "passed"
 
 
-def test_without_a_namespace_only_the_proxy_judges(
+def test_a_kit_run_touches_no_file_of_the_authors_folder(run_kit, tmp_path: Path) -> None:
+    """The kit runs a copy, in the sandbox: a tool writing into its own package (its UI,
+    byte code, a build folder) changes nothing of the author's, and is reported."""
+    plugin = copy_plugin(FIXTURE_PLUGINS / "FY-EFF-001-writes-under-home", tmp_path)
+    (plugin / "ui").mkdir()
+    (plugin / "ui" / "index.html").write_text("<p>mine</p>")
+    worker = plugin / "backend" / "worker.py"
+    worker.write_text(
+        worker.read_text("utf-8").replace(
+            'Path(os.environ["HOME"]) / ".fixture-cache"',
+            'Path(os.environ["FENGYU_PLUGIN_ROOT"]) / "build"',
+        ),
+        "utf-8",
+    )
+    before = _listing(plugin)
+    result = run_kit([plugin])
+    assert _listing(plugin) == before
+    assert (plugin / "ui" / "index.html").read_text() == "<p>mine</p>"
+    (finding,) = result.findings("FY-EFF-001")
+    assert f"tried to write {plugin / 'build'}" in finding["message"]
+    assert "FengYu refuses these writes" in finding["message"]
+
+
+def test_without_a_sandbox_effects_are_skipped_with_the_reason(
     run_kit, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Where no network namespace can be made, a tool the proxy saw nothing of is skipped
-    with the reason, never passed; one the proxy saw still fails."""
-    unavailable = ((), "user namespaces are disabled (test)")
-    monkeypatch.setattr(services, "isolation", lambda: unavailable)
-    monkeypatch.setattr(fengyu_effects, "isolation", lambda: unavailable)
-
-    raw = run_kit([FIXTURE_PLUGINS / "FY-EFF-003-raw-socket"])
-    status, reason = _statuses(raw)["FY-EFF-003"]
-    assert status != "passed"
-    assert "user namespaces are disabled (test)" in reason
-
-    proxied = run_kit([FIXTURE_PLUGINS / "FY-EFF-003-fetches-through-proxy"])
-    assert proxied.reported() == {"FY-EFF-003"}
-    assert any("127.0.0.1:9" in f["message"] for f in proxied.findings("FY-EFF-003"))
+    """Where no sandbox can be made, nothing a worker does can be seen completely: the
+    effect items say why and are never passed."""
+    missing = Support("", "bubblewrap is not installed (test)")
+    monkeypatch.setattr(services, "support", lambda: missing)
+    monkeypatch.setattr(launch, "support", lambda: missing)
+    result = run_kit([FIXTURE_PLUGINS / "FY-EFF-003-raw-socket"])
+    for rid in ("FY-EFF-001", "FY-EFF-002", "FY-EFF-003"):
+        assert _statuses(result)[rid][0] != "passed", rid
+    assert "bubblewrap is not installed (test)" in _statuses(result)["FY-EFF-003"][1]
 
 
 def test_findings_name_the_changed_path_and_the_request(run_kit) -> None:
@@ -185,99 +132,157 @@ def test_findings_name_the_changed_path_and_the_request(run_kit) -> None:
     assert "reproduce: " in finding["message"]
 
 
-def test_an_area_too_big_to_watch_is_said_not_passed(tmp_path: Path, monkeypatch) -> None:
-    from conformance.fengyu import file_watch
-    from conformance.fengyu.effects import EffectWatch
-    from conformance.fengyu.harness import CallOutcome
+def _watch(tmp_path: Path, trace: str = "", gone: float | None = None) -> EffectWatch:
+    (tmp_path / "trace").write_text(trace)
+    return EffectWatch(tmp_path / "trace", tmp_path, "", lambda: gone)
 
+
+def test_a_flood_of_handed_files_during_a_call_is_a_change(tmp_path: Path, monkeypatch) -> None:
+    """A call cannot switch the watch off by growing its handed files past the limit."""
     monkeypatch.setattr(file_watch, "MAX_ENTRIES", 3)
-    for index in range(5):
-        (tmp_path / f"f{index}").write_text("x")
-    recorder = NetRecorder()
-    try:
-        watch = EffectWatch(tmp_path, tmp_path / "home", recorder)
-        outcome = CallOutcome("result", {}, "", "", {})
-        assert watch.observe("t", tmp_path / "scratch", (), lambda: outcome) is outcome
-    finally:
-        recorder.close()
-    assert "more than 3 entries" in watch.unwatched
-    assert [o.changes for o in watch.observed("t")] == [()]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
 
-
-def _watch_call(tmp_path: Path, make_changes) -> list:
-    from conformance.fengyu.effects import EffectWatch
-    from conformance.fengyu.harness import CallOutcome
-
-    (tmp_path / "plugin").mkdir(exist_ok=True)
-    (tmp_path / "home").mkdir(exist_ok=True)
-    recorder = NetRecorder()
-    try:
-        watch = EffectWatch(tmp_path / "plugin", tmp_path / "home", recorder)
-
-        def call() -> CallOutcome:
-            make_changes()
-            return CallOutcome("result", {}, "", "", {})
-
-        watch.observe("t", tmp_path / "scratch", (), call)
-        return watch.observed("t")
-    finally:
-        recorder.close()
-
-
-def test_a_flood_of_files_during_a_call_is_a_change(tmp_path: Path, monkeypatch) -> None:
-    """A call cannot switch the watch off by growing HOME past the limit unseen."""
-    from conformance.fengyu import file_watch
-
-    monkeypatch.setattr(file_watch, "MAX_ENTRIES", 3)
-
-    def flood() -> None:
+    def flood() -> CallOutcome:
         for index in range(5):
-            (tmp_path / "home" / f"f{index}").write_text("x")
+            (scratch / f"f{index}").write_text("x")
+        return CallOutcome("result", {}, "", "", {})
 
-    (observation,) = _watch_call(tmp_path, flood)
+    watch = _watch(tmp_path)
+    watch.observe("t", scratch, (), flood)
+    (observation,) = watch.observed("t")
     assert [c.describe() for c in observation.changes] == [
-        f"created {tmp_path / 'home'} (HOME: over 3 entries)"
+        f"created {scratch} (the tool's handed files: over 3 entries)"
     ]
 
 
-def test_folders_left_out_of_the_plugin_folder_are_walked_in_home(tmp_path: Path) -> None:
-    def hide() -> None:
-        (tmp_path / "home" / "__pycache__").mkdir(exist_ok=True)
-        (tmp_path / "home" / "__pycache__" / "x").write_text("x")
-        (tmp_path / "plugin" / "__pycache__").mkdir(exist_ok=True)
-        (tmp_path / "plugin" / "__pycache__" / "m.pyc").write_text("x")
-
-    (tmp_path / "home" / "__pycache__").mkdir(parents=True)
-    (tmp_path / "plugin" / "__pycache__").mkdir(parents=True)
-    (observation,) = _watch_call(tmp_path, hide)
-    assert [c.path for c in observation.changes] == [tmp_path / "home" / "__pycache__" / "x"]
+def _line(stamp: float, text: str, pid: int = 7) -> str:
+    return f"{pid} {stamp:.6f} {text}"
 
 
-def test_a_write_after_the_call_answered_is_laid_at_its_door(tmp_path: Path) -> None:
-    def later() -> None:
-        timer = threading.Timer(0.2, (tmp_path / "plugin" / "late.txt").write_text, ("x",))
-        timer.start()
-
-    from conformance.fengyu.effects import EffectWatch
-    from conformance.fengyu.harness import CallOutcome
-
-    (tmp_path / "plugin").mkdir()
-    (tmp_path / "home").mkdir()
-    recorder = NetRecorder()
-    try:
-        watch = EffectWatch(tmp_path / "plugin", tmp_path / "home", recorder)
-        outcome = CallOutcome("result", {}, "", "", {})
-        watch.observe("t", tmp_path / "scratch", (), lambda: (later(), outcome)[1])
-        deadline = time.monotonic() + 10
-        while not (tmp_path / "plugin" / "late.txt").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        (observation,) = watch.observed("t")
-    finally:
-        recorder.close()
-    assert observation.changes == ()
-    assert [c.describe() for c in observation.late] == [
-        f"created {tmp_path / 'plugin' / 'late.txt'} (the plugin folder)"
+def test_each_traced_attempt_is_laid_at_the_door_of_its_call(tmp_path: Path) -> None:
+    """During a call, after it answered (late), before any call (the runtime starting: no
+    tool's), and once the worker is gone (not this worker's)."""
+    now = time.time()
+    watch = _watch(tmp_path, gone=now + 100)
+    outcome = CallOutcome("result", {}, "", "", {})
+    for tool in ("a", "b"):
+        watch.observe(tool, tmp_path / "scratch", (), lambda: (time.sleep(0.05), outcome)[1])
+        time.sleep(0.05)
+    (a,), (b,) = watch.log["a"], watch.log["b"]
+    write = 'openat(AT_FDCWD, "{}", O_WRONLY|O_CREAT, 0666) = -1 EROFS (Read-only file system)'
+    lines = [
+        _line(a.start - 1, write.format("/start")),
+        _line((a.start + a.end) / 2, write.format("/during-a")),
+        _line((a.end + b.start) / 2, write.format("/after-a")),
+        _line(b.end + 50, write.format("/after-b"), pid=9),
+        _line(now + 200, write.format("/gone")),
     ]
+    (tmp_path / "trace").write_text("\n".join(lines))
+    (a,), (b,) = watch.observed("a"), watch.observed("b")
+    assert [x.target for x in a.attempts] == ["/during-a"]
+    assert [x.target for x in a.late] == ["/after-a"]
+    assert [x.target for x in b.attempts] == [] and [x.target for x in b.late] == ["/after-b"]
+
+
+def test_the_trace_gives_refused_writes_and_internet_attempts(tmp_path: Path) -> None:
+    lines = [
+        'openat(AT_FDCWD, "/etc/hosts", O_RDONLY|O_CLOEXEC) = 3',
+        'openat(AT_FDCWD, "build/x", O_WRONLY|O_CREAT|O_TRUNC, 0666 <unfinished ...>',
+        "<... openat resumed>) = -1 EROFS (Read-only file system)",
+        'mkdir("/usr/lib/x/__pycache__", 0777) = -1 EROFS (Read-only file system)',
+        'openat(AT_FDCWD, "/tmp/hsperfdata_root/7", O_RDWR|O_CREAT, 0600) = -1 EROFS (R)',
+        'rename("/work/a", "/work/b") = -1 EROFS (Read-only file system)',
+        'openat(AT_FDCWD, "/data/ok", O_WRONLY|O_CREAT, 0666) = 4',
+        'connect(3, {sa_family=AF_UNIX, sun_path="/var/run/nscd/socket"}, 110) = -1 ENOENT',
+        'connect(3, {sa_family=AF_INET, sin_port=htons(9), sin_addr=inet_addr("127.0.0.1")}'
+        ", 16) = -1 ENETUNREACH (Network is unreachable)",
+        "connect(4, {sa_family=AF_INET6, sin6_port=htons(443), sin6_flowinfo=htonl(0), "
+        'inet_pton(AF_INET6, "::1", &sin6_addr), sin6_scope_id=0}, 28) = -1 EINPROGRESS (x)',
+        'sendto(5, "x", 1, 0, {sa_family=AF_INET, sin_port=htons(53), '
+        'sin_addr=inet_addr("10.1.2.3")}, 16) = 1',
+    ]
+    (tmp_path / "trace").write_text("\n".join(_line(1.0 + i, t) for i, t in enumerate(lines)))
+    found = [(a.describe(), a.refused) for a in read_trace(tmp_path / "trace", Path("/pkg"))]
+    assert found == [
+        ("tried to write /pkg/build/x", True),
+        ("tried to write /work/b", True),
+        ("tried to connect to 127.0.0.1:9", True),
+        ("connected to [::1]:443", False),
+        ("connected to 10.1.2.3:53", False),
+    ]
+
+
+def _sandboxed(tmp_path: Path, code: str, network: bool = False) -> tuple[str, list[str]]:
+    """Run code in the worker sandbox, traced; its output and what the trace saw."""
+    if not support().available or not strace_program():
+        pytest.skip(services.effects_unseen())
+    package, data = tmp_path / "package", tmp_path / "data"
+    package.mkdir(exist_ok=True)
+    data.mkdir(exist_ok=True)
+    policy = SandboxPolicy(package, data, hidden=(tmp_path,), network=network)
+    argv = [
+        *tracer(strace_program(), tmp_path.parent / f"{tmp_path.name}.trace"),
+        *command(support().program, policy, [sys.executable, "-c", code], package),
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    trace = read_trace(tmp_path.parent / f"{tmp_path.name}.trace", package)
+    return done.stdout + done.stderr, [a.describe() for a in trace]
+
+
+def test_the_sandbox_is_the_one_fengyu_describes(tmp_path: Path) -> None:
+    """Package read-only, data writable, the rest read-only and the kit's folders hidden,
+    no network, its own PID namespace, and a tracer the worker cannot see."""
+    (tmp_path / "secret.txt").write_text("the kit's own")
+    code = "\n".join(
+        [
+            "import os, socket",
+            "def attempt(f):",
+            "    try:",
+            "        f(); return 'ok'",
+            "    except OSError as e:",
+            "        return e.strerror",
+            f"print('package', attempt(lambda: open({str(tmp_path / 'package' / 'x')!r}, 'w')))",
+            f"print('data', attempt(lambda: open({str(tmp_path / 'data' / 'x')!r}, 'w')))",
+            "print('var', attempt(lambda: open('/var/tmp/kit-test-x', 'w')))",
+            f"print('hidden', os.path.exists({str(tmp_path / 'secret.txt')!r}))",
+            "print('net', attempt(lambda: socket.create_connection(('10.9.9.9', 80), 1)))",
+            "print('pid', os.getpid() < 10)",
+            "print('traced', open('/proc/self/status').read().split('TracerPid:')[1].split()[0])",
+        ]
+    )
+    output, seen = _sandboxed(tmp_path, code)
+    assert "package Read-only file system" in output
+    assert "data ok" in output
+    assert "var Read-only file system" in output
+    assert "hidden False" in output
+    assert "net Network is unreachable" in output
+    assert "pid True" in output
+    assert "traced 0" in output
+    assert f"tried to write {tmp_path / 'package' / 'x'}" in seen
+    assert "tried to write /var/tmp/kit-test-x" in seen
+    assert "tried to connect to 10.9.9.9:80" in seen
+    assert not (tmp_path / "package" / "x").exists()
+
+
+def test_nothing_a_worker_starts_outlives_it(tmp_path: Path) -> None:
+    """A double-forked child, detached from every session, dies with the sandbox."""
+    marker = tmp_path / "data" / "alive"
+    code = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        time.sleep(3); open({str(marker)!r}, 'w').write('x')\n"
+        "    os._exit(0)\n"
+        "print('parent done')\n"
+    )
+    output, _ = _sandboxed(tmp_path, code)
+    assert "parent done" in output
+    deadline = time.monotonic() + 6
+    while time.monotonic() < deadline and not marker.exists():
+        time.sleep(0.2)
+    assert not marker.exists()
 
 
 def test_a_late_write_fails_the_read_tool(run_kit, tmp_path: Path) -> None:
@@ -290,49 +295,8 @@ def test_a_late_write_fails_the_read_tool(run_kit, tmp_path: Path) -> None:
         "    return {'success': True, 'summary': 'looked up'}\n\n\ndef _late():\n",
     )
     source = source.replace('params["word"]', '"late"')
-    worker.write_text(source.replace('os.environ["HOME"]', 'os.environ["FENGYU_PLUGIN_ROOT"]'))
+    worker.write_text(source)
     result = run_kit([plugin], "-k", "FY-EFF-001 or FY-TOOL")
     assert result.reported() == {"FY-EFF-001"}
     (finding,) = result.findings("FY-EFF-001")
     assert "after a call answered" in finding["message"] and ".fixture-cache" in finding["message"]
-
-
-def test_trace_lines_give_internet_targets_only() -> None:
-    from conformance.fengyu.net_trace import attempts
-
-    trace = "\n".join(
-        [
-            '7 connect(3, {sa_family=AF_UNIX, sun_path="/var/run/nscd/socket"}, 110) = -1 ENOENT',
-            '7 connect(3, {sa_family=AF_INET, sin_port=htons(9), sin_addr=inet_addr("127.0.0.1")'
-            "}, 16) = -1 ENETUNREACH (Network is unreachable)",
-            "7 connect(4, {sa_family=AF_INET6, sin6_port=htons(443), sin6_flowinfo=htonl(0), "
-            'inet_pton(AF_INET6, "::1", &sin6_addr), sin6_scope_id=0}, 28) = -1 EADDRNOTAVAIL',
-            '8 sendto(5, "x", 1, 0, {sa_family=AF_INET, sin_port=htons(53), '
-            'sin_addr=inet_addr("10.1.2.3")}, 16) = -1 ENETUNREACH',
-            '7 connect(3, {sa_family=AF_INET, sin_port=htons(9), sin_addr=inet_addr("127.0.0.1")'
-            "}, 16) = -1 ENETUNREACH (Network is unreachable)",
-        ]
-    )
-    assert attempts(trace) == ["127.0.0.1:9", "[::1]:443", "10.1.2.3:53"]
-
-
-def test_the_traced_copy_sees_a_quiet_attempt_or_says_why_not() -> None:
-    import subprocess
-    import sys
-
-    from conformance.fengyu.net_trace import attempts, tracer, tracing
-
-    strace = tracing()
-    if not strace:
-        pytest.skip("strace cannot trace in a network namespace here")
-    prefix, _ = isolation()
-    code = (
-        "import socket\ntry:\n    socket.create_connection(('127.0.0.1', 9), timeout=2)\n"
-        "except OSError:\n    pass\n"
-    )
-    with tempfile.TemporaryDirectory() as folder:
-        output = Path(folder) / "trace"
-        argv = [*prefix, *tracer(strace, output), sys.executable, "-c", code]
-        done = subprocess.run(argv, capture_output=True, timeout=30)
-        assert done.returncode == 0
-        assert attempts(output.read_text()) == ["127.0.0.1:9"]
