@@ -31,6 +31,8 @@ from reference_host.agent.turn_limit import DEFAULT_TURN_TIME_LIMIT
 from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.builtins import SearxngProvider, builtin_tools
 from reference_host.builtins.fetch_allow import allow_entry
+from reference_host.grant_copies import MAX_BYTES
+from reference_host.grant_quota import DEFAULT_COPIES, DEFAULT_TOTAL_BYTES
 from reference_host.host import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY_BYTES, Host, HostConfig
 from reference_host.http.access import (
     TOKEN_ENV,
@@ -199,6 +201,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="a larger request body gets 413 (default %(default)s)",
     )
     serve.add_argument(
+        "--max-read-copies",
+        type=positive_int,
+        default=DEFAULT_COPIES,
+        metavar="N",
+        help="read copies of granted files the host keeps at once, over every conversation; "
+        "a grant past it is refused with 409 until one is revoked (default %(default)s)",
+    )
+    serve.add_argument(
+        "--max-read-copy-bytes",
+        type=positive_int,
+        default=DEFAULT_TOTAL_BYTES,
+        metavar="BYTES",
+        help="bytes those read copies hold together (default %(default)s: 2 GiB)",
+    )
+    serve.add_argument(
+        "--max-copy-bytes",
+        type=positive_int,
+        default=MAX_BYTES,
+        metavar="BYTES",
+        help="bytes of one copy of a granted file or folder, and of one commit of a writable "
+        "folder (default %(default)s: 1 GiB)",
+    )
+    serve.add_argument(
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
@@ -216,6 +241,17 @@ def positive_seconds(text: str) -> float:
     if not math.isfinite(seconds) or seconds <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive, finite number of seconds")
     return seconds
+
+
+def positive_int(text: str) -> int:
+    """argparse type of a count or a byte size: a whole number above zero."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not positive")
+    return value
 
 
 def worker_env_name(name: str) -> str:
@@ -333,6 +369,9 @@ async def serve(args: argparse.Namespace) -> int:
         allowed_hosts=allowed_hosts(args),
         token=token,
         max_body_bytes=args.max_body_bytes,
+        max_read_copies=args.max_read_copies,
+        max_read_copy_bytes=args.max_read_copy_bytes,
+        max_copy_bytes=args.max_copy_bytes,
         turn_time_limit=args.turn_time_limit,
         web_fetch_allow=tuple(args.web_fetch_allow),
     )

@@ -5,7 +5,9 @@ Grants live in memory, as in FengYu. A grant's path is resolved (symlinks includ
 is attached and must lie under one of the host's allowed roots. At dispatch the target is
 opened again beneath that root's descriptor (opened once, when the store is made) without
 following any link, and the worker gets a copy made from what was opened (grant_copies): a
-link swapped in anywhere on the path refuses the call instead of being followed.
+link swapped in anywhere on the path refuses the call instead of being followed. Copies are
+kept per plugin and conversation in a folder the host owns, bounded by the host's read-copy
+quota (grant_quota), and a grant can be revoked, which deletes them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import tempfile
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -25,10 +28,13 @@ from typing import Any
 
 from plugin_spec.filerefs import FileClass, FileRefError, is_file_ref, resolve_refs
 from reference_host import beneath
-from reference_host.grant_copies import GrantCopies, commit
+from reference_host.grant_copies import GrantCopies, Staging, commit
+from reference_host.grant_quota import CopyLimits, CopyQuota
 from reference_host.tools import FileShown
 
 ACCESS = ("read", "write", "read-write")
+REVOKED_KEPT = 10_000  # revoked ref ids remembered, to say so when one is used again
+UNKNOWN = "Unknown or unauthorized file reference"  # FengYu's words for a ref it cannot use
 
 
 @dataclass(frozen=True)
@@ -48,22 +54,33 @@ class Grant:
     def writable(self) -> bool:
         return self.ref["access"] in ("write", "read-write")
 
+    @property
+    def stages(self) -> bool:
+        """A writable folder, which a write parameter gets as a staging folder: it takes no
+        read-copy slot when attached (every other grant does)."""
+        return self.writable and self.kind == "directory"
+
     def fits(self, file_class: FileClass) -> bool:
         return self.kind == file_class.kind and (self.writable or not file_class.writes)
 
 
 class GrantStore:
-    """Attach, list and hand over FileRefs per conversation and plugin.
+    """Attach, list, hand over and revoke FileRefs per conversation and plugin.
 
-    data_dirs gives a plugin's data folder, where the copies its worker gets are made;
-    without it they go to a private temporary folder removed by close().
+    folder is where the copies and staging folders workers get are made (the host's
+    <data>/grants, never a plugin's data folder, which its worker may write); without it they
+    go to a private temporary folder removed by close(). limits bound the read copies.
     """
 
     def __init__(
-        self, allowed_roots: list[Path], data_dirs: Callable[[str], Path] | None = None
+        self,
+        allowed_roots: list[Path],
+        folder: Path | None = None,
+        limits: CopyLimits | None = None,
     ) -> None:
         self.allowed_roots = [root.resolve() for root in allowed_roots]
         self._grants: dict[str, Grant] = {}
+        self._revoked: OrderedDict[str, str] = OrderedDict()  # ref id -> its conversation
         self._lock = threading.Lock()
         self._root_fds: dict[Path, int] = {}
         # a store dropped without close() (tests make many) still closes its descriptors
@@ -72,10 +89,12 @@ class GrantStore:
             for root in self.allowed_roots:
                 self._root_fd(root)
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
-        if data_dirs is None:
+        if folder is None:
             self._scratch = tempfile.TemporaryDirectory(prefix="grant-copies-")
-            data_dirs = Path(self._scratch.name).joinpath
-        self.copies = GrantCopies(data_dirs)
+            folder = Path(self._scratch.name)
+        self.limits = limits or CopyLimits()
+        self.quota = CopyQuota(self.limits)
+        self.copies = GrantCopies(folder, self.quota, self.limits.copy_bytes)
 
     def close(self) -> None:
         """Delete the copies made for workers and close the allowed roots' descriptors."""
@@ -112,18 +131,48 @@ class GrantStore:
                 "may share; only a file with one name can be granted"
             )
         ref_id = f"ref_{uuid.uuid4()}"
-        ref = {
-            "id": ref_id,
-            "name": real.name,
-            "kind": kind,
-            "access": access,
-            "size": status.st_size if kind == "file" else 0,
-        }
+        size = status.st_size if kind == "file" else 0
+        ref = {"id": ref_id, "name": real.name, "kind": kind, "access": access, "size": size}
+        grant = Grant(conversation_id, plugin_id, ref, real, root, real.relative_to(root).parts)
+        if not grant.stages:  # it will be copied: its slot and size are taken now (QuotaError)
+            self.quota.reserve(ref_id, size, f"granting {path}")
         with self._lock:
-            self._grants[ref_id] = Grant(
-                conversation_id, plugin_id, ref, real, root, real.relative_to(root).parts
-            )
+            self._grants[ref_id] = grant
         return dict(ref)
+
+    def revoke(self, conversation_id: str, ref_id: str) -> bool:
+        """Withdraw a grant of this conversation: its copy and staging are deleted (their
+        quota returns) and a call naming it is refused. False when there is no such grant."""
+        with self._lock:
+            grant = self._grants.get(ref_id)
+            if grant is None or grant.conversation_id != conversation_id:
+                return False
+            del self._grants[ref_id]
+            self._revoked[ref_id] = conversation_id
+            while len(self._revoked) > REVOKED_KEPT:
+                self._revoked.popitem(last=False)
+        self.copies.remove(conversation_id, grant.plugin_id, ref_id)
+        return True
+
+    def roots(
+        self, conversation_id: str, plugin_id: str
+    ) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+        """(writable, readable): the grant folders the worker serving a call of this
+        conversation must reach, and the only ones it should (the sandbox binds these,
+        process/). Writable holds the staging of the conversation's writable folder grants
+        to plugin, readable the read copies of its grants; another conversation's folders
+        are never among them. Each is made if missing, so it can be bound before the call;
+        both are empty when the conversation grants nothing to plugin. Once there, a folder
+        stays the same as grants are added, so a worker need not restart for each new one.
+        """
+        grants = self.grants(conversation_id, plugin_id)
+        writable: tuple[Path, ...] = ()
+        readable: tuple[Path, ...] = ()
+        if any(g.stages for g in grants):
+            writable = (self.copies.make_root(conversation_id, plugin_id, write=True),)
+        if grants:
+            readable = (self.copies.make_root(conversation_id, plugin_id, write=False),)
+        return writable, readable
 
     def grants(self, conversation_id: str, plugin_id: str | None = None) -> list[Grant]:
         with self._lock:
@@ -135,18 +184,25 @@ class GrantStore:
             ]
 
     def forget(self, conversation_id: str) -> None:
+        """Drop every grant of a conversation, with its copies and staging."""
         with self._lock:
             gone = [g for g in self._grants.values() if g.conversation_id == conversation_id]
             self._grants = {
                 k: g for k, g in self._grants.items() if g.conversation_id != conversation_id
             }
-        self.copies.forget(conversation_id, [(g.plugin_id, g.ref["id"]) for g in gone])
+            self._revoked = OrderedDict(
+                (k, c) for k, c in self._revoked.items() if c != conversation_id
+            )
+        self.copies.forget(conversation_id, [g.ref["id"] for g in gone])
 
     def granted(self, conversation_id: str, plugin_id: str, ref: Any, write: bool = False) -> Grant:
         """The grant of a FileRef to plugin in this conversation, or FileRefError."""
         ref_id = ref.get("id") if isinstance(ref, Mapping) else None
         with self._lock:
             grant = self._grants.get(ref_id) if isinstance(ref_id, str) else None
+            revoked = isinstance(ref_id, str) and self._revoked.get(ref_id) == conversation_id
+        if revoked:
+            raise FileRefError(f"{UNKNOWN}: FileRef {ref_id} was revoked in this conversation")
         if grant is None or grant.conversation_id != conversation_id:
             raise FileRefError(f"FileRef {ref_id} is not granted in this conversation")
         if grant.plugin_id != plugin_id:
@@ -155,34 +211,58 @@ class GrantStore:
             raise FileRefError(f"FileRef {ref_id} is read-only; this parameter writes")
         return grant
 
-    def hand_over(self, conversation_id: str, plugin_id: str, ref: Any, write: bool = False) -> str:
+    def hand_over(
+        self,
+        conversation_id: str,
+        plugin_id: str,
+        ref: Any,
+        write: bool = False,
+        handed: list[Staging] | None = None,
+    ) -> str:
         """The path the worker gets for a granted FileRef: a fresh copy of a read grant, or
-        the staging folder of a writable folder (see grant_copies)."""
+        the staging folder of a writable folder (see grant_copies), now held by this call
+        (added to handed when this hand-over is the one that took it)."""
         grant = self.granted(conversation_id, plugin_id, ref, write)
         if write and grant.kind != "directory":
             raise FileRefError(
                 f"FileRef {grant.ref['id']} is a file; this parameter takes a folder"
             )
-        ref_id, name = grant.ref["id"], Path(self.copy_path(plugin_id, grant.ref)).name
+        ref_id, name = grant.ref["id"], _name(grant.ref)
         fd = self._open(grant, directory=grant.kind == "directory")
         try:
             if write:
-                return self.copies.staging(conversation_id, plugin_id, ref_id, name)
-            return self.copies.read_copy(plugin_id, ref_id, name, fd)
+                staging = self.copies.staging(conversation_id, plugin_id, ref_id, name)
+                if staging.hand_out() and handed is not None:
+                    handed.append(staging)
+                path = str(staging.path)
+            else:
+                path = self.copies.read_copy(conversation_id, plugin_id, ref_id, name, fd)
         except OSError as exc:
             raise FileRefError(f"FileRef {grant.ref['id']}: cannot copy it: {exc}") from None
         finally:
             os.close(fd)
+        with self._lock:
+            still = self._grants.get(ref_id) is grant
+        if not still:  # revoked while it was copied: nothing of it may stay
+            self.copies.remove(conversation_id, plugin_id, ref_id)
+            raise FileRefError(f"{UNKNOWN}: FileRef {ref_id} was revoked in this conversation")
+        return path
 
     def copy_path(self, plugin_id: str, ref: Mapping[str, Any], write: bool = False) -> str:
-        """Where hand_over puts a grant's copy (write: its staging folder) for the worker."""
-        folder = self.copies.folder(plugin_id, str(ref["id"]), write)
-        return str(folder / (ref["name"] or "root"))
+        """Where hand_over puts a granted ref's copy (write: its staging folder) for the
+        worker; FileRefError for a ref not granted to plugin."""
+        with self._lock:
+            grant = self._grants.get(str(ref.get("id")))
+        if grant is None or grant.plugin_id != plugin_id:
+            raise FileRefError(f"FileRef {ref.get('id')} is not granted to plugin {plugin_id}")
+        folder = self.copies.folder(grant.conversation_id, plugin_id, grant.ref["id"], write)
+        return str(folder / _name(grant.ref))
 
     def commit(self, conversation_id: str, plugin_id: str) -> None:
-        """After a call: what the plugin wrote into its staging folders in this conversation
-        goes into the granted folders, reached without following links
-        (spec: host.md#fileref-grants)."""
+        """After a call: what changed in the staging folders the call was handed, while it
+        held them, goes into the granted folders, reached without following links
+        (spec: host.md#fileref-grants). What appeared there between calls (a worker serving
+        another conversation could write it) is never copied."""
         writable = {g.ref["id"]: g for g in self.grants(conversation_id, plugin_id) if g.writable}
         problems = []
         for ref_id, staging in self.copies.pending(conversation_id, set(writable)):
@@ -193,7 +273,7 @@ class GrantStore:
                 problems.append(f"{exc}; its output was not written")
                 continue
             try:
-                commit(staging, target, f"FileRef {ref_id}")
+                commit(staging, target, f"FileRef {ref_id}", self.limits.copy_bytes)
             except FileRefError as exc:
                 problems.append(str(exc))
             except OSError as exc:
@@ -239,7 +319,8 @@ class GrantStore:
         FileRef handed over as a path (spec: host.md).
 
         A file-class parameter accepts only granted FileRefs: a path the model wrote itself
-        would let it reach any file the worker can read, so it is refused.
+        would let it reach any file the worker can read, so it is refused. When the call is
+        refused here, the staging folders it took are not held for it any more.
         """
         if inject:
             args = self.inject(conversation_id, plugin_id, args, file_classes)
@@ -248,18 +329,25 @@ class GrantStore:
                 raise FileRefError(
                     f"parameter {name!r} takes a FileRef granted in this conversation, not a path"
                 )
-        return {
-            name: resolve_refs(
-                value,
-                partial(
-                    self.hand_over,
-                    conversation_id,
-                    plugin_id,
-                    write=file_classes.get(name) is FileClass.WRITE_DIRECTORY,
-                ),
-            )
-            for name, value in args.items()
-        }
+        handed: list[Staging] = []
+        try:
+            return {
+                name: resolve_refs(
+                    value,
+                    partial(
+                        self.hand_over,
+                        conversation_id,
+                        plugin_id,
+                        write=file_classes.get(name) is FileClass.WRITE_DIRECTORY,
+                        handed=handed,
+                    ),
+                )
+                for name, value in args.items()
+            }
+        except BaseException:
+            for staging in handed:
+                staging.withdraw()
+            raise
 
     def inject(
         self,
@@ -333,6 +421,11 @@ class GrantStore:
             "description asking for a FileRef or DirectoryRef):\n"
             + json.dumps(listed, ensure_ascii=False, indent=1)
         )
+
+
+def _name(ref: Mapping[str, Any]) -> str:
+    """The name a grant's copy has for the worker: the granted file's or folder's own."""
+    return str(ref["name"] or "root")
 
 
 def _close_all(fds: dict[Path, int]) -> None:

@@ -10,7 +10,7 @@ import asyncio
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,8 @@ from reference_host.approval import ApprovalBroker, ApprovalPolicy
 from reference_host.catalog_entries import from_snapshot
 from reference_host.erp import RestToolCallback
 from reference_host.events import Event
-from reference_host.grant_copies import COPIES
+from reference_host.grant_copies import COPIES, HOST_FOLDER, MAX_BYTES
+from reference_host.grant_quota import DEFAULT_COPIES, DEFAULT_TOTAL_BYTES, CopyLimits
 from reference_host.grants import GrantStore
 from reference_host.plugin_tools import WorkerToolCallback
 from reference_host.plugins import PluginError, PluginInfo, PluginService, Staged, Validator
@@ -73,6 +74,11 @@ class HostConfig:
     allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS
     token: str | None = field(default=None, repr=False)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # Read copies of grants, over every conversation (spec: host.md#fileref-grants): how
+    # many, their bytes together, and the bytes of one copy (or of one commit).
+    max_read_copies: int = DEFAULT_COPIES
+    max_read_copy_bytes: int = DEFAULT_TOTAL_BYTES
+    max_copy_bytes: int = MAX_BYTES
     # Seconds one chat turn may take in all, approvals and tool calls included
     # (spec: host.md#limits).
     turn_time_limit: float = DEFAULT_TURN_TIME_LIMIT
@@ -103,10 +109,15 @@ class Host:
         lineages.end_stale()
         self.store = Store(config.database)
         self.manager = PluginProcessManager(lineages)
-        # copies of granted files left by a host that did not close (grants live in memory)
+        # copies of granted files left by a host that did not close (grants live in memory),
+        # and where hosts before this one made them
+        shutil.rmtree(config.data_dir / HOST_FOLDER, ignore_errors=True)
         for leftover in (config.data_dir / "plugin-data").glob(f"*/{COPIES}"):
             shutil.rmtree(leftover, ignore_errors=True)
-        self.grants = GrantStore(list(config.allowed_roots), self.plugin_data)
+        limits = CopyLimits(
+            config.max_read_copies, config.max_read_copy_bytes, config.max_copy_bytes
+        )
+        self.grants = GrantStore(list(config.allowed_roots), config.data_dir / HOST_FOLDER, limits)
         self.approvals = ApprovalBroker()
         self.actors = ActorDirectory(config.actors_file)
         self.http = httpx.AsyncClient(timeout=30.0)
@@ -240,7 +251,8 @@ class Host:
         self.store.close()
 
     def plugin_data(self, plugin_id: str) -> Path:
-        """The plugin's data folder: its worker's TMP, and where its grants' copies are made."""
+        """The plugin's data folder: its worker's TMP and HOME (grants' copies are kept out
+        of it, in <data>/grants, where one conversation's cannot reach another's)."""
         return self.config.data_dir / "plugin-data" / plugin_id
 
     def permitted(self, callback: ToolCallback, tenant: str, actor: str) -> bool:
@@ -313,7 +325,7 @@ class Host:
         if row.profile == "erp":
             return None
         try:
-            return manifest_spec(
+            spec = manifest_spec(
                 row.id,
                 row.root,
                 row.manifest,
@@ -327,3 +339,9 @@ class Host:
             )
         except WorkerLaunchError:
             return None
+        if spec.sandbox is None:
+            return spec
+        # Until the sandbox binds each call's GrantStore.roots(), its worker reaches the grant
+        # copies of every conversation of its plugin (as in its data folder before), no other's.
+        grants = self.grants.copies.plugin_root(row.id)
+        return replace(spec, sandbox=spec.sandbox.with_grants((grants,), spec.sandbox.readable))

@@ -56,10 +56,11 @@ class Setup:
         return self.host.grants.attach(conversation, plugin, path, access)
 
     def copy(self, ref: dict[str, Any], plugin: str = MD) -> str:
-        """The path a worker gets for a read grant: the host's copy in its data folder
-        (spec: host.md#fileref-grants)."""
+        """The path a worker gets for a read grant: the host's copy in its grants folder,
+        never in the plugin's data folder (spec: host.md#fileref-grants)."""
         path = self.host.grants.copy_path(plugin, ref)
-        assert Path(path).is_relative_to(self.host.plugin_data(plugin))
+        assert Path(path).is_relative_to(self.host.config.data_dir / "grants")
+        assert not Path(path).is_relative_to(self.host.plugin_data(plugin))
         return path
 
 

@@ -42,7 +42,7 @@ def outside(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(shared: Path, tmp_path: Path) -> Iterator[GrantStore]:
-    grants = GrantStore([shared], (tmp_path / "data").joinpath)
+    grants = GrantStore([shared], tmp_path / "data")
     yield grants
     grants.close()
 
@@ -61,7 +61,7 @@ def test_a_read_folder_is_copied_without_its_links_and_special_files(
     ref = store.attach("c", "p", docs, "read")
     params = store.prepare("c", "p", {"d": ref}, {"d": FileClass.READ_DIRECTORY})
     copy = Path(params["d"])
-    assert copy.is_relative_to(store.copies.folder("p", ref["id"], write=False))
+    assert copy == Path(store.copy_path("p", ref))
     assert texts(copy) == {"a.md": "# a\n", "sub/b.md": "# b\n"}
     assert not any(p.is_symlink() for p in copy.rglob("*"))
 
@@ -127,12 +127,13 @@ def test_a_link_written_into_staging_is_refused_and_nothing_is_committed(
 def test_output_reaches_the_granted_folder_and_later_writes_follow(
     store: GrantStore, shared: Path
 ) -> None:
-    """A background job writes after its call returned: the next commit brings it over."""
+    """The next call handed the same staging: what it writes or changes there follows."""
     ref = store.attach("c", "p", shared / "out", "write")
     staging = Path(store.hand_over("c", "p", ref, write=True))
     (staging / "deep" / "er").mkdir(parents=True)
     (staging / "deep" / "er" / "x.txt").write_text("1")
     store.commit("c", "p")
+    assert store.hand_over("c", "p", ref, write=True) == str(staging)
     (staging / "later.txt").write_text("2")
     (staging / "deep" / "er" / "x.txt").write_text("changed")
     store.commit("c", "p")
@@ -176,16 +177,17 @@ def test_a_granted_folder_swapped_for_a_link_before_the_commit_gets_nothing(
 def test_copies_are_removed_when_forgotten_and_when_the_store_closes(
     shared: Path, tmp_path: Path
 ) -> None:
-    store = GrantStore([shared], (tmp_path / "data").joinpath)
+    store = GrantStore([shared], tmp_path / "data")
     kept = store.attach("keep", "p", shared / "docs" / "a.md", "read")
     gone = store.attach("gone", "p", shared / "docs" / "a.md", "read")
     assert Path(store.hand_over("keep", "p", kept)).exists()
-    assert Path(store.hand_over("gone", "p", gone)).exists()
+    gone_copy = Path(store.hand_over("gone", "p", gone))
+    assert gone_copy.exists()
     store.forget("gone")
-    assert not Path(store.copy_path("p", gone)).exists()
+    assert not gone_copy.exists()
     assert Path(store.copy_path("p", kept)).exists()
     store.close()
-    assert not (tmp_path / "data" / "p" / "filerefs").exists()
+    assert list((tmp_path / "data").iterdir()) == []
 
 
 async def test_a_host_removes_copies_a_previous_run_left(
@@ -220,7 +222,7 @@ def test_a_hard_link_to_an_outside_file_is_never_copied(
     os.replace(docs / "linked.md", docs / "a.md")
     with pytest.raises(FileRefError, match="now points elsewhere"):
         store.hand_over("c", "p", ref)
-    copies = store.copies.folder("p", ref["id"], write=False)
+    copies = Path(store.copy_path("p", ref)).parent
     assert SECRET not in str(texts(copies))
 
 
@@ -251,7 +253,7 @@ def test_a_granted_file_swapped_for_a_huge_one_is_refused_not_copied(
     os.replace(shared / "huge", shared / "docs" / "a.md")
     with pytest.raises(FileRefError, match=r"a\.md is larger than the host copies"):
         store.hand_over("c", "p", ref)
-    assert largest_file(store.copies.folder("p", ref["id"], write=False)) <= small_limit
+    assert largest_file(Path(store.copy_path("p", ref)).parent) <= small_limit
 
 
 def test_a_granted_file_swapped_for_a_fifo_is_refused_without_blocking(

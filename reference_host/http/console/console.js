@@ -221,25 +221,51 @@ function grantsPath() {
   return `/api/conversations/${encodeURIComponent(conversation.id)}/grants`;
 }
 
+/**
+ * A grant's card, with a Revoke button: DELETE on the API, then the list again. A refused
+ * revoke shows the host's error, and the list is read again too (a 404: it was gone already).
+ */
+function grantCard(grant) {
+  const revoke = el("button", {
+    className: "danger",
+    text: "Revoke",
+    attrs: { type: "button", "aria-label": `Revoke ${grant.ref.name}` },
+  });
+  revoke.addEventListener("click", () =>
+    guarded(byId("grants-error"), async () => {
+      revoke.disabled = true;
+      try {
+        await call("DELETE", `${grantsPath()}/${encodeURIComponent(grant.ref.id)}`);
+      } catch (error) {
+        await loadGrants().catch(() => {});
+        throw error;
+      } finally {
+        revoke.disabled = false;
+      }
+      await loadGrants();
+    }),
+  );
+  return el(
+    "li",
+    { className: "card grant", attrs: { "data-ref-id": String(grant.ref.id) } },
+    el(
+      "div",
+      { className: "card-head" },
+      el("strong", { className: "grow", text: grant.ref.name }),
+      tag(grant.ref.kind),
+      tag(grant.ref.access, grant.ref.access === "read" ? "" : "warn"),
+    ),
+    el("p", { className: "muted", text: `${grant.pluginId} · ${grant.ref.id}` }),
+    el("p", { text: grant.path }),
+    el("div", { className: "actions" }, revoke),
+  );
+}
+
 async function loadGrants() {
   const grants = await call("GET", grantsPath());
   byId("grants").replaceChildren(
     ...(grants.length
-      ? grants.map((grant) =>
-          el(
-            "li",
-            { className: "card grant" },
-            el(
-              "div",
-              { className: "card-head" },
-              el("strong", { className: "grow", text: grant.ref.name }),
-              tag(grant.ref.kind),
-              tag(grant.ref.access, grant.ref.access === "read" ? "" : "warn"),
-            ),
-            el("p", { className: "muted", text: `${grant.pluginId} · ${grant.ref.id}` }),
-            el("p", { text: grant.path }),
-          ),
-        )
+      ? grants.map(grantCard)
       : [el("li", { className: "muted", text: "nothing granted to this conversation" })]),
   );
 }
