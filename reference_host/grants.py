@@ -161,18 +161,14 @@ class GrantStore:
         conversation must reach, and the only ones it should (the sandbox binds these,
         process/). Writable holds the staging of the conversation's writable folder grants
         to plugin, readable the read copies of its grants; another conversation's folders
-        are never among them. Each is made if missing, so it can be bound before the call;
-        both are empty when the conversation grants nothing to plugin. Once there, a folder
-        stays the same as grants are added, so a worker need not restart for each new one.
+        are never among them. Both are made if missing, also before the conversation grants
+        anything, so they can be bound before the call and stay the same as grants are added:
+        the worker restarts when the conversation changes, not with each new grant (a
+        worker's state lives as long as its conversation's).
         """
-        grants = self.grants(conversation_id, plugin_id)
-        writable: tuple[Path, ...] = ()
-        readable: tuple[Path, ...] = ()
-        if any(g.stages for g in grants):
-            writable = (self.copies.make_root(conversation_id, plugin_id, write=True),)
-        if grants:
-            readable = (self.copies.make_root(conversation_id, plugin_id, write=False),)
-        return writable, readable
+        writable = self.copies.make_root(conversation_id, plugin_id, write=True)
+        readable = self.copies.make_root(conversation_id, plugin_id, write=False)
+        return (writable,), (readable,)
 
     def grants(self, conversation_id: str, plugin_id: str | None = None) -> list[Grant]:
         with self._lock:

@@ -10,7 +10,7 @@ import asyncio
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -325,7 +325,7 @@ class Host:
         if row.profile == "erp":
             return None
         try:
-            spec = manifest_spec(
+            return manifest_spec(
                 row.id,
                 row.root,
                 row.manifest,
@@ -339,9 +339,3 @@ class Host:
             )
         except WorkerLaunchError:
             return None
-        if spec.sandbox is None:
-            return spec
-        # Until the sandbox binds each call's GrantStore.roots(), its worker reaches the grant
-        # copies of every conversation of its plugin (as in its data folder before), no other's.
-        grants = self.grants.copies.plugin_root(row.id)
-        return replace(spec, sandbox=spec.sandbox.with_grants((grants,), spec.sandbox.readable))

@@ -81,9 +81,13 @@ class WorkerToolCallback:
             return failure(f"internal error: {type(exc).__name__}: {exc}")
         # off the event loop: a plugin installed without the kit may hold a slow pattern
         if (problem := await asyncio.to_thread(self._contract.problem, params)) is not None:
+            # the staging handed over is released unchanged: no call ran
+            await asyncio.to_thread(self._grants.commit, context.conversation_id, self.owner)
             return failure(problem)  # what the worker would get, route B's refs in place
         SECRETS.hold(self.owner, secrets(args, self.definition.input_schema))
         try:
+            # the worker reaches this conversation's grant folders, and no other's
+            roots = await asyncio.to_thread(self._grants.roots, context.conversation_id, self.owner)
             output = json.dumps(
                 await self._manager.invoke(
                     self.owner,
@@ -91,6 +95,7 @@ class WorkerToolCallback:
                     params,
                     tool_timeout=self.decl.timeout,
                     method_timeout=self.decl.method_timeout,
+                    grants=roots,
                 ),
                 ensure_ascii=False,
             )

@@ -30,7 +30,7 @@ REFUSED = ("EROFS", "EACCES", "EPERM")
 # cache beside a read-only module, the JVM's performance-data file in /tmp.
 RUNTIME_NOISE = re.compile(r"(/__pycache__(/|$)|\.pyc(\.\d+)?$|^/tmp/hsperfdata_)")
 
-_LINE = re.compile(r"^(\d+) (\d+\.\d+) (.*)$")
+_LINE = re.compile(r"^(\d+)\s+(\d+\.\d+) (.*)$")
 _CALL = re.compile(r"^(\w+)\((.*)\) += (-?\d+|\?)(?: (E[A-Z0-9]+))?")
 _PATH = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _WRITE_FLAGS = re.compile(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC")
@@ -102,13 +102,20 @@ def _joined(lines: Iterable[str]) -> Iterator[tuple[float, str]]:
         yield float(stamp), rest
 
 
+def _hidden_from_it(target: str) -> bool:
+    """Whether a write that failed for a missing folder failed because the sandbox hides
+    the folder (it exists out here), not because it is missing everywhere."""
+    parent = Path(target).parent
+    return parent.is_absolute() and parent.is_dir()
+
+
 def _attempts(calls: Iterable[tuple[float, str]], cwd: Path) -> Iterator[Attempt]:
     for stamp, text in calls:
         match = _CALL.match(text)
         if match is None:
             continue
         name, args, result, errno = match.groups()
-        refused = result == "-1" and errno in REFUSED
+        refused = result == "-1" and (errno in REFUSED or errno == "ENOENT")
         if name in SENDS:
             inet = _INET.search(args)
             if inet is not None:
@@ -125,4 +132,6 @@ def _attempts(calls: Iterable[tuple[float, str]], cwd: Path) -> Iterator[Attempt
             from_cwd = not name.endswith(("at", "at2")) or args.startswith("AT_FDCWD")
             if not target.startswith("/") and from_cwd:
                 target = str(cwd / target)
+            if errno == "ENOENT" and not _hidden_from_it(target):
+                continue
             yield Attempt(stamp, "write", target, True, text)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from plugin_spec.fengyu_decls import ResourceLimits
@@ -24,6 +26,8 @@ from reference_host.process.limits import (
 )
 from reference_host.process.record import LineageRecord
 from reference_host.process.timeouts import effective_timeout
+
+Grants = tuple[tuple[Path, ...], tuple[Path, ...]]  # folders: writable, readable
 
 
 class PluginProcessManager:
@@ -43,6 +47,7 @@ class PluginProcessManager:
         self._connections: dict[str, WorkerConnection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.observers: list[Callable[[str, str, Any], None]] = []
+        self._retiring: set[asyncio.Task[None]] = set()
 
     def register(self, spec: WorkerSpec, resources: ResourceLimits | None = None) -> None:
         """Add or replace a plugin's worker spec and its declared resources; a running old
@@ -96,8 +101,14 @@ class PluginProcessManager:
         tool_timeout: float | None = None,
         caller_timeout: float | None = None,
         method_timeout: float | None = None,
+        grants: Grants | None = None,
     ) -> Any:
         """Call method on the plugin's worker and return its result.
+
+        grants: the folders (writable, readable) of the calling conversation's grants. In
+        the sandbox these are the only grant folders the worker reaches; a worker started
+        with another conversation's is replaced, as FengYu restarts a worker whose grants
+        changed, so no call sees another conversation's files.
 
         Raises a WorkerError subclass: WorkerRpcError for a JSON-RPC error (the worker stays
         up), and WorkerTimeout or WorkerCrashed otherwise (the next call restarts the worker).
@@ -110,7 +121,7 @@ class PluginProcessManager:
         )
         for observe in self.observers:
             observe(plugin_id, method, params)
-        connection = await self._running(plugin_id)
+        connection = await self._running(plugin_id, grants)
         return await connection.call(method, params, timeout)
 
     async def notify(self, plugin_id: str, method: str, params: Any) -> None:
@@ -129,27 +140,48 @@ class PluginProcessManager:
     async def close(self, grace: float = 5.0) -> None:
         """Stop every worker: stdin closed, processes reaped, stragglers killed after grace."""
         await asyncio.gather(*(self.stop(pid, grace) for pid in list(self._connections)))
+        await asyncio.gather(*self._retiring, return_exceptions=True)
         if self._record is not None:
             await asyncio.to_thread(self._record.close)
 
-    async def _running(self, plugin_id: str) -> WorkerConnection:
+    async def _running(self, plugin_id: str, grants: Grants | None = None) -> WorkerConnection:
+        """The plugin's running worker, started (or replaced) to serve grants; None for
+        grants takes whichever is running."""
         connection = self._connections.get(plugin_id)
-        if connection is not None and connection.alive:
+        spec = self._spec(plugin_id, grants)
+        if _serves(connection, spec, grants):
+            assert connection is not None
             return connection  # the common case needs no lock
         lock = self._locks.setdefault(plugin_id, asyncio.Lock())
         async with lock:
+            spec = self._spec(plugin_id, grants)
             connection = self._connections.get(plugin_id)
-            if connection is None or not connection.alive:
-                if connection is not None:
+            if not _serves(connection, spec, grants):
+                if connection is not None and connection.alive:
+                    self._retire(connection)  # its calls in flight still get their answers
+                elif connection is not None:
                     await connection.close(grace=0)
-                spec = self._specs.get(plugin_id)
-                if spec is None:
-                    raise WorkerLaunchError(f"plugin {plugin_id} has no worker")
                 connection = await WorkerConnection.start(
                     spec, self._record, self._watch(plugin_id)
                 )
                 self._connections[plugin_id] = connection
+            assert connection is not None
             return connection
+
+    def _spec(self, plugin_id: str, grants: Grants | None) -> WorkerSpec:
+        """The plugin's spec, its sandbox given the calling conversation's grant folders."""
+        spec = self._specs.get(plugin_id)
+        if spec is None:
+            raise WorkerLaunchError(f"plugin {plugin_id} has no worker")
+        if grants is None or spec.sandbox is None:
+            return spec
+        return replace(spec, sandbox=spec.sandbox.with_grants(*grants))
+
+    def _retire(self, connection: WorkerConnection, grace: float = 5.0) -> None:
+        """Close a replaced worker in the background: stdin closed, answers drained."""
+        task = asyncio.get_running_loop().create_task(connection.close(grace))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
 
     def _watch(self, plugin_id: str) -> ResourceWatch:
         """What the next start of the plugin's worker is watched for."""
@@ -159,3 +191,10 @@ class PluginProcessManager:
                 observe(plugin_id, overrun)
 
         return ResourceWatch(self._resources.get(plugin_id, ResourceLimits()), self._policy, report)
+
+
+def _serves(connection: WorkerConnection | None, spec: WorkerSpec, grants: Grants | None) -> bool:
+    """Whether connection is a live worker fit for a call with grants."""
+    if connection is None or not connection.alive:
+        return False
+    return grants is None or connection.spec == spec

@@ -14,17 +14,23 @@ the folders bound inside them.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 PROBE_SECONDS = 10.0
 NETWORK_PERMISSIONS = frozenset({"network", "network.email", "database"})
+# Shared scratch and runtime folders: other programs' files and sockets (a unix socket on a
+# read-only mount still connects: the desktop bus, a container engine, an X server) are out
+# of a worker's sight, as the host's own state is.
+SHARED = (Path("/tmp"), Path("/var/tmp"), Path("/run"), Path("/dev/shm"))
 
 
 @dataclass(frozen=True)
@@ -40,9 +46,11 @@ class SandboxPolicy:
     network: bool = False
 
     def with_grants(self, writable: Iterable[Path], readable: Iterable[Path]) -> SandboxPolicy:
-        """The policy with the grant folders of one call's conversation."""
-        return SandboxPolicy(
-            self.package, self.data, tuple(writable), tuple(readable), self.hidden, self.network
+        """The policy with the grant folders of one call's conversation added."""
+        return replace(
+            self,
+            writable=(*self.writable, *writable),
+            readable=(*self.readable, *readable),
         )
 
 
@@ -74,12 +82,16 @@ def support() -> Support:
     program = shutil.which("bwrap")
     if program is None:
         return Support("", "bubblewrap is not installed (Debian: apt-get install bubblewrap)")
-    probe = SandboxPolicy(Path("/"), Path("/dev/null"))
-    argv = command(program, probe, ("true",), cwd=Path("/"))
-    try:
-        done = subprocess.run(argv, capture_output=True, timeout=PROBE_SECONDS, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Support("", f"bubblewrap could not be run: {exc}")
+    with tempfile.TemporaryDirectory(prefix="sandbox-probe-") as folder:
+        package, data = Path(folder) / "package", Path(folder) / "data"
+        package.mkdir()
+        data.mkdir()
+        probe = SandboxPolicy(package, data, hidden=(Path(folder),))
+        argv = command(program, probe, ("true",), cwd=package)
+        try:
+            done = subprocess.run(argv, capture_output=True, timeout=PROBE_SECONDS, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return Support("", f"bubblewrap could not be run: {exc}")
     if done.returncode != 0:
         lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
         why = lines[-1] if lines else f"exit code {done.returncode}"
@@ -96,13 +108,38 @@ def command(program: str, policy: SandboxPolicy, argv: Iterable[str], cwd: Path)
         *(("--share-net",) if policy.network else ()),
         *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"),
     ]
-    for folder in policy.hidden:
+    hidden = _hidden(policy)
+    for folder in hidden:
         args += ["--tmpfs", str(folder)]
+    for kept in _kept(hidden, policy):
+        args += ["--ro-bind", str(kept), str(kept)]
     args += ["--ro-bind", str(policy.package), str(policy.package)]
     for folder in policy.readable:
         args += ["--ro-bind", str(folder), str(folder)]
     for folder in (policy.data, *policy.writable):
         args += ["--bind", str(folder), str(folder)]
-    for folder in policy.hidden:
+    for folder in hidden:
         args += ["--remount-ro", str(folder)]
     return [*args, "--chdir", str(cwd), "--", *argv]
+
+
+def _hidden(policy: SandboxPolicy) -> list[Path]:
+    """The folders shown empty: SHARED where they are real folders, and policy.hidden."""
+    shared = [p for p in SHARED if p.is_dir() and not p.is_symlink()]
+    return [*shared, *(p for p in policy.hidden if p not in shared)]
+
+
+def _kept(hidden: list[Path], policy: SandboxPolicy) -> list[Path]:
+    """What a shared folder holds that a program may need, read-only: the resolver's
+    configuration when /etc/resolv.conf points into /run (systemd-resolved), and the user's
+    HOME when it lies in /tmp (FengYu shows it read-only); never the host's or kit's own."""
+    kept = []
+    home = os.environ.get("HOME")
+    for path in (Path("/etc/resolv.conf").resolve(), Path(home) if home else None):
+        if path is None or not path.exists() or not path.is_absolute():
+            continue
+        if any(path.is_relative_to(own) or own.is_relative_to(path) for own in policy.hidden):
+            continue
+        if any(path.is_relative_to(folder) for folder in hidden):
+            kept.append(path)
+    return kept

@@ -3,13 +3,13 @@ of some inputs and sent with exactly its default in others, and both reach the w
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.fengyu.harness import ToolHarness
 from conformance.strategies import InputSpace, defaulted_properties
 from tests.conftest import plugin_with_manifest, tools_manifest
 
@@ -28,19 +28,14 @@ SCHEMA: dict[str, Any] = {
     "required": ["text"],
 }
 RECORDING_WORKER = """
-import json
 from misbehaving_worker import run
-
-SEEN = {seen!r}
 
 
 def record(params):
-    with open(SEEN, "a", encoding="utf-8") as f:
-        f.write(json.dumps(params) + "\\n")
-    return {{"success": True, "summary": "recorded"}}
+    return {"success": True, "summary": "recorded"}
 
 
-run({{"method_000": record}})
+run({"method_000": record})
 """
 
 
@@ -75,10 +70,19 @@ def test_inputs_omit_a_defaulted_property_and_send_its_default() -> None:
     assert nested["nested"] == {"depth": 2}
 
 
-def test_both_kinds_reach_the_worker(run_kit, tmp_path: Path) -> None:
-    """The tools suite against a worker that records every params it is given: some lack
-    the defaulted property, some carry exactly its default."""
-    seen = tmp_path / "seen.jsonl"
+def test_both_kinds_reach_the_worker(run_kit, tmp_path: Path, monkeypatch) -> None:
+    """The tools suite against a worker whose every call's params are recorded as sent (the
+    worker's sandbox lets it write nowhere the test can read): some lack the defaulted
+    property, some carry exactly its default."""
+    received: list[dict[str, Any]] = []
+    call = ToolHarness.call
+
+    def recording(self: ToolHarness, method: str, params: Any, timeout: float) -> Any:
+        if isinstance(params, dict):
+            received.append(params)
+        return call(self, method, params, timeout)
+
+    monkeypatch.setattr(ToolHarness, "call", recording)
     schema = {
         "type": "object",
         "properties": {
@@ -92,9 +96,8 @@ def test_both_kinds_reach_the_worker(run_kit, tmp_path: Path) -> None:
     manifest["backend"] = {"runtime": "python", "protocolVersion": 4}
     root = plugin_with_manifest(tmp_path, manifest, "defaults")
     (root / "backend").mkdir()
-    (root / "backend" / "worker.py").write_text(RECORDING_WORKER.format(seen=str(seen)))
+    (root / "backend" / "worker.py").write_text(RECORDING_WORKER)
     run_kit([root], "-m", "tools", "-k", "FY-TOOL-001")
-    received = [json.loads(line) for line in seen.read_text().splitlines()]
     tool_calls = [p for p in received if "text" in p]
     assert any("greeting" not in p for p in tool_calls), tool_calls
     assert any(p.get("greeting") == "Hello, world" for p in tool_calls), tool_calls

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import shlex
 import sys
+from typing import Any
 
 import pytest
 
+from conformance.fengyu.raw_worker import RawWorker
+from reference_host.process import WorkerSpec
+from reference_host.process.connection import WorkerConnection
 from tests.conftest import FIXTURE_PLUGINS
 
 DEPENDENT_SUITES = ("FY-WRK-", "FY-TOOL-", "FY-HOST-")
@@ -32,11 +36,26 @@ STATIC_CHECKS = ("FY-WRK-001", "FY-WRK-012")
     ],
 )
 def test_dead_worker_fails_one_requirement_and_is_started_once(
-    run_kit, tmp_path, fixture: str, cause: str
+    run_kit, monkeypatch: pytest.MonkeyPatch, fixture: str, cause: str
 ) -> None:
+    """Starts are counted where the kit makes them (the worker's sandbox lets it write
+    nowhere the test could count them)."""
     plugin = FIXTURE_PLUGINS / fixture
-    starts = tmp_path / "starts.log"
-    command = shlex.join([sys.executable, str(plugin / "backend" / "worker.py"), str(starts)])
+    command = shlex.join([sys.executable, str(plugin / "backend" / "worker.py")])
+    starts: list[str] = []
+    started = RawWorker.__init__
+    connect = WorkerConnection.start.__func__  # type: ignore[attr-defined]
+
+    def raw(self: RawWorker, spec: WorkerSpec, *args: Any, **kwargs: Any) -> None:
+        starts.append(spec.plugin_id)
+        started(self, spec, *args, **kwargs)
+
+    async def connection(cls: type, spec: WorkerSpec, *args: Any, **kwargs: Any) -> Any:
+        starts.append(spec.plugin_id)
+        return await connect(cls, spec, *args, **kwargs)
+
+    monkeypatch.setattr(RawWorker, "__init__", raw)
+    monkeypatch.setattr(WorkerConnection, "start", classmethod(connection))
 
     result = run_kit([plugin], "--worker-cmd", command)
 
@@ -57,4 +76,4 @@ def test_dead_worker_fails_one_requirement_and_is_started_once(
     (reason,) = {r["reason"] for r in dependent}
     assert reason.startswith("the worker did not answer its first request (FY-WRK-001): ")
     assert cause in reason
-    assert len(starts.read_text().split()) == 1
+    assert len(starts) == 1

@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from reference_host.process.sandbox import support
 from tests.conftest import REPO, MakeHost
 from tests.faults.conftest import ProcessGuard
 from tests.faults.support import call_tool, write_worker_plugin
@@ -130,7 +131,7 @@ from reference_host.host import Host, HostConfig
 from tests.faults.support import call_tool
 
 async def main():
-    host = Host(HostConfig(data_dir=Path(sys.argv[1])))
+    host = Host(HostConfig(data_dir=Path(sys.argv[1]), sandbox=sys.argv[5] == "sandbox"))
     await host.install(Path(sys.argv[2]))
     result = await call_tool(host, sys.argv[3])
     Path(sys.argv[4]).write_text(str(result["success"]))
@@ -140,15 +141,19 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.parametrize("mode", ["unconfined", "sandbox"])
 async def test_a_host_ends_at_start_what_a_killed_host_left(
-    tmp_path: Path, guard: ProcessGuard, marker: str, make_host: MakeHost
+    tmp_path: Path, guard: ProcessGuard, marker: str, make_host: MakeHost, mode: str
 ) -> None:
-    """A host process is SIGKILLed after its worker started a group child and a daemon: both
-    survive it; the next host on the same data folder ends them as it starts."""
+    """A host process is SIGKILLed after its worker started a group child and a daemon.
+    Unconfined, both survive it and the next host on the same data folder ends them as it
+    starts; in the sandbox (die-with-parent, its own PID namespace) they die with it."""
+    if mode == "sandbox" and not support().available:
+        pytest.skip(support().reason)
     data_dir, ready = tmp_path / "host", tmp_path / "ready"
     root = plugin(tmp_path / "src", marker, "both")
     child = subprocess.Popen(
-        [sys.executable, "-c", HOST_CHILD, str(data_dir), str(root), TOOL, str(ready)],
+        [sys.executable, "-c", HOST_CHILD, str(data_dir), str(root), TOOL, str(ready), mode],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ["PYTHONPATH"]])},
     )
@@ -161,9 +166,15 @@ async def test_a_host_ends_at_start_what_a_killed_host_left(
     finally:
         child.kill()
         child.wait(10)
+    if mode == "sandbox":
+        deadline = time.monotonic() + 10
+        while marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marked(marker) == [], "a sandboxed worker's processes outlived a killed host"
+        return
     time.sleep(0.5)  # the worker sees stdin EOF and exits; what it started stays
     survivors = marked(marker)
     guard.track(survivors)
     assert len(survivors) == 2, "the fixture's processes should outlive a killed host"
-    make_host(data_dir=data_dir)  # the next host on the folder: ends what it finds as it starts
+    make_host(data_dir=data_dir, sandbox=False)  # ends what it finds as it starts
     assert left(marker) == [], "the new host left the killed host's worker processes"

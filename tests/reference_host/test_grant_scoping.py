@@ -74,10 +74,14 @@ def test_roots_hold_a_conversations_own_grant_folders_only(store: GrantStore, sh
 
     s1_writable, s1_readable = store.roots("S1", "p")
     s2_writable, s2_readable = store.roots("S2", "p")
-    assert len(s1_writable) == 1 and len(s1_readable) == 1
-    assert s2_writable == () and len(s2_readable) == 1
-    assert store.roots("S3", "p") == ((), ())
-    assert all(folder.is_dir() for folder in (*s1_writable, *s1_readable, *s2_readable))
+    assert len(s1_writable) == len(s1_readable) == len(s2_writable) == len(s2_readable) == 1
+    # a conversation's folders exist before it grants anything, and stay as grants come
+    s3 = store.roots("S3", "p")
+    store.attach("S3", "p", shared / "in.md", "read")
+    assert store.roots("S3", "p") == s3
+    folders = (*s1_writable, *s1_readable, *s2_writable, *s2_readable, *s3[0], *s3[1])
+    assert all(folder.is_dir() for folder in folders)
+    assert len(set(folders)) == len(folders)
 
     s1_staging = store.hand_over("S1", "p", s1_write, write=True)
     s1_copy = store.hand_over("S1", "p", s1_read)

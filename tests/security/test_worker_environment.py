@@ -4,16 +4,14 @@ through by name; the kit starts workers the same way, so what it tests is what a
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from reference_host.__main__ import build_parser
+from reference_host.process import WorkerSpec
 from reference_host.process.environment import (
     DEFAULT_PASS_ENV,
     WorkerEnvError,
@@ -55,15 +53,13 @@ def assert_minimal(env: dict[str, str], values: dict[str, str], data_dir: Path |
     assert env["PASSED_THROUGH"] == values["PASSED_THROUGH"]
     assert env["PATH"] == os.environ["PATH"]
     assert env["FENGYU_PLUGIN_ID"] == PLUGIN_ID
-    home, tmp = Path(env["HOME"]), Path(env["TMPDIR"])
+    tmp = Path(env["TMPDIR"])
     assert tmp == Path(env["TMP"]) == Path(env["TEMP"])
-    if "XDG_CONFIG_HOME" in env:  # a kit tool worker: a HOME of its own, watched (FY-EFF-001)
-        assert Path(env["XDG_CONFIG_HOME"]).parent == home != tmp
-        assert env["HTTP_PROXY"].startswith("http://127.0.0.1:")
-    else:
-        assert home.parent == tmp.parent == Path(env["FENGYU_PLUGIN_DATA_DIR"])
+    assert tmp.parent == Path(env["FENGYU_PLUGIN_DATA_DIR"])
+    assert env["HOME"] == os.environ["HOME"]  # the user's, read-only in the sandbox
+    assert not any(name.endswith("_PROXY") or name.startswith("XDG_") for name in env)
     if data_dir is not None:  # a host's folders (the kit removes its own after the run)
-        assert Path(env["FENGYU_PLUGIN_DATA_DIR"]) == data_dir and home.is_dir()
+        assert Path(env["FENGYU_PLUGIN_DATA_DIR"]) == data_dir
         assert tmp == data_dir / "tmp"
 
 
@@ -95,27 +91,29 @@ async def test_without_pass_through_a_host_worker_sees_only_the_documented_names
     documented |= {"FENGYU_PLUGIN_ID", "FENGYU_PLUGIN_ROOT", "FENGYU_LOG_LEVEL"}
     documented |= {"FENGYU_PLUGIN_DATA_DIR"}
     documented |= {"TMPDIR", "TMP", "TEMP", "REFERENCE_HOST_LINEAGE", "PYTHONPATH"}
+    documented |= {"PWD"}  # the working folder, set by the sandbox as a shell would
     extra = {name for name in env if name not in documented and not name.startswith("LC_")}
     assert extra == set(), f"undocumented variables reached the worker: {sorted(extra)}"
 
 
 def test_a_kit_worker_gets_no_secret_and_the_passed_through_name(
-    tmp_path: Path, secrets_set: dict[str, str]
+    run_kit, tmp_path: Path, secrets_set: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`pytest --plugin-dir ... --worker-env PASSED_THROUGH`: every worker the kit starts
-    (protocol probe, tool harness, the kit's host) gets the same environment."""
-    root, dumps = dumper(tmp_path)
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
-    run = subprocess.run(
-        [*command, "--plugin-dir", str(root), "--worker-env", "PASSED_THROUGH"],
-        cwd=tmp_path,
-        env={**os.environ, "PYTEST_ADDOPTS": "-p no:asyncio"},
-        capture_output=True,
-        timeout=KIT_TIMEOUT,
-        check=False,
-    )
-    envs = [json.loads(path.read_text()) for path in sorted(dumps.glob("*.json"))]
-    assert len(envs) >= 2, run.stdout.decode()[-2000:]
+    (protocol probe, tool harness, the kit's host) gets the environment a host gives, with
+    nothing of the kit's own (the sandbox passes it unchanged)."""
+    envs: list[dict[str, str]] = []
+    environment = WorkerSpec.environment
+
+    def recording(self: WorkerSpec, lineage: str | None = None) -> dict[str, str]:
+        env = environment(self, lineage)
+        envs.append(env)
+        return env
+
+    monkeypatch.setattr(WorkerSpec, "environment", recording)
+    root, _ = dumper(tmp_path)
+    run_kit([root], "--worker-env", "PASSED_THROUGH")
+    assert len(envs) >= 2
     for env in envs:
         assert_minimal(env, secrets_set, None)
 

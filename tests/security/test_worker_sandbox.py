@@ -1,0 +1,138 @@
+"""The host's workers run in the sandbox FengYu describes (spec: host.md#the-worker-sandbox).
+
+A real worker, started by a real Host, reports from inside what it could write, see and
+reach: the package and everything but its data folder read-only, the host's own state
+hidden, no network without the permission, and a worker that serves another conversation
+never sees the first one's grant folders.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.fengyu.services import effects_unseen
+from reference_host.host import Host
+from reference_host.process.sandbox import support
+from reference_host.tools import CallContext
+from tests.conftest import MakeHost
+from tests.faults.support import write_worker_plugin
+
+PLUGIN = "test.sandbox"
+TOOL = "probe"
+
+pytestmark = pytest.mark.skipif(
+    not support().available, reason=f"no worker sandbox here: {effects_unseen()}"
+)
+
+
+async def probe(host: Host, conversation: str = "c1", **asks: Any) -> dict[str, Any]:
+    callback = host.registry.snapshot().get(TOOL)
+    assert callback is not None
+    output = await callback.call(json.dumps(asks), CallContext(conversation_id=conversation))
+    answer: dict[str, Any] = json.loads(output)
+    assert answer.get("success") is True, answer
+    return answer
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A loopback port with a listener, that a worker with no network must not reach."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        yield server.getsockname()[1]
+
+
+@pytest.fixture
+async def host(tmp_path: Path, make_host: MakeHost) -> Host:
+    host = make_host()
+    await host.install(write_worker_plugin(tmp_path / "src", PLUGIN, TOOL, "sandbox_probe"))
+    return host
+
+
+async def test_only_the_data_folder_is_writable(host: Host, tmp_path: Path) -> None:
+    package = host.store.plugin(PLUGIN)
+    assert package is not None
+    data = host.plugin_data(PLUGIN)
+    targets = {
+        "package": str(package.root / "backend" / "x"),
+        "data": str(data / "x"),
+        "tmp": str(data / "tmp" / "x"),
+        "var": "/var/tmp/reference-host-sandbox-test",
+        "beside": str(tmp_path / "beside.txt"),
+        "host db": str(host.config.database),
+    }
+    answer = await probe(host, write=list(targets.values()))
+    got = {name: answer["write"][path] for name, path in targets.items()}
+    assert got == {
+        "package": "Read-only file system",
+        "data": "ok",
+        "tmp": "ok",
+        "var": "Read-only file system",
+        "beside": "Read-only file system",
+        "host db": "Read-only file system",
+    }
+    assert not (tmp_path / "beside.txt").exists()
+
+
+async def test_the_hosts_own_state_is_hidden(host: Host) -> None:
+    """The host's database and other plugins' folders are not even readable."""
+    database = str(host.config.database)
+    other = str(host.plugin_data("someone.else"))
+    host.plugin_data("someone.else").mkdir(parents=True)
+    answer = await probe(host, exists=[database, other, str(host.plugin_data(PLUGIN))])
+    assert answer["exists"] == {database: False, other: False, str(host.plugin_data(PLUGIN)): True}
+
+
+async def test_no_network_without_the_permission(host: Host, listener: int) -> None:
+    target = f"127.0.0.1:{listener}"
+    answer = await probe(host, connect=[target, "10.255.255.1:80"])
+    assert answer["connect"][target] != "ok"
+    assert answer["connect"]["10.255.255.1:80"] == "Network is unreachable"
+
+
+async def test_the_network_permission_shares_the_network(
+    tmp_path: Path, make_host: MakeHost, listener: int
+) -> None:
+    source = write_worker_plugin(tmp_path / "src", PLUGIN, TOOL, "sandbox_probe")
+    manifest = json.loads((source / "manifest.json").read_text())
+    manifest["permissions"] = ["network"]
+    (source / "manifest.json").write_text(json.dumps(manifest))
+    host = make_host()
+    await host.install(source)
+    target = f"127.0.0.1:{listener}"
+    assert (await probe(host, connect=[target]))["connect"] == {target: "ok"}
+
+
+async def test_a_worker_runs_in_its_own_pid_namespace(host: Host) -> None:
+    """Whatever it starts dies with it: the sandbox's init reaps and ends them all."""
+    assert (await probe(host))["pid"] < 10
+
+
+async def test_the_unconfined_toggle_runs_workers_as_before(
+    tmp_path: Path, make_host: MakeHost
+) -> None:
+    host = make_host(sandbox=False)
+    await host.install(write_worker_plugin(tmp_path / "src", PLUGIN, TOOL, "sandbox_probe"))
+    outside = tmp_path / "outside.txt"
+    assert (await probe(host, write=[str(outside)]))["write"] == {str(outside): "ok"}
+
+
+async def test_a_worker_reaches_its_own_conversations_grants_only(host: Host) -> None:
+    """The worker serving S2 is not the one that served S1: it cannot see, let alone write,
+    S1's staging (a read tool planting a file there got it committed into the user's
+    folder before)."""
+    (s1_staging,), _ = host.grants.roots("S1", PLUGIN)
+    planted = str(s1_staging / "planted.txt")
+    seen_by_s1 = await probe(host, "S1", exists=[str(s1_staging)])
+    assert seen_by_s1["exists"] == {str(s1_staging): True}
+    in_s2 = await probe(host, "S2", exists=[str(s1_staging)], write=[planted])
+    assert in_s2["exists"] == {str(s1_staging): False}
+    assert in_s2["write"][planted] != "ok"
+    assert not (s1_staging / "planted.txt").exists()
