@@ -21,6 +21,7 @@ from plugin_spec.fengyu_runtime import parse_log_line
 from plugin_spec.framing import MAX_FRAME_BYTES, decode_line
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.lineage import end_lineage, new_token
+from reference_host.process.reaper import MANAGED, reap_orphans
 from reference_host.process.tail import StderrTail
 from reference_host.process.tree import kill_group, kill_tree
 
@@ -83,6 +84,7 @@ class RawWorker:
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
+        MANAGED.add(self.process.pid)  # Popen reaps it; the orphan reaper must not
         self.lines: queue.Queue[Line | None] = queue.Queue()
         self.logs = logs if logs is not None else LogLines()
         # lines cut and kept within the host's bounds: a worker cannot grow the kit's memory
@@ -175,8 +177,10 @@ class RawWorker:
         with self._end_lock:
             if not self._ended:
                 self._ended = True
+                MANAGED.discard(self.process.pid)
                 kill_group(self.process.pid)
                 end_lineage(self.lineage)
+                reap_orphans()
 
     def _drain_stdout(self) -> None:
         assert self.process.stdout is not None

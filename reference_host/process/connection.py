@@ -48,6 +48,7 @@ from reference_host.process.errors import (
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.limits import Overrun, ResourceWatch, watch_tree
 from reference_host.process.lineage import end_lineage, new_token
+from reference_host.process.reaper import reap_orphans
 from reference_host.process.record import LineageRecord
 from reference_host.process.secrets import SECRETS
 from reference_host.process.spawn import Spawned, spawn
@@ -301,6 +302,7 @@ class WorkerConnection:
             self._monitor.cancel()
         kill_group(self.process.pid)
         await self._end_lineage()
+        await asyncio.to_thread(reap_orphans)
         await self._drain_pipes()
         self._spawned.transport.close()
         if self._closing:

@@ -27,10 +27,11 @@ from typing import Any
 
 PROBE_SECONDS = 10.0
 NETWORK_PERMISSIONS = frozenset({"network", "network.email", "database"})
-# Shared scratch and runtime folders: other programs' files and sockets (a unix socket on a
-# read-only mount still connects: the desktop bus, a container engine, an X server) are out
-# of a worker's sight, as the host's own state is.
-SHARED = (Path("/tmp"), Path("/var/tmp"), Path("/run"), Path("/dev/shm"))
+# Runtime folders: other programs' sockets (a unix socket on a read-only mount still
+# connects: the desktop bus, a container engine, an X server) are out of a worker's sight, as
+# the host's own state is. /tmp stays readable: interpreters and virtual environments live
+# there too (a CI checkout, say), and FengYu's sandbox keeps it read-only, not hidden.
+SHARED = (Path("/run"), Path("/dev/shm"), Path("/tmp/.X11-unix"), Path("/tmp/.ICE-unix"))
 
 
 @dataclass(frozen=True)

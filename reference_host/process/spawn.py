@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from reference_host.process.launch import WorkerSpec
+from reference_host.process.reaper import MANAGED
 
 
 class ExitWatchingProtocol(asyncio.subprocess.SubprocessStreamProtocol):
@@ -56,6 +57,9 @@ async def spawn(spec: WorkerSpec, limit: int, lineage: str) -> Spawned:
         start_new_session=True,
     )
     inodes = [_inode(transport, fd) for fd in (0, 1, 2)]
+    pid = transport.get_pid()
+    MANAGED.add(pid)  # asyncio's watcher reaps it; the orphan reaper must not
+    protocol.exited.add_done_callback(lambda _: MANAGED.discard(pid))
     return Spawned(
         asyncio.subprocess.Process(transport, protocol, loop),
         transport,
