@@ -75,15 +75,17 @@ class RawWorker:
         spec.prepare_folders()
         self.spec = spec
         self.lineage = new_token()
-        self.process = subprocess.Popen(
-            spec.command(),
-            cwd=spec.root,
-            env=spec.environment(self.lineage),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        with spec.started_command() as (argv, fds):
+            self.process = subprocess.Popen(
+                argv,
+                cwd=spec.root,
+                env=spec.environment(self.lineage),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=fds,
+            )
         MANAGED.add(self.process.pid)  # Popen reaps it; the orphan reaper must not
         self.lines: queue.Queue[Line | None] = queue.Queue()
         self.logs = logs if logs is not None else LogLines()

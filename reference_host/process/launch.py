@@ -3,10 +3,11 @@ folder and environment."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from reference_host.process.environment import passed_through
 from reference_host.process.errors import WorkerLaunchError
 from reference_host.process.lineage import LINEAGE_VARIABLE
 from reference_host.process.sandbox import SandboxPolicy, command, support, wants_network
+from reference_host.process.seccomp import program_fd
 
 # The project's legacy launch: an executable backend/worker in a package that declares no
 # runtime (FengYu would run java -jar backend/worker.jar there; the kit says so, FY-WRK-012).
@@ -61,12 +63,25 @@ class WorkerSpec:
         """Whether the worker runs in the OS sandbox (asked for, and possible here)."""
         return self.sandbox is not None and support().available
 
-    def command(self) -> tuple[str, ...]:
-        """What is started: argv in the sandbox where there is one (sandbox.py), behind the
-        wrapper (the kit's tracer, which stays outside the sandbox)."""
+    def command(self, seccomp_fd: int | None = None) -> tuple[str, ...]:
+        """What is started: argv in the sandbox where there is one (sandbox.py; seccomp_fd:
+        the descriptor of its system call filter, seccomp.py), behind the wrapper (the kit's
+        tracer, which stays outside the sandbox)."""
         if self.sandbox is None or not support().available:
             return (*self.wrapper, *self.argv)
-        return (*self.wrapper, *command(support().program, self.sandbox, self.argv, self.root))
+        sandboxed = command(support().program, self.sandbox, self.argv, self.root, seccomp_fd)
+        return (*self.wrapper, *sandboxed)
+
+    @contextlib.contextmanager
+    def started_command(self) -> Iterator[tuple[tuple[str, ...], tuple[int, ...]]]:
+        """The command and the descriptors to pass to it, for as long as it is being
+        started; the descriptors are closed after."""
+        fd = program_fd() if self.sandboxed else None
+        try:
+            yield self.command(fd), (fd,) if fd is not None else ()
+        finally:
+            if fd is not None:
+                os.close(fd)
 
     def machinery(self) -> frozenset[str]:
         """The programs command() puts around the worker (the sandbox, the kit's tracer):

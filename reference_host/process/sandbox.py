@@ -7,7 +7,8 @@ kit and the host build the same command here, so a worker cannot tell them apart
 the kit checks is what the host runs.
 
 On top of FengYu's shape: the worker gets PID, IPC, UTS and user namespaces of its own (what
-it starts dies with it, and it cannot make namespaces of its own), no capabilities, and the
+it starts dies with it, and it cannot make namespaces of its own), no capabilities, no ptrace
+(seccomp.py: so the kit's tracer cannot be told from its absence), and the
 folders in `hidden` (the host's or the kit's own state) show up empty and read-only, but for
 the folders bound inside them.
 """
@@ -24,6 +25,8 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from reference_host.process.seccomp import program_fd
 
 PROBE_SECONDS = 10.0
 NETWORK_PERMISSIONS = frozenset({"network", "network.email", "database"})
@@ -88,11 +91,16 @@ def support() -> Support:
         package.mkdir()
         data.mkdir()
         probe = SandboxPolicy(package, data, hidden=(Path(folder),))
-        argv = command(program, probe, ("true",), cwd=package)
+        fd = program_fd()
+        argv = command(program, probe, ("true",), package, fd)
         try:
-            done = subprocess.run(argv, capture_output=True, timeout=PROBE_SECONDS, check=False)
+            done = subprocess.run(
+                argv, capture_output=True, timeout=PROBE_SECONDS, check=False, pass_fds=(fd,)
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return Support("", f"bubblewrap could not be run: {exc}")
+        finally:
+            os.close(fd)
     if done.returncode != 0:
         lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
         why = lines[-1] if lines else f"exit code {done.returncode}"
@@ -100,12 +108,20 @@ def support() -> Support:
     return Support(program)
 
 
-def command(program: str, policy: SandboxPolicy, argv: Iterable[str], cwd: Path) -> list[str]:
-    """The bwrap command that runs argv in cwd under policy (program: the bwrap path)."""
+def command(
+    program: str,
+    policy: SandboxPolicy,
+    argv: Iterable[str],
+    cwd: Path,
+    seccomp_fd: int | None = None,
+) -> list[str]:
+    """The bwrap command that runs argv in cwd under policy (program: the bwrap path;
+    seccomp_fd: a descriptor holding seccomp.program(), passed to the child)."""
     args = [
         program,
         *("--die-with-parent", "--new-session", "--unshare-all", "--unshare-user"),
         *("--disable-userns", "--cap-drop", "ALL"),
+        *(("--seccomp", str(seccomp_fd)) if seccomp_fd is not None else ()),
         *(("--share-net",) if policy.network else ()),
         *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"),
     ]

@@ -46,16 +46,18 @@ async def spawn(spec: WorkerSpec, limit: int, lineage: str) -> Spawned:
     stdio, its environment marked with the lineage token; raises OSError when it cannot be
     started."""
     loop = asyncio.get_running_loop()
-    transport, protocol = await loop.subprocess_exec(
-        lambda: ExitWatchingProtocol(limit, loop),
-        *spec.command(),
-        cwd=spec.root,
-        env=spec.environment(lineage),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
+    with spec.started_command() as (argv, fds):
+        transport, protocol = await loop.subprocess_exec(
+            lambda: ExitWatchingProtocol(limit, loop),
+            *argv,
+            cwd=spec.root,
+            env=spec.environment(lineage),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=fds,
+        )
     inodes = [_inode(transport, fd) for fd in (0, 1, 2)]
     pid = transport.get_pid()
     MANAGED.add(pid)  # asyncio's watcher reaps it; the orphan reaper must not

@@ -20,6 +20,7 @@ from conformance.fengyu.harness import CallOutcome
 from conformance.fengyu.syscall_trace import read_trace, strace_program, tracer
 from reference_host.process import launch
 from reference_host.process.sandbox import SandboxPolicy, Support, command, support
+from reference_host.process.seccomp import program_fd
 from tests.conftest import FIXTURE_PLUGINS, copy_plugin
 
 
@@ -221,11 +222,17 @@ def _sandboxed(tmp_path: Path, code: str, network: bool = False) -> tuple[str, l
     package.mkdir(exist_ok=True)
     data.mkdir(exist_ok=True)
     policy = SandboxPolicy(package, data, hidden=(tmp_path,), network=network)
+    fd = program_fd()
     argv = [
         *tracer(strace_program(), tmp_path.parent / f"{tmp_path.name}.trace"),
-        *command(support().program, policy, [sys.executable, "-c", code], package),
+        *command(support().program, policy, [sys.executable, "-c", code], package, fd),
     ]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=60, check=False, pass_fds=(fd,)
+        )
+    finally:
+        os.close(fd)
     trace = read_trace(tmp_path.parent / f"{tmp_path.name}.trace", package)
     return done.stdout + done.stderr, [a.describe() for a in trace]
 
@@ -249,6 +256,12 @@ def test_the_sandbox_is_the_one_fengyu_describes(tmp_path: Path) -> None:
             "print('net', attempt(lambda: socket.create_connection(('10.9.9.9', 80), 1)))",
             "print('pid', os.getpid() < 10)",
             "print('traced', open('/proc/self/status').read().split('TracerPid:')[1].split()[0])",
+            "import ctypes",
+            "libc = ctypes.CDLL(None, use_errno=True)",
+            "child = os.fork()",
+            "if child == 0:",
+            "    os._exit(0 if libc.ptrace(0, 0, None, None) == 0 else ctypes.get_errno())",
+            "print('traceme', os.strerror(os.WEXITSTATUS(os.waitpid(child, 0)[1])))",
         ]
     )
     output, seen = _sandboxed(tmp_path, code)
@@ -259,6 +272,7 @@ def test_the_sandbox_is_the_one_fengyu_describes(tmp_path: Path) -> None:
     assert "net Network is unreachable" in output
     assert "pid True" in output
     assert "traced 0" in output
+    assert "traceme Operation not permitted" in output  # as in a host: ptrace is refused
     assert f"tried to write {tmp_path / 'package' / 'x'}" in seen
     assert "tried to write /var/tmp/kit-test-x" in seen
     assert "tried to connect to 10.9.9.9:80" in seen

@@ -110,6 +110,12 @@ async def test_the_network_permission_shares_the_network(
     assert (await probe(host, connect=[target]))["connect"] == {target: "ok"}
 
 
+async def test_ptrace_is_refused_so_no_tracer_can_be_told_apart(host: Host) -> None:
+    """Under the kit's tracer PTRACE_TRACEME fails; with ptrace refused in every sandbox it
+    fails in a host the same way (tests/conformance/test_effects.py checks the kit's)."""
+    assert (await probe(host, traceme=True))["traceme"] == "Operation not permitted"
+
+
 async def test_a_worker_runs_in_its_own_pid_namespace(host: Host) -> None:
     """Whatever it starts dies with it: the sandbox's init reaps and ends them all."""
     assert (await probe(host))["pid"] < 10
