@@ -57,14 +57,21 @@ class EffectWatch:
     """The observed calls of one plugin's traced worker, per tool."""
 
     def __init__(
-        self, trace: Path, cwd: Path, unwatched: str, finish: Callable[[], float | None]
+        self,
+        trace: Path,
+        cwd: Path,
+        unwatched: str,
+        finish: Callable[[], float | None],
+        writable: tuple[Path, ...] = (),
     ) -> None:
-        """trace: the worker's strace output; cwd: its working folder; unwatched: why effects
+        """trace: the worker's strace output; cwd: its working folder; writable: the folders
+        it may write (its data folder, the handed files); unwatched: why effects
         cannot be seen here ("" when they can); finish: ends the worker, once LINGER has
         passed since the latest call, returning when its tree was gone (None when no worker
         was running)."""
         self.trace = trace
         self.cwd = cwd
+        self.writable = writable
         self.unwatched = unwatched
         self._finish = finish
         self.log: dict[str, list[Observation]] = {}
@@ -109,7 +116,7 @@ class EffectWatch:
         pending = sorted(self._unsettled, key=lambda key: self.log[key[0]][key[1]].start)
         starts = [self.log[tool][index].start for tool, index in pending]
         found: dict[tuple[str, int], tuple[list[Attempt], list[Attempt]]] = {}
-        for attempt in read_trace(self.trace, self.cwd):
+        for attempt in read_trace(self.trace, self.cwd, self.writable):
             if not self._settled_until < attempt.time <= gone:
                 continue
             at = bisect.bisect_right(starts, attempt.time) - 1

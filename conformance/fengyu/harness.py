@@ -30,8 +30,6 @@ from reference_host.process import (
     WorkerTimeout,
 )
 
-SENTINEL = "conformance/sentinel"  # a method no tool answers: it starts the worker
-
 
 @dataclass(frozen=True)
 class CallOutcome:
@@ -87,17 +85,20 @@ class ToolHarness:
         """The call under way, else the last one made: what an overrun is told with."""
         current, last = self._calls
         request = current or last
-        if request is None or request["method"] == SENTINEL:
+        if request is None:
             return "while the worker started"
         what = f"calling {request['method']!r} with {shown(request['params'], 300)}"
         return f"while {what}" if current else f"after {what}"
 
     def warm(self) -> None:
-        """Start the worker with a call no tool answers, once: what a runtime writes while
-        it starts (caches, byte code) then happens before the first observed tool call."""
+        """Start the worker (and greet it, where a handshake is declared) once, before the
+        first observed tool call, as a host starts it: what a runtime writes while it starts
+        (caches, byte code) then happens before that call. No request of the kit's own is
+        sent: a worker must not tell the kit from a host by its first method."""
         if not self._warm:
             self._warm = True
-            self.call(SENTINEL, {}, 20.0)
+            with contextlib.suppress(WorkerError):
+                self._loop.run(self.manager.start(self.spec.plugin_id), timeout=60)
 
     def call(self, method: str, params: Any, timeout: float) -> CallOutcome:
         request = {"jsonrpc": "2.0", "id": "repro-1", "method": method, "params": params}

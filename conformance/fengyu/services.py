@@ -100,8 +100,9 @@ class WorkerServices:
         except WorkerLaunchError as exc:
             self.launch_error = exc.message
             self.missing_artifact = isinstance(exc, MissingArtifact)
+        writable = (self.workdir / "plugin-data", self.workdir / "tools")
         self.effects = EffectWatch(
-            self.trace, self.package, _unwatched(self.spec), self._end_harness
+            self.trace, self.package, _unwatched(self.spec), self._end_harness, writable
         )
         self._last_call = 0.0
         self._harness: ToolHarness | None = None
@@ -132,16 +133,26 @@ class WorkerServices:
 
     @cached_property
     def _transcript(self) -> Transcript:
-        assert self.spec is not None
         quick: Transcript | None = self.__dict__.get("_start_only")
         if quick is not None and not quick.exchanges[Step.START].answered:
             return quick  # the full probe would stop at the same unanswered first request
-        return run_probe(self.spec, self.methods)
+        return run_probe(self._probe_spec, self.methods)
 
     @cached_property
     def _start_only(self) -> Transcript:
+        return run_probe(self._probe_spec, {}, start_only=True)
+
+    @cached_property
+    def _probe_spec(self) -> WorkerSpec:
+        """The protocol probe's workers, with a data folder of their own: what the probe's
+        requests showed a worker cannot be left there for the worker tool calls meet."""
         assert self.spec is not None
-        return run_probe(self.spec, {}, start_only=True)
+        data = self.workdir / "probe" / "plugin-data" / self.spec.data_dir.name
+        sandbox = self.spec.sandbox
+        if sandbox is not None:
+            sandbox = replace(sandbox, data=data)
+        argv = tuple(a.replace(str(self.spec.data_dir), str(data)) for a in self.spec.argv)
+        return replace(self.spec, argv=argv, data_dir=data, sandbox=sandbox)
 
     def transcript(self) -> Transcript:
         return self._transcript

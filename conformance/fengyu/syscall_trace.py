@@ -22,17 +22,23 @@ from pathlib import Path
 WRITES = (
     *("open", "openat", "openat2", "creat", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat"),
     *("rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "truncate"),
-    *("chmod", "fchmodat", "chown", "lchown", "fchownat", "utimensat", "mknod", "mknodat"),
+    *("ftruncate", "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown"),
+    *("fchownat", "utime", "utimes", "futimesat", "utimensat", "mknod", "mknodat", "bind"),
+    *("setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr"),
 )
-SENDS = ("connect", "sendto", "sendmsg")
-REFUSED = ("EROFS", "EACCES", "EPERM")
+SENDS = ("connect", "sendto", "sendmsg", "sendmmsg")
+# The sandbox's answers to a write it does not allow: a read-only mount, a mode, a rename
+# out of a writable folder (another mount), or a folder it hides (ENOENT, see below).
+REFUSED = ("EROFS", "EACCES", "EPERM", "EXDEV")
 # What a runtime itself tries and takes no for, whatever the tool does: Python's byte-code
-# cache beside a read-only module, the JVM's performance-data file in /tmp.
+# cache beside a read-only module, the JVM's performance-data file in /tmp. Only where
+# nothing may be written: in a writable folder such a name could be a link to anywhere.
 RUNTIME_NOISE = re.compile(r"(/__pycache__(/|$)|\.pyc(\.\d+)?$|^/tmp/hsperfdata_)")
 
 _LINE = re.compile(r"^(\d+)\s+(\d+\.\d+) (.*)$")
 _CALL = re.compile(r"^(\w+)\((.*)\) += (-?\d+|\?)(?: (E[A-Z0-9]+))?")
 _PATH = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_FD_PATH = re.compile(r"^\d+<([^>]*)>")  # with -y, a descriptor shows what it names
 _WRITE_FLAGS = re.compile(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC")
 _INET = re.compile(
     r"sa_family=AF_INET6?, sin6?_port=htons\((\d+)\)"
@@ -50,8 +56,10 @@ def tracer(strace: str, output: Path) -> tuple[str, ...]:
     """The command prefix that appends the traced calls of a program and all it starts to
     output, with wall-clock times (so each can be laid at the door of a call)."""
     return (
-        *(strace, "-f", "-qq", "-ttt", "-A", "-s", "4096", "-e", "signal=none"),
-        *("-e", f"trace={','.join((*WRITES, *SENDS))}", "-o", str(output), "--"),
+        *(strace, "-f", "-qq", "-y", "-ttt", "-A", "-s", "4096", "-e", "signal=none"),
+        # "?": a name this architecture lacks (utime on aarch64) is skipped, not an error
+        *("-e", f"trace={','.join('?' + n for n in (*WRITES, *SENDS))}"),
+        *("-o", str(output), "--"),
     )
 
 
@@ -74,15 +82,16 @@ class Attempt:
         return f"{verb} {self.target}"
 
 
-def read_trace(path: Path, cwd: Path) -> list[Attempt]:
+def read_trace(path: Path, cwd: Path, writable: Iterable[Path] = ()) -> list[Attempt]:
     """The attempts in a trace file, in order, relative paths taken from cwd (the worker's
-    working folder). A connection to loopback counts: in a sandbox without the network it
+    working folder); writable: the folders the worker may write, where no runtime noise is
+    taken for granted. A connection to loopback counts: in a sandbox without the network it
     was meant for a service of the host's, and reached nothing."""
     try:
         text = path.read_text("utf-8", "replace")
     except FileNotFoundError:
         return []
-    return list(_attempts(_joined(text.splitlines()), cwd))
+    return list(_attempts(_joined(text.splitlines()), cwd, tuple(writable)))
 
 
 def _joined(lines: Iterable[str]) -> Iterator[tuple[float, str]]:
@@ -109,13 +118,14 @@ def _hidden_from_it(target: str) -> bool:
     return parent.is_absolute() and parent.is_dir()
 
 
-def _attempts(calls: Iterable[tuple[float, str]], cwd: Path) -> Iterator[Attempt]:
+def _attempts(
+    calls: Iterable[tuple[float, str]], cwd: Path, writable: tuple[Path, ...]
+) -> Iterator[Attempt]:
     for stamp, text in calls:
         match = _CALL.match(text)
         if match is None:
             continue
         name, args, result, errno = match.groups()
-        refused = result == "-1" and (errno in REFUSED or errno == "ENOENT")
         if name in SENDS:
             inet = _INET.search(args)
             if inet is not None:
@@ -124,14 +134,32 @@ def _attempts(calls: Iterable[tuple[float, str]], cwd: Path) -> Iterator[Attempt
                 failed = result == "-1" and errno != "EINPROGRESS"
                 yield Attempt(stamp, "connect", target, failed, text)
             continue
+        refused = result == "-1" and (errno in REFUSED or errno == "ENOENT")
         if not refused or (name.startswith("open") and not _WRITE_FLAGS.search(args)):
             continue
-        paths = _PATH.findall(args)
-        if paths and not RUNTIME_NOISE.search(paths[-1]):
-            target = paths[-1]
-            from_cwd = not name.endswith(("at", "at2")) or args.startswith("AT_FDCWD")
-            if not target.startswith("/") and from_cwd:
-                target = str(cwd / target)
-            if errno == "ENOENT" and not _hidden_from_it(target):
-                continue
-            yield Attempt(stamp, "write", target, True, text)
+        written = _target(args, cwd)
+        if written is None or (errno == "ENOENT" and not _hidden_from_it(written)):
+            continue
+        if RUNTIME_NOISE.search(written) and not _under(written, writable):
+            continue
+        yield Attempt(stamp, "write", written, True, text)
+
+
+def _target(args: str, cwd: Path) -> str | None:
+    """The path a call meant to write: its last quoted path (a relative one taken from cwd
+    or from its folder descriptor), else the file its descriptor names."""
+    paths = _PATH.findall(args)
+    if not paths:
+        named = _FD_PATH.match(args)
+        return str(named.group(1)) if named else None
+    target = str(paths[-1])
+    if target.startswith("/"):
+        return target
+    folder = re.match(r"^(?:AT_FDCWD|\d+)<([^>]*)>", args)
+    if folder is not None:
+        return str(Path(folder.group(1)) / target)
+    return str(cwd / target)
+
+
+def _under(target: str, folders: tuple[Path, ...]) -> bool:
+    return any(Path(target).is_relative_to(folder) for folder in folders)

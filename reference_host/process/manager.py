@@ -124,6 +124,11 @@ class PluginProcessManager:
         connection = await self._running(plugin_id, grants)
         return await connection.call(method, params, timeout)
 
+    async def start(self, plugin_id: str) -> None:
+        """Start the plugin's worker (and greet it) unless one is running; raises what the
+        start raised."""
+        await self._running(plugin_id)
+
     async def notify(self, plugin_id: str, method: str, params: Any) -> None:
         """Send a notification (no answer comes back), within the plugin's call timeout."""
         spec = self._specs.get(plugin_id)

@@ -30,6 +30,10 @@ from reference_host.process.seccomp import program_fd
 
 PROBE_SECONDS = 10.0
 NETWORK_PERMISSIONS = frozenset({"network", "network.email", "database"})
+# The kernel's settings in a fresh /proc: bwrap leaves them writable where it runs as root
+# (the sandbox's uid 0 is the real one), and a worker could then set kernel.core_pattern to a
+# program of its own, which the kernel runs as root outside every namespace.
+KERNEL_SETTINGS = (Path("/proc/sys"), Path("/proc/sysrq-trigger"))
 # Runtime folders: other programs' sockets (a unix socket on a read-only mount still
 # connects: the desktop bus, a container engine, an X server) are out of a worker's sight, as
 # the host's own state is. /tmp stays readable: interpreters and virtual environments live
@@ -125,6 +129,9 @@ def command(
         *(("--share-net",) if policy.network else ()),
         *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"),
     ]
+    for kernel in KERNEL_SETTINGS:
+        if kernel.exists():
+            args += ["--ro-bind", str(kernel), str(kernel)]
     hidden = _hidden(policy)
     for folder in hidden:
         args += ["--tmpfs", str(folder)]

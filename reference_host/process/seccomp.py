@@ -1,10 +1,15 @@
-"""The one system call filter of the worker sandbox: ptrace is refused (EPERM).
+"""The system call filter of the worker sandbox: what a worker never needs, and what would let
+it slip past the kit's tracer, is refused the same way in the kit and in a host.
 
-A worker never needs ptrace, and refusing it everywhere makes the kit's tracer invisible:
-under strace a worker's `ptrace(PTRACE_TRACEME)` fails, so a worker that asked could tell the
-kit from a host. With this filter it fails in both, the same way. The program is classic BPF
-as seccomp(2) takes it (struct sock_filter: u16 code, u8 jt, u8 jf, u32 k), handed to bwrap
-through a file descriptor (`--seccomp FD`).
+- ptrace: EPERM. Under the kit's strace a worker's `ptrace(PTRACE_TRACEME)` fails; refused
+  everywhere, it fails in a host too, so asking tells a worker nothing.
+- clone with CLONE_UNTRACED: EPERM. Such a child is not followed by a tracer.
+- clone3 and io_uring_setup: ENOSYS, as on a kernel without them (C libraries fall back to
+  clone; io_uring's reads, writes and connects bypass the traced system calls).
+
+The program is classic BPF as seccomp(2) takes it (struct sock_filter: u16 code, u8 jt,
+u8 jf, u32 k), assembled from labelled instructions and handed to bwrap through a file
+descriptor (`--seccomp FD`).
 """
 
 from __future__ import annotations
@@ -12,41 +17,78 @@ from __future__ import annotations
 import errno
 import os
 import struct
+from dataclasses import dataclass
 
 LOAD_WORD = 0x20  # BPF_LD | BPF_W | BPF_ABS
 JUMP_IF_EQUAL = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+JUMP_IF_SET = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 RETURN = 0x06  # BPF_RET | BPF_K
-ARCH_OFFSET, NR_OFFSET = 4, 0  # struct seccomp_data: int nr; u32 arch; ...
-ALLOW = 0x7FFF0000  # SECCOMP_RET_ALLOW
-REFUSE = 0x00050000 | errno.EPERM  # SECCOMP_RET_ERRNO
-# ptrace's number per architecture (AUDIT_ARCH_*): x86_64, i386, aarch64.
-PTRACE = ((0xC000003E, 101), (0x40000003, 26), (0xC00000B7, 117))
+NR, ARCH, FIRST_ARGUMENT = 0, 4, 16  # offsets in struct seccomp_data (the low word, LE)
+CLONE_UNTRACED = 0x00800000
+VERDICTS = {
+    "allow": 0x7FFF0000,  # SECCOMP_RET_ALLOW
+    "eperm": 0x00050000 | errno.EPERM,  # SECCOMP_RET_ERRNO
+    "enosys": 0x00050000 | errno.ENOSYS,
+}
 
 
-def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
-    return struct.pack("<HBBI", code, jt, jf, k)
+@dataclass(frozen=True)
+class Numbers:
+    """One architecture (its AUDIT_ARCH_* value) and its system call numbers."""
+
+    arch: int
+    ptrace: int
+    clone: int
+    clone3: int = 435
+    io_uring_setup: int = 425
+
+
+ARCHITECTURES = (
+    Numbers(0xC000003E, ptrace=101, clone=56),  # x86_64
+    Numbers(0x40000003, ptrace=26, clone=120),  # i386
+    Numbers(0xC00000B7, ptrace=117, clone=220),  # aarch64
+)
+
+Insn = tuple[int, str | int, str | int, int]  # code, jump if true, jump if false, k
+
+
+def _block(index: int, numbers: Numbers) -> list[tuple[str | None, Insn]]:
+    """The instructions for one architecture; a label on the first, jumps by label."""
+    after = f"arch{index + 1}"
+    return [
+        (f"arch{index}", (JUMP_IF_EQUAL, 0, after, numbers.arch)),
+        (None, (LOAD_WORD, 0, 0, NR)),
+        (None, (JUMP_IF_EQUAL, "eperm", 0, numbers.ptrace)),
+        (None, (JUMP_IF_EQUAL, "enosys", 0, numbers.clone3)),
+        (None, (JUMP_IF_EQUAL, "enosys", 0, numbers.io_uring_setup)),
+        (None, (JUMP_IF_EQUAL, 0, "allow", numbers.clone)),
+        (None, (LOAD_WORD, 0, 0, FIRST_ARGUMENT)),
+        (None, (JUMP_IF_SET, "eperm", "allow", CLONE_UNTRACED)),
+    ]
 
 
 def program() -> bytes:
-    """Refuse ptrace on the architectures above, allow everything else."""
-    blocks = len(PTRACE)
-    insns = [_insn(LOAD_WORD, 0, 0, ARCH_OFFSET)]
-    for index, (arch, number) in enumerate(PTRACE):
-        left = blocks - index - 1  # blocks after this one, three instructions each
-        allow = 3 * left  # from the JEQ on the number to RETURN ALLOW
-        insns += [
-            # not this architecture: the next block (the accumulator still holds the arch)
-            _insn(JUMP_IF_EQUAL, 0, 2, arch),
-            _insn(LOAD_WORD, 0, 0, NR_OFFSET),
-            _insn(JUMP_IF_EQUAL, allow + 1, allow, number),
-        ]
-    insns += [_insn(RETURN, 0, 0, ALLOW), _insn(RETURN, 0, 0, REFUSE)]
-    return b"".join(insns)
+    """The filter: per architecture, the refusals above; everything else allowed."""
+    lines: list[tuple[str | None, Insn]] = [(None, (LOAD_WORD, 0, 0, ARCH))]
+    for index, numbers in enumerate(ARCHITECTURES):
+        lines += _block(index, numbers)
+    lines.append((f"arch{len(ARCHITECTURES)}", (RETURN, 0, 0, VERDICTS["allow"])))
+    for verdict, value in VERDICTS.items():
+        lines.append((verdict, (RETURN, 0, 0, value)))
+    labels = {label: at for at, (label, _) in enumerate(lines) if label is not None}
+
+    def offset(at: int, target: str | int) -> int:
+        return target if isinstance(target, int) else labels[target] - at - 1
+
+    return b"".join(
+        struct.pack("<HBBI", code, offset(at, jt), offset(at, jf), k)
+        for at, (_, (code, jt, jf, k)) in enumerate(lines)
+    )
 
 
 def program_fd() -> int:
-    """A readable descriptor holding program(), inheritable, for bwrap's --seccomp; the
-    caller closes it once the worker is started."""
+    """A readable descriptor holding program(), for bwrap's --seccomp; the caller passes it
+    to the child and closes it once the worker is started."""
     fd = os.memfd_create("worker-seccomp", 0)
     os.write(fd, program())
     os.lseek(fd, 0, os.SEEK_SET)

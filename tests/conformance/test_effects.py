@@ -195,6 +195,13 @@ def test_the_trace_gives_refused_writes_and_internet_attempts(tmp_path: Path) ->
         'openat(AT_FDCWD, "/tmp/hsperfdata_root/7", O_RDWR|O_CREAT, 0600) = -1 EROFS (R)',
         'rename("/work/a", "/work/b") = -1 EROFS (Read-only file system)',
         'openat(AT_FDCWD, "/data/ok", O_WRONLY|O_CREAT, 0666) = 4',
+        'openat(AT_FDCWD</pkg/ui>, "index.html", O_RDWR) = -1 EROFS (Read-only file system)',
+        "fchmod(5</pkg/backend/worker.py>, 0755) = -1 EROFS (Read-only file system)",
+        'rename("/data/x", "/etc/x") = -1 EXDEV (Invalid cross-device link)',
+        'symlink("/etc/passwd", "/data/cache.pyc") = 0',
+        'openat(AT_FDCWD, "/data/cache.pyc", O_WRONLY|O_TRUNC) = -1 EROFS (Read-only file system)',
+        "sendmmsg(6, [{msg_hdr={msg_name={sa_family=AF_INET, sin_port=htons(53), "
+        'sin_addr=inet_addr("10.1.2.4")}, msg_namelen=16}}], 1, 0) = 1',
         'connect(3, {sa_family=AF_UNIX, sun_path="/var/run/nscd/socket"}, 110) = -1 ENOENT',
         'connect(3, {sa_family=AF_INET, sin_port=htons(9), sin_addr=inet_addr("127.0.0.1")}'
         ", 16) = -1 ENETUNREACH (Network is unreachable)",
@@ -204,10 +211,16 @@ def test_the_trace_gives_refused_writes_and_internet_attempts(tmp_path: Path) ->
         'sin_addr=inet_addr("10.1.2.3")}, 16) = 1',
     ]
     (tmp_path / "trace").write_text("\n".join(_line(1.0 + i, t) for i, t in enumerate(lines)))
-    found = [(a.describe(), a.refused) for a in read_trace(tmp_path / "trace", Path("/pkg"))]
+    trace = read_trace(tmp_path / "trace", Path("/pkg"), (Path("/data"),))
+    found = [(a.describe(), a.refused) for a in trace]
     assert found == [
         ("tried to write /pkg/build/x", True),
         ("tried to write /work/b", True),
+        ("tried to write /pkg/ui/index.html", True),
+        ("tried to write /pkg/backend/worker.py", True),
+        ("tried to write /etc/x", True),
+        ("tried to write /data/cache.pyc", True),  # a link named like byte code, to anywhere
+        ("connected to 10.1.2.4:53", False),
         ("tried to connect to 127.0.0.1:9", True),
         ("connected to [::1]:443", False),
         ("connected to 10.1.2.3:53", False),
@@ -310,7 +323,8 @@ def test_a_late_write_fails_the_read_tool(run_kit, tmp_path: Path) -> None:
     )
     source = source.replace('params["word"]', '"late"')
     worker.write_text(source)
-    result = run_kit([plugin], "-k", "FY-EFF-001 or FY-TOOL")
+    # one call, so the write it leaves behind cannot land in the window of a later one
+    result = run_kit([plugin], "-k", "FY-EFF-001", "--conformance-examples", "1")
     assert result.reported() == {"FY-EFF-001"}
     (finding,) = result.findings("FY-EFF-001")
     assert "after a call answered" in finding["message"] and ".fixture-cache" in finding["message"]

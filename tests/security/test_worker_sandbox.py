@@ -9,6 +9,7 @@ never sees the first one's grant folders.
 from __future__ import annotations
 
 import json
+import platform
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,6 +82,15 @@ async def test_only_the_data_folder_is_writable(host: Host, tmp_path: Path) -> N
     assert not (tmp_path / "beside.txt").exists()
 
 
+async def test_kernel_settings_are_read_only(host: Host) -> None:
+    """Where the host runs as root, the sandbox's root is the real one: a writable
+    /proc/sys/kernel/core_pattern ran a program of the worker's as root outside the sandbox.
+    (The probe writes a word where numbers go, so a writable file would change nothing.)"""
+    settings = ["/proc/sys/kernel/pid_max", "/proc/sys/vm/swappiness"]  # numbers only
+    answer = await probe(host, write=settings)
+    assert answer["write"] == dict.fromkeys(settings, "Read-only file system")
+
+
 async def test_the_hosts_own_state_is_hidden(host: Host) -> None:
     """The host's database and other plugins' folders are not even readable."""
     database = str(host.config.database)
@@ -114,6 +124,18 @@ async def test_ptrace_is_refused_so_no_tracer_can_be_told_apart(host: Host) -> N
     """Under the kit's tracer PTRACE_TRACEME fails; with ptrace refused in every sandbox it
     fails in a host the same way (tests/conformance/test_effects.py checks the kit's)."""
     assert (await probe(host, traceme=True))["traceme"] == "Operation not permitted"
+
+
+async def test_what_would_slip_past_a_tracer_is_refused(host: Host) -> None:
+    """A child made with CLONE_UNTRACED is followed by no tracer, and io_uring writes and
+    connects without the traced system calls: both are refused in every sandbox."""
+    if platform.machine() != "x86_64":
+        pytest.skip("the probe uses x86_64 system call numbers")
+    escapes = (await probe(host, escapes=True))["escapes"]
+    assert escapes == {
+        "untraced child": "Operation not permitted",
+        "io_uring": "Function not implemented",
+    }
 
 
 async def test_a_worker_runs_in_its_own_pid_namespace(host: Host) -> None:
