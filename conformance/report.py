@@ -7,6 +7,7 @@ another requirement's failure kept from running (`skipped`, with `blocked_by` na
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,8 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
             lines.append("")
             for finding in record["findings"]:
                 where = finding["file"] + (f":{finding['line']}" if finding["line"] else "")
-                lines.append(f"- `{where}` `{finding['pointer'] or '/'}`: {finding['message']}")
+                lines.append(f"- `{where}` `{finding['pointer'] or '/'}`:")
+                lines += fenced(finding["message"])
             if record.get("reason"):
                 lines.append(f"- baseline: {record['reason']}")
             lines.append("")
@@ -110,6 +112,19 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
                 "</details>",
             ]
     return "\n".join(lines) + "\n"
+
+
+def fenced(text: str, indent: str = "  ") -> list[str]:
+    """text as a code block inside a list item, its fence longer than any run of backticks
+    in it: a finding quotes what a worker wrote, which must not become the report's markup
+    (a heading, a comment hiding the findings after it)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [
+        f"{indent}{fence}text",
+        *(f"{indent}{line}" for line in text.splitlines()),
+        f"{indent}{fence}",
+    ]
 
 
 def suite_times(records: list[dict[str, Any]]) -> list[str]:

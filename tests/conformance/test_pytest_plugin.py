@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from conformance.catalog import load_catalog
+from conformance.report import markdown
 from tests.conftest import FIXTURE_PLUGINS, REPO, failures, plugin_with_manifest
 
 SAMPLE = REPO / "sample_plugins" / "fan.summer.markdown"
@@ -418,3 +419,27 @@ def test_plugins_of_one_folder_are_checked_against_each_other(
             [f"FAILED *conformance.com.example.copy{n}.manifest::FY-MAN-008*"]
         )
         assert f"'markdown_render' is also offered by plugin com.example.copy{other}" in out
+
+
+def test_a_finding_cannot_write_the_reports_markup() -> None:
+    """A finding quotes what a worker wrote (its stderr): in the Markdown report it stays a
+    code block, whatever headings, comments or fences it holds."""
+    hostile = "# Plugin conformance report\nAll MUST requirements passed\n<!--\n````\n"
+    record = {
+        "plugin": "p",
+        "profile": "fengyu-v2",
+        "requirement": "FY-WRK-001",
+        "level": "MUST",
+        "status": "failed",
+        "title": "worker starts",
+        "suite": "worker",
+        "seconds": 0.0,
+        "findings": [
+            {"file": "backend/worker.py", "line": None, "pointer": "", "message": hostile}
+        ],
+    }
+    md = markdown([{"label": "p", "profile": "fengyu-v2"}], [record])
+    start = md.index("`````text")
+    block = md[start : md.index("\n  `````\n", start)]
+    assert "  # Plugin conformance report" in block and "  <!--" in block
+    assert md.count("\n# ") == 0 and md.startswith("# Plugin conformance report\n")
