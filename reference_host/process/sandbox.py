@@ -30,6 +30,18 @@ from reference_host.process.seccomp import program_fd
 
 PROBE_SECONDS = 10.0
 NETWORK_PERMISSIONS = frozenset({"network", "network.email", "database"})
+# The user's credential folders, the ones FengYu never grants for writing: hidden, so a
+# worker reads no key in them and reaches no socket there (a container engine's under
+# ~/.docker): a unix socket on a read-only mount still connects.
+CREDENTIALS = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".docker",
+    ".kube",
+    ".config/gcloud",
+    ".config/github-copilot",
+)
 # The kernel's settings in a fresh /proc: bwrap leaves them writable where it runs as root
 # (the sandbox's uid 0 is the real one), and a worker could then set kernel.core_pattern to a
 # program of its own, which the kernel runs as root outside every namespace.
@@ -148,8 +160,11 @@ def command(
 
 
 def _hidden(policy: SandboxPolicy) -> list[Path]:
-    """The folders shown empty: SHARED where they are real folders, and policy.hidden."""
-    shared = [p for p in SHARED if p.is_dir() and not p.is_symlink()]
+    """The folders shown empty: SHARED and the user's credential folders where they are real
+    folders, and policy.hidden."""
+    home = os.environ.get("HOME")
+    credentials = [Path(home) / c for c in CREDENTIALS] if home else []
+    shared = [p for p in (*SHARED, *credentials) if p.is_dir() and not p.is_symlink()]
     return [*shared, *(p for p in policy.hidden if p not in shared)]
 
 

@@ -6,6 +6,9 @@ it slip past the kit's tracer, is refused the same way in the kit and in a host.
 - clone with CLONE_UNTRACED: EPERM. Such a child is not followed by a tracer.
 - clone3 and io_uring_setup: ENOSYS, as on a kernel without them (C libraries fall back to
   clone; io_uring's reads, writes and connects bypass the traced system calls).
+- a mode with the set-user-id or set-group-id bit (chmod, fchmod, fchmodat, open, creat):
+  EPERM. Where the host runs as root a worker could otherwise leave a set-uid root program
+  in its data folder.
 
 The program is classic BPF as seccomp(2) takes it (struct sock_filter: u16 code, u8 jt,
 u8 jf, u32 k), assembled from labelled instructions and handed to bwrap through a file
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 LOAD_WORD = 0x20  # BPF_LD | BPF_W | BPF_ABS
 JUMP_IF_EQUAL = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 JUMP_IF_SET = 0x45  # BPF_JMP | BPF_JSET | BPF_K
+JUMP_ALWAYS = 0x05  # BPF_JMP | BPF_JA
 RETURN = 0x06  # BPF_RET | BPF_K
 NR, ARCH, FIRST_ARGUMENT = 0, 4, 16  # offsets in struct seccomp_data (the low word, LE)
 CLONE_UNTRACED = 0x00800000
@@ -34,42 +38,61 @@ VERDICTS = {
 
 @dataclass(frozen=True)
 class Numbers:
-    """One architecture (its AUDIT_ARCH_* value) and its system call numbers."""
+    """One architecture (its AUDIT_ARCH_* value), its system call numbers, and the calls that
+    set a file's mode, with the index of their mode argument."""
 
     arch: int
     ptrace: int
     clone: int
+    modes: tuple[tuple[int, int], ...]
     clone3: int = 435
     io_uring_setup: int = 425
 
 
 ARCHITECTURES = (
-    Numbers(0xC000003E, ptrace=101, clone=56),  # x86_64
-    Numbers(0x40000003, ptrace=26, clone=120),  # i386
-    Numbers(0xC00000B7, ptrace=117, clone=220),  # aarch64
+    # x86_64: chmod, fchmod, fchmodat, fchmodat2, open, openat, creat
+    Numbers(0xC000003E, 101, 56, ((90, 1), (91, 1), (268, 2), (452, 2), (2, 2), (257, 3), (85, 1))),
+    # i386: chmod, fchmod, fchmodat, fchmodat2, open, openat, creat
+    Numbers(0x40000003, 26, 120, ((15, 1), (94, 1), (306, 2), (452, 2), (5, 2), (295, 3), (8, 1))),
+    # aarch64: fchmod, fchmodat, fchmodat2, openat
+    Numbers(0xC00000B7, 117, 220, ((52, 1), (53, 2), (452, 2), (56, 3))),
 )
+SET_ID_BITS = 0o6000  # S_ISUID | S_ISGID: a file the worker makes must not run as its owner
 
-Insn = tuple[int, str | int, str | int, int]  # code, jump if true, jump if false, k
+Insn = tuple[
+    int, str | int, str | int, int | str
+]  # code, jump if true, if false, k (a label for JA)
+Line = tuple[str | None, Insn]
 
 
-def _block(index: int, numbers: Numbers) -> list[tuple[str | None, Insn]]:
+def _block(index: int, numbers: Numbers) -> list[Line]:
     """The instructions for one architecture; a label on the first, jumps by label."""
-    after = f"arch{index + 1}"
-    return [
+    after, argument = f"arch{index + 1}", f"argument{index}_"
+    lines: list[Line] = [
         (f"arch{index}", (JUMP_IF_EQUAL, 0, after, numbers.arch)),
         (None, (LOAD_WORD, 0, 0, NR)),
         (None, (JUMP_IF_EQUAL, "eperm", 0, numbers.ptrace)),
         (None, (JUMP_IF_EQUAL, "enosys", 0, numbers.clone3)),
         (None, (JUMP_IF_EQUAL, "enosys", 0, numbers.io_uring_setup)),
-        (None, (JUMP_IF_EQUAL, 0, "allow", numbers.clone)),
-        (None, (LOAD_WORD, 0, 0, FIRST_ARGUMENT)),
+        (None, (JUMP_IF_EQUAL, f"clone{index}", 0, numbers.clone)),
+    ]
+    lines += [(None, (JUMP_IF_EQUAL, f"{argument}{at}", 0, nr)) for nr, at in numbers.modes]
+    lines += [
+        (None, (JUMP_ALWAYS, 0, 0, "allow")),
+        (f"clone{index}", (LOAD_WORD, 0, 0, FIRST_ARGUMENT)),
         (None, (JUMP_IF_SET, "eperm", "allow", CLONE_UNTRACED)),
     ]
+    for at in sorted({at for _, at in numbers.modes}):
+        lines += [
+            (f"{argument}{at}", (LOAD_WORD, 0, 0, FIRST_ARGUMENT + 8 * at)),
+            (None, (JUMP_IF_SET, "eperm", "allow", SET_ID_BITS)),
+        ]
+    return lines
 
 
 def program() -> bytes:
     """The filter: per architecture, the refusals above; everything else allowed."""
-    lines: list[tuple[str | None, Insn]] = [(None, (LOAD_WORD, 0, 0, ARCH))]
+    lines: list[Line] = [(None, (LOAD_WORD, 0, 0, ARCH))]
     for index, numbers in enumerate(ARCHITECTURES):
         lines += _block(index, numbers)
     lines.append((f"arch{len(ARCHITECTURES)}", (RETURN, 0, 0, VERDICTS["allow"])))
@@ -80,10 +103,13 @@ def program() -> bytes:
     def offset(at: int, target: str | int) -> int:
         return target if isinstance(target, int) else labels[target] - at - 1
 
-    return b"".join(
-        struct.pack("<HBBI", code, offset(at, jt), offset(at, jf), k)
-        for at, (_, (code, jt, jf, k)) in enumerate(lines)
-    )
+    def encode(at: int, code: int, jt: str | int, jf: str | int, k: int | str) -> bytes:
+        if code == JUMP_ALWAYS:  # the offset is in k
+            return struct.pack("<HBBI", code, 0, 0, offset(at, k))
+        assert isinstance(k, int)
+        return struct.pack("<HBBI", code, offset(at, jt), offset(at, jf), k)
+
+    return b"".join(encode(at, *insn) for at, (_, insn) in enumerate(lines))
 
 
 def program_fd() -> int:

@@ -100,6 +100,35 @@ async def test_the_hosts_own_state_is_hidden(host: Host) -> None:
     assert answer["exists"] == {database: False, other: False, str(host.plugin_data(PLUGIN)): True}
 
 
+async def test_the_users_credential_folders_are_hidden(
+    tmp_path: Path, make_host: MakeHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys in ~/.ssh are not readable, and a socket in ~/.docker cannot be reached (a unix
+    socket on a read-only mount still connects), with or without the network."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    (home / ".docker" / "run").mkdir(parents=True)
+    engine = socket.socket(socket.AF_UNIX)
+    engine.bind(str(home / ".docker" / "run" / "docker.sock"))
+    engine.listen()
+    (home / "notes.txt").write_text("readable, as in FengYu")
+    monkeypatch.setenv("HOME", str(home))
+    host = make_host()
+    await host.install(write_worker_plugin(tmp_path / "src", PLUGIN, TOOL, "sandbox_probe"))
+    key, sock = str(home / ".ssh" / "id_ed25519"), str(home / ".docker" / "run" / "docker.sock")
+    answer = await probe(host, exists=[key, sock, str(home / "notes.txt")])
+    engine.close()
+    assert answer["exists"] == {key: False, sock: False, str(home / "notes.txt"): True}
+
+
+async def test_set_id_bits_are_refused(host: Host) -> None:
+    """Where the host runs as root, a set-uid file in the data folder would run as root."""
+    data = host.plugin_data(PLUGIN)
+    answer = await probe(host, chmod={str(data / "x"): 0o4755, str(data / "y"): 0o755})
+    assert answer["chmod"] == {str(data / "x"): "Operation not permitted", str(data / "y"): "ok"}
+
+
 async def test_no_network_without_the_permission(host: Host, listener: int) -> None:
     target = f"127.0.0.1:{listener}"
     answer = await probe(host, connect=[target, "10.255.255.1:80"])
