@@ -1,13 +1,9 @@
-"""What a call did to the files around it: a stat snapshot of watched folders, before and after.
+"""What a call did to the files handed to it: a stat snapshot, before and after.
 
 A snapshot records each entry's type, size, modification time, change time and inode. The
 change time moves on every write, truncation, chmod or link and cannot be set back by an
 unprivileged process, so a file whose record is unchanged holds the same bytes: the kit need
-not read or hash anything. Byte-code caches (`__pycache__`), development folders (`.git`,
-`node_modules`, virtual environments) and build outputs (`target`, `build`, `dist`) are not
-walked: runtimes and tools write them, not the plugin's tools, and walking a virtual
-environment on every call would cost more than the call (a walk costs about 15 us per entry,
-twice per call).
+not read or hash anything (a walk costs about 15 us per entry, twice per call).
 """
 
 from __future__ import annotations
@@ -18,25 +14,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-NOT_WALKED = frozenset(
-    {"__pycache__", ".git", ".hg", ".svn", "node_modules", ".venv", "venv", ".tox", ".nox"}
-    | {".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", ".gradle", ".idea"}
-    | {"target", "build", "dist"}  # build outputs (Maven, Gradle, setuptools)
-)
-
 Record = tuple[str, int, int, int, int]  # type, size, mtime_ns, ctime_ns, inode
-MAX_ENTRIES = 20_000  # per area: a plugin folder is far smaller once NOT_WALKED is left out
+MAX_ENTRIES = 20_000  # per area: the files handed to one tool are far fewer
 
 
 @dataclass(frozen=True)
 class Area:
-    """A watched folder, named as findings name it ("the plugin folder", "HOME"); tooling:
-    whether the folders NOT_WALKED are left out (only in the plugin folder, where a
-    developer's checkout keeps them; elsewhere a tool could hide its writes in them)."""
+    """A watched folder, named as findings name it ("the tool's handed files")."""
 
     root: Path
     name: str
-    tooling: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,7 +90,7 @@ def snapshot(areas: Iterable[Area], skip: Iterable[Path] = ()) -> Snapshot:
                 seen[path] = (area.name, record)
                 if len(seen) > limit:
                     raise TooManyEntries(area, MAX_ENTRIES)
-                if record[0] == "d" and not (area.tooling and entry.name in NOT_WALKED):
+                if record[0] == "d":
                     stack.append(path)
     return seen
 

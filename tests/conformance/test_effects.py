@@ -29,8 +29,7 @@ def test_watch_names_created_modified_and_deleted_files(tmp_path: Path) -> None:
     (tmp_path / "edited.txt").write_text("a")
     (tmp_path / "gone.txt").write_text("a")
     (tmp_path / "granted").mkdir()
-    (tmp_path / "__pycache__").mkdir()
-    area = Area(tmp_path, "the plugin folder", tooling=True)
+    area = Area(tmp_path, "the tool's handed files")
     before = snapshot([area], skip=[tmp_path / "granted"])
 
     with (tmp_path / "edited.txt").open("a") as file:
@@ -39,7 +38,6 @@ def test_watch_names_created_modified_and_deleted_files(tmp_path: Path) -> None:
     (tmp_path / "new").mkdir()
     (tmp_path / "new" / "made.txt").write_text("c")
     (tmp_path / "granted" / "output.txt").write_text("d")
-    (tmp_path / "__pycache__" / "m.pyc").write_bytes(b"e")
 
     found = {
         (c.kind, c.path.relative_to(tmp_path).as_posix())
