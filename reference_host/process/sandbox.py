@@ -7,10 +7,11 @@ kit and the host build the same command here, so a worker cannot tell them apart
 the kit checks is what the host runs.
 
 On top of FengYu's shape: the worker gets PID, IPC, UTS and user namespaces of its own (what
-it starts dies with it, and it cannot make namespaces of its own), no capabilities, no ptrace
-(seccomp.py: so the kit's tracer cannot be told from its absence), and the
-folders in `hidden` (the host's or the kit's own state) show up empty and read-only, but for
-the folders bound inside them.
+it starts dies with it, and it cannot make namespaces of its own), no capabilities, a system
+call filter (seccomp.py: no ptrace, so the kit's tracer cannot be told from its absence, and
+nothing that slips past it), read-only kernel settings, and the folders in `hidden` (the
+host's or the kit's own state), the socket folders and the user's credential folders show up
+empty and read-only, but for the folders bound inside them.
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ def command(
     hidden = _hidden(policy)
     for folder in hidden:
         args += ["--tmpfs", str(folder)]
-    for kept in _kept(hidden, policy):
+    for kept in _kept(hidden):
         args += ["--ro-bind", str(kept), str(kept)]
     args += ["--ro-bind", str(policy.package), str(policy.package)]
     for folder in policy.readable:
@@ -168,17 +169,9 @@ def _hidden(policy: SandboxPolicy) -> list[Path]:
     return [*shared, *(p for p in policy.hidden if p not in shared)]
 
 
-def _kept(hidden: list[Path], policy: SandboxPolicy) -> list[Path]:
-    """What a shared folder holds that a program may need, read-only: the resolver's
-    configuration when /etc/resolv.conf points into /run (systemd-resolved), and the user's
-    HOME when it lies in /tmp (FengYu shows it read-only); never the host's or kit's own."""
-    kept = []
-    home = os.environ.get("HOME")
-    for path in (Path("/etc/resolv.conf").resolve(), Path(home) if home else None):
-        if path is None or not path.exists() or not path.is_absolute():
-            continue
-        if any(path.is_relative_to(own) or own.is_relative_to(path) for own in policy.hidden):
-            continue
-        if any(path.is_relative_to(folder) for folder in hidden):
-            kept.append(path)
-    return kept
+def _kept(hidden: list[Path]) -> list[Path]:
+    """What a hidden folder holds that every program needs, read-only: the resolver's
+    configuration when /etc/resolv.conf points into /run (systemd-resolved)."""
+    resolver = Path("/etc/resolv.conf").resolve()
+    inside = any(resolver.is_relative_to(folder) for folder in hidden)
+    return [resolver] if inside and resolver.is_file() else []
