@@ -6,7 +6,9 @@ started is stopped by close() at the end of the run, so a kit run leaves no proc
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import replace
@@ -34,9 +36,22 @@ from reference_host.process.sandbox import support
 
 def private_copy(source: Path, target: Path) -> None:
     """The plugin folder as the kit runs it: a copy, as a host installs one, so nothing a
-    worker or a runtime writes can reach the author's files (links stay links; .git stays
-    behind)."""
-    shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    worker or a runtime writes can reach the author's files. Links stay links; .git, FIFOs,
+    sockets and devices stay behind (opening a FIFO to copy it would wait forever). Raises
+    OSError naming what could not be copied."""
+    try:
+        shutil.copytree(source, target, symlinks=True, ignore=_left_behind)
+    except shutil.Error as exc:
+        first = exc.args[0][0] if exc.args and exc.args[0] else ("", "", str(exc))
+        raise OSError(f"{first[0]}: {first[2]}") from None
+
+
+def _left_behind(folder: str, names: list[str]) -> list[str]:
+    def special(name: str) -> bool:
+        mode = os.lstat(os.path.join(folder, name)).st_mode
+        return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
+
+    return [name for name in names if name == ".git" or special(name)]
 
 
 def effects_unseen() -> str:
@@ -79,16 +94,21 @@ class WorkerServices:
         self.workdir = Path(tempfile.mkdtemp(prefix="fengyu-"))
         name = plugin.label.replace("/", "_")
         self.package = self.workdir / "plugins" / name
-        private_copy(plugin.root, self.package)
+        self.launch_error: str | None = None
+        try:
+            private_copy(plugin.root, self.package)
+        except OSError as exc:
+            self.launch_error = f"the plugin folder cannot be copied as a host would: {exc}"
         self.trace = self.workdir / "trace" / "worker.trace"
         self.trace.parent.mkdir()
         (self.workdir / "tools").mkdir()
-        self.launch_error: str | None = None
         self.resources = resource_limits(plugin.data)
         self.overruns = OverrunLog()  # FY-WRK-020: what the tool harness's worker went over
         self.missing_artifact = False
         self.spec: WorkerSpec | None = None
         try:
+            if self.launch_error is not None:
+                raise WorkerLaunchError(self.launch_error)
             self.spec = worker_spec(
                 plugin,
                 override,

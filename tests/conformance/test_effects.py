@@ -21,7 +21,7 @@ from conformance.fengyu.syscall_trace import read_trace, strace_program, tracer
 from reference_host.process import launch
 from reference_host.process.sandbox import SandboxPolicy, Support, command, support
 from reference_host.process.seccomp import program_fd
-from tests.conftest import FIXTURE_PLUGINS, copy_plugin
+from tests.conftest import FIXTURE_PLUGINS, REPO, copy_plugin
 
 
 def test_watch_names_created_modified_and_deleted_files(tmp_path: Path) -> None:
@@ -326,3 +326,13 @@ def test_a_late_write_fails_the_read_tool(run_kit, tmp_path: Path) -> None:
     assert result.reported() == {"FY-EFF-001"}
     (finding,) = result.findings("FY-EFF-001")
     assert "after a call answered" in finding["message"] and ".fixture-cache" in finding["message"]
+
+
+def test_a_fifo_in_the_plugin_folder_is_left_out_of_the_copy(run_kit, tmp_path: Path) -> None:
+    """Copying a FIFO would wait for a writer forever: the kit's copy leaves it behind, and
+    only the host, which refuses such a folder, reports it."""
+    plugin = copy_plugin(REPO / "sample_plugins" / "fan.summer.markdown", tmp_path)
+    os.mkfifo(plugin / "pipe")
+    result = run_kit([plugin], "-k", "FY-WRK-001 or FY-HOST-001")
+    assert result.reported() == {"FY-HOST-001"}
+    assert any("pipe" in f["message"] for f in result.findings("FY-HOST-001"))
