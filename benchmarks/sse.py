@@ -1,8 +1,10 @@
 """Section 4: the chat stream over HTTP (uvicorn + SSE) against the same run in-process.
 
 The host has one cheap in-process tool (a ToolCallback passed as a builtin, effect read, so
-no approval) and a ScriptedModel whose first turn asks for CALLS tool calls at once; the
-second turn answers, which ends the run: 2 x CALLS `tool` events, a `token` and `done`.
+no approval) and a ScriptedModel that asks for CALLS tool calls, spread over as few turns as
+the host allows (at most MAX_CALLS_PER_TURN calls in one turn, as a real model's parallel
+calls would be); its last turn answers, which ends the run: 2 x CALLS `tool` events, a
+`token` and `done`.
 
 - in-process (baseline): `async for event in host.chat(...)`, each event encoded to its SSE
   bytes (what the server would send), no HTTP;
@@ -34,6 +36,7 @@ import httpx
 
 from benchmarks.common import REPO, Row, Settings, median
 from plugin_spec.tool_definition import Effect, ToolDefinition
+from reference_host.agent.loop import MAX_CALLS_PER_TURN, MAX_STEPS
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
@@ -59,8 +62,17 @@ class FakeTool(SentAsIs):
 
 
 def model(calls: int) -> ScriptedModel:
-    tool_calls = tuple(ToolCall(f"call_{i}", "bench_echo", f'{{"i":{i}}}') for i in range(calls))
-    return ScriptedModel([ModelTurn(tool_calls=tool_calls), ModelTurn(text="all done")])
+    """calls tool calls in turns of at most MAX_CALLS_PER_TURN (the host refuses a larger
+    turn), then the answer; within MAX_STEPS turns, the host's bound on one chat."""
+    ids = range(calls)
+    batches = [ids[i : i + MAX_CALLS_PER_TURN] for i in range(0, calls, MAX_CALLS_PER_TURN)]
+    if len(batches) + 1 > MAX_STEPS:
+        raise ValueError(f"{calls} calls need more than the host's {MAX_STEPS} model turns")
+    turns = [
+        ModelTurn(tool_calls=tuple(ToolCall(f"call_{i}", "bench_echo", f'{{"i":{i}}}') for i in b))
+        for b in batches
+    ]
+    return ScriptedModel([*turns, ModelTurn(text="all done")])
 
 
 def new_host(data: Path) -> Host:
@@ -157,6 +169,8 @@ async def in_process(host: Host, calls: int) -> Timing:
     async for event in host.chat("go", model=model(calls)):
         event.encode()
         count += 1
+        if event.type == "error":
+            raise RuntimeError(f"the chat stream ended with an error event: {event.data}")
         if not first and event.type == "tool":
             first = time.perf_counter() - start
     return Timing(0.0, first, time.perf_counter() - start, count)
@@ -167,7 +181,7 @@ async def over_http(client: httpx.AsyncClient, url: str) -> Timing:
     connected = first = 0.0
     count = 0
     kind = ""
-    has_data = False
+    data: str | None = None
     async with client.stream("POST", url, json={"message": "go"}) as response:
         response.raise_for_status()
         async for line in response.aiter_lines():
@@ -177,14 +191,14 @@ async def over_http(client: httpx.AsyncClient, url: str) -> Timing:
             elif line.startswith("event:"):
                 kind = line[6:].strip()
             elif line.startswith("data:"):
-                has_data = True
-            elif not line and has_data:  # a complete frame
+                data = line[5:].strip()
+            elif not line and data is not None:  # a complete frame
                 count += 1
                 if not first and kind == "tool":
                     first = time.perf_counter() - start
                 if kind == "error":
-                    raise RuntimeError("the chat stream ended with an error event")
-                kind, has_data = "", False
+                    raise RuntimeError(f"the chat stream ended with an error event: {data}")
+                kind, data = "", None
     return Timing(connected, first, time.perf_counter() - start, count)
 
 
@@ -250,7 +264,8 @@ async def _measure(settings: Settings, calls: int, temp: Path) -> tuple[list[Row
             ),
         ]
     notes = [
-        f"SSE: one model turn with {calls} tool calls ({expected} events); {settings.reps} "
+        f"SSE: {calls} tool calls in model turns of at most {MAX_CALLS_PER_TURN} (the host's "
+        f"limit per turn), then the answer ({expected} events); {settings.reps} "
         f"streams each way after {settings.warmup} warm-up, back to back on one kept-alive "
         "connection; server process = benchmarks/sse_server.py, server thread = as in "
         "tests/reference_host/test_app.py (shares the client's interpreter and GIL)"
