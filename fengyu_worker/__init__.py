@@ -32,6 +32,8 @@ a call's timeout in the background.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import logging
 import math
@@ -148,6 +150,13 @@ class RpcError(Exception):
 
 def _coded(code: int, data_code: str, message: str) -> RpcError:
     return RpcError(code, message, {"code": data_code})
+
+
+def internal_error(message: str) -> RpcError:
+    """The answer to a call the worker failed to serve (an uncaught exception): -32603 with
+    `data.code` INTERNAL_ERROR, as FengYu's Python SDK answers, which hosts and the kit tell
+    apart from a business error."""
+    return _coded(INTERNAL_ERROR, "INTERNAL_ERROR", message)
 
 
 def cancelled_error() -> RpcError:
@@ -676,6 +685,11 @@ class Worker:
         nulls = Nulls.of(schema, validator) if validator is not None else None
 
         def register(handler: Handler) -> Handler:
+            if inspect.isgeneratorfunction(handler) or inspect.isasyncgenfunction(handler):
+                raise TypeError(
+                    f"the handler of {name!r} is a generator: a call is answered once, so "
+                    "return the whole result (an async def handler is fine)"
+                )
             self._methods[name] = Method(handler, validator, nulls)
             return handler
 
@@ -804,7 +818,8 @@ class Worker:
         call to run: params checked, nulls dropped, context built."""
         try:
             request = json.loads(frame)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError) as exc:
+            # ValueError: also a number past Python's digit limit, which is valid JSON
             return _error_frame(None, _coded(PARSE_ERROR, "PARSE_ERROR", f"Parse error: {exc}"))
         except RecursionError:
             nested = _coded(PARSE_ERROR, "PARSE_ERROR", "Parse error: nested too deeply")
@@ -823,6 +838,10 @@ class Worker:
             return self._prepare(request, request_id)
         except RpcError as exc:
             return None if request_id is _MISSING else _error_frame(request_id, exc)
+        except Exception as exc:
+            self.log.exception("the params of %s could not be prepared", request.get("method"))
+            failed = internal_error(f"params not prepared: {type(exc).__name__}")
+            return None if request_id is _MISSING else _error_frame(request_id, failed)
 
     def _prepare(self, request: dict[str, Any], request_id: Any) -> bytes | _Call | None:
         name = request["method"]
@@ -861,28 +880,38 @@ class Worker:
         """Run the handler and encode its answer (None for a notification). A cancelled
         call always fails, whatever its handler returned."""
         try:
-            result = call.method.handler(call.params, call.context)
+            result = _awaited(call.method.handler(call.params, call.context))
             call.context.check_cancelled()
         except RpcError as exc:
             error = exc
-        except Exception as exc:
-            self.log.exception("handler %s failed", call.name)
-            error = _coded(
-                INTERNAL_ERROR, "INTERNAL_ERROR", f"handler failed: {type(exc).__name__}"
-            )
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit too: a pool thread would die unanswered
+            self.log.error("handler %s failed", call.name, exc_info=exc)
+            error = internal_error(f"handler failed: {type(exc).__name__}")
         else:
             if call.request_id is _MISSING:
                 return None
             try:
                 return _result_frame(call.request_id, result)
-            except (TypeError, ValueError, RecursionError) as exc:
+            except Exception as exc:
                 self.log.error("method %s returned a result that is not JSON: %s", call.name, exc)
-                error = _coded(
-                    INTERNAL_ERROR,
-                    "INTERNAL_ERROR",
-                    f"the result is not JSON: {type(exc).__name__}",
-                )
+                error = internal_error(f"the result is not JSON: {type(exc).__name__}")
         return None if call.request_id is _MISSING else _error_frame(call.request_id, error)
+
+
+def _awaited(result: Any) -> Any:
+    """An async handler's result, run to its end on this call's thread; a generator is no
+    answer (a call is answered once), so it fails the call as an internal error."""
+    if inspect.isawaitable(result):
+        return asyncio.run(_await(result))
+    if inspect.isgenerator(result) or inspect.isasyncgen(result):
+        raise TypeError("the handler returned a generator, not a JSON value")
+    return result
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def _validate(name: str, schema: Schema, params: dict[str, Any], log: logging.Logger) -> None:
@@ -890,9 +919,7 @@ def _validate(name: str, schema: Schema, params: dict[str, Any], log: logging.Lo
         errors = schema.errors(params)
     except SchemaError as exc:
         log.error("the inputSchema of %s cannot be evaluated: %s", name, exc)
-        raise _coded(
-            HANDLER_ERROR, "INVALID_SCHEMA", f"the inputSchema of {name} cannot be evaluated: {exc}"
-        ) from None
+        raise internal_error(f"the inputSchema of {name} cannot be evaluated: {exc}") from None
     if errors:
         errors.sort(key=lambda e: e.pointer)
         raise RpcError(
@@ -944,7 +971,14 @@ def _valid_id(value: Any) -> bool:
 
 
 def _error_frame(request_id: Any, error: RpcError) -> bytes:
-    return _encode({"jsonrpc": "2.0", "id": request_id, "error": error.to_json()})
+    """The error's frame; an error whose data is not JSON becomes an internal error, since
+    a frame that cannot be written would leave the call unanswered."""
+    try:
+        return _encode({"jsonrpc": "2.0", "id": request_id, "error": error.to_json()})
+    except Exception as exc:
+        logging.getLogger("worker").error("an error to send is not JSON: %s", exc)
+        failed = internal_error(f"the error is not JSON: {type(exc).__name__}")
+        return _encode({"jsonrpc": "2.0", "id": request_id, "error": failed.to_json()})
 
 
 def _result_frame(request_id: Any, result: Any) -> bytes | None:
