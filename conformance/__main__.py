@@ -5,7 +5,7 @@ requirements                print the requirement catalog
 explain ID                  one requirement: its level, reason, examples and fix
 reference                   print docs/spec/requirements.md, generated from the catalog
 schemas                     print the paths of the shipped JSON Schemas
-init fengyu|erp DIR [--id ID]  start a plugin that passes the kit in strict mode
+init fengyu|erp DIR [--id ID] [--kit-source URL]  start a plugin that passes the kit
 providers DIR...            the tools x providers matrix of each plugin, in Markdown
 """
 
@@ -21,7 +21,7 @@ from conformance.checks.providers import provider_matrix
 from conformance.explain import UnknownRequirement, explain
 from conformance.fengyu.manifest import MANIFEST
 from conformance.fengyu.migrate import MigrationError, migrate_v1
-from conformance.init_plugin import PROFILES, InitError, init
+from conformance.init_plugin import PROFILES, InitError, init, kit_source
 from conformance.package_data import SCHEMAS
 from conformance.profiles import load_plugin
 from conformance.provider_report import provider_matrix_markdown
@@ -44,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     init_.add_argument("profile", choices=PROFILES, help="the plugin profile")
     init_.add_argument("dir", type=Path, help="the new plugin's folder (new or empty)")
     init_.add_argument("--id", help="the plugin id (default: from the folder name)")
+    init_.add_argument(
+        "--kit-source",
+        help="where the plugin's CI installs the kit from: a git URL with a commit or tag "
+        "(git+https://...@REF), an archive URL or a folder (default: where this kit came from)",
+    )
     providers = commands.add_parser(
         "providers", help="will OpenAI, Anthropic and Gemini take these plugins' tools?"
     )
@@ -62,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return 0
     if args.command == "init":
-        return _init(args.profile, args.dir, args.id)
+        return _init(args.profile, args.dir, args.id, args.kit_source)
     if args.command == "reference":
         print(reference_page(), end="")
         return 0
@@ -75,15 +80,18 @@ def main(argv: list[str] | None = None) -> int:
     return _migrate(args.path)
 
 
-def _init(profile: str, folder: Path, plugin_id: str | None) -> int:
+def _init(profile: str, folder: Path, plugin_id: str | None, source: str | None) -> int:
     try:
-        written = init(profile, folder, plugin_id)
+        kit = kit_source(source)
+        written = init(profile, folder, plugin_id, kit)
     except InitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for path in written:
         print(f"wrote {path}")
     print(f"next: cd {folder} && pytest --plugin-dir . --conformance-strict")
+    if kit.warning:
+        print(f"warning: {kit.warning}", file=sys.stderr)
     return 0
 
 

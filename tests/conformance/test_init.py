@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
+from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +17,20 @@ import pytest
 import yaml
 
 import fengyu_worker
-from conformance.init_plugin import InitError, init
+from conformance import init_plugin
+from conformance.init_plugin import (
+    InitError,
+    KitSource,
+    init,
+    kit_source,
+    source_from_direct_url,
+    source_from_option,
+)
 from conformance.package_data import SCAFFOLD
 from tests.conformance.test_requirement_fixtures import served_backend
+from tests.conftest import REPO
+
+PIP_TIMEOUT = 600.0  # a hang guard: a local clone and one wheel build take seconds
 
 
 def test_a_new_fengyu_plugin_passes_every_suite_in_strict_mode(tmp_path: Path, run_kit) -> None:
@@ -210,3 +224,144 @@ def test_the_erp_workflow_waits_until_the_backend_answers(tmp_path: Path) -> Non
             [sys.executable, "-c", wait.replace("8080", port)], capture_output=True, text=True
         )
     assert done.returncode == 0, done.stderr
+
+
+def _install_line(folder: Path) -> str:
+    """The run of the generated workflow's step that installs the kit."""
+    workflow = yaml.safe_load((folder / ".github" / "workflows" / "conformance.yml").read_text())
+    (line,) = [
+        s["run"] for s in workflow["jobs"]["kit"]["steps"] if "pip" in s.get("run", "").split()
+    ]
+    return str(line)
+
+
+def _git(*args: str, cwd: Path) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize("profile", ["fengyu", "erp"])
+def test_the_workflow_installs_the_kit_from_the_git_commit_it_came_from(
+    tmp_path: Path, profile: str
+) -> None:
+    """A kit installed from git (PEP 610 vcs_info) gives a workflow pinned to that commit, and
+    pip installs the kit from that line (a local clone of this repository at HEAD: no network;
+    the wheel is built with this venv's hatchling)."""
+    clone = tmp_path / "kit"
+    _git("clone", "--quiet", str(REPO), str(clone), cwd=tmp_path)
+    commit = _git("rev-parse", "HEAD", cwd=clone)
+    source = source_from_direct_url(
+        {"url": clone.as_uri(), "vcs_info": {"vcs": "git", "commit_id": commit}}
+    )
+    folder = tmp_path / "plugin"
+    init(profile, folder, source=source)
+    line = _install_line(folder)
+    assert line == f"pip install 'ai-plugin-conformance @ git+{clone.as_uri()}@{commit}'"
+    assert line in (folder / "README.md").read_text("utf-8").splitlines()
+    pip, install, *requirement = shlex.split(line)
+    assert (pip, install) == ("pip", "install")
+    target = tmp_path / "installed"
+    offline = ["--no-deps", "--no-index", "--no-build-isolation", "--target", str(target)]
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", *requirement, *offline],
+        capture_output=True,
+        text=True,
+        timeout=PIP_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (dist_info,) = target.glob("ai_plugin_conformance-*.dist-info")
+    metadata = HeaderParser().parsestr((dist_info / "METADATA").read_text("utf-8"))
+    assert metadata["Name"] == "ai-plugin-conformance"
+    direct_url = json.loads((dist_info / "direct_url.json").read_text("utf-8"))
+    assert direct_url["vcs_info"]["commit_id"] == commit
+    assert (target / "conformance" / "init_plugin.py").is_file()
+
+
+def test_a_git_install_of_the_kit_is_pinned_to_its_commit() -> None:
+    source = source_from_direct_url(
+        {
+            "url": "https://github.com/acme/ai-plugin-conformance.git",
+            "vcs_info": {"vcs": "git", "commit_id": "0123abc", "requested_revision": "main"},
+        }
+    )
+    assert source == KitSource(
+        "ai-plugin-conformance @ git+https://github.com/acme/ai-plugin-conformance.git@0123abc"
+    )
+
+
+def test_a_kit_installed_from_a_local_folder_is_installed_from_it_with_a_warning() -> None:
+    source = source_from_direct_url({"url": "file:///src/kit", "dir_info": {"editable": True}})
+    assert source.requirement == "ai-plugin-conformance @ file:///src/kit"
+    assert source.warning is not None and "this machine only" in source.warning
+    assert "--kit-source" in source.warning
+
+
+def test_kit_source_names_a_git_url_a_requirement_or_a_folder(tmp_path: Path) -> None:
+    url = "git+https://github.com/acme/ai-plugin-conformance@v0.1.0"
+    assert source_from_option(url) == KitSource(f"ai-plugin-conformance @ {url}")
+    assert source_from_option(f"ai-plugin-conformance @ {url}").requirement.endswith(url)
+    assert source_from_option(str(tmp_path)).requirement.endswith(tmp_path.as_uri())
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("git+https://github.com/<owner>/ai-plugin-conformance@<ref>", "holds a placeholder"),
+        ("ai-plugin-conformance", "neither a URL pip installs"),
+        ("no/such/folder", "neither a URL pip installs"),
+    ],
+)
+def test_kit_source_refuses_what_pip_cannot_install(value: str, message: str) -> None:
+    with pytest.raises(InitError, match=message):
+        source_from_option(value)
+
+
+def test_without_an_installed_kit_init_asks_for_a_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No distribution, no direct_url.json: no source is known, and nothing is written."""
+
+    def missing(name: str) -> None:
+        raise init_plugin.PackageNotFoundError(name)
+
+    monkeypatch.setattr(init_plugin, "distribution", missing)
+    with pytest.raises(InitError, match="pass --kit-source"):
+        kit_source()
+    with pytest.raises(InitError, match="pass --kit-source"):
+        init("fengyu", tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+
+
+def test_the_command_installs_the_kit_from_where_it_came_from_and_says_so(
+    tmp_path: Path,
+) -> None:
+    """This kit is installed from its own folder (pip install -e): the workflow installs it
+    from there, and init warns that the source exists on this machine only."""
+    folder = tmp_path / "notes"
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance", "init", "fengyu", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert _install_line(folder) == f"pip install 'ai-plugin-conformance @ {REPO.as_uri()}'"
+    assert "warning: the CI workflow installs the kit from" in done.stderr
+    readme = (folder / "README.md").read_text("utf-8").splitlines()
+    assert _install_line(folder) in readme and "pip install ai-plugin-conformance" not in readme
+
+
+def test_kit_source_option_sets_the_workflow_install_line(tmp_path: Path) -> None:
+    url = "git+https://github.com/acme/ai-plugin-conformance@v0.1.0"
+    folder = tmp_path / "greeter"
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance", "init", "erp", str(folder), "--kit-source", url],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    assert _install_line(folder) == f"pip install 'ai-plugin-conformance @ {url}'"
+    generated = "".join(p.read_text("utf-8") for p in folder.rglob("*") if p.is_file())
+    assert not re.search(r"__[A-Z_]+__", generated)
