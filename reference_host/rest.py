@@ -13,6 +13,10 @@ checked to still carry exactly the substituted template before anything goes out
 
 `dispatch` never raises: every problem (bad arguments, a non-2xx answer, a timeout, a refused
 connection, a body that is not JSON) comes back as the failure envelope of `tools.failure`.
+
+One rule, shared with the kit's ERP-DYN-002 (spec: erp.md#what-the-endpoint-must-answer): a
+204 No Content answer is a success with nothing to report (HTTP forbids content in it); every
+other answer must carry JSON, so an empty 200 is a failure.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ IDEMPOTENT = frozenset({"GET", "PUT", "DELETE"})
 # How a server closing a pooled keep-alive connection shows before any answer is read.
 DROPPED = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+NO_CONTENT = 204
 EXCERPT_CHARS = 300
 # A header value a request may carry: visible ASCII and inner spaces, nothing else.
 HEADER_VALUE = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
@@ -54,6 +59,13 @@ def _excerpt(body: bytes) -> str:
     if len(text) > EXCERPT_CHARS:
         text = text[:EXCERPT_CHARS] + "..."
     return text or "(empty body)"
+
+
+def _not_json(where: str, status: int, body: bytes) -> str:
+    message = f"{where} answered HTTP {status} with a body that is not JSON: {_excerpt(body)}"
+    if not body.strip():
+        message += "; answer 204 No Content when there is nothing to report"
+    return message
 
 
 async def _read_capped(response: httpx.Response, limit: int) -> bytes:
@@ -144,8 +156,8 @@ async def dispatch(
     envelope. Redirects are not followed (they would carry the tenant headers elsewhere);
     GET, PUT and DELETE are retried once if the connection drops before an answer.
 
-    A 2xx answer with an empty body (204 No Content from a DELETE, say) is a success with
-    nothing to report: `{"success": true, "status": <code>}`."""
+    A 204 No Content answer (from a DELETE, say) is a success with nothing to report,
+    `{"success": true, "status": 204}`; any other 2xx answer must carry a JSON body."""
     try:
         request = build_request(
             client, base_url, handler, arguments, tenant=tenant, actor=actor, timeout=timeout
@@ -170,14 +182,12 @@ async def dispatch(
         status = response.status_code
         if not 200 <= status < 300:
             raise DispatchError(f"HTTP {status} from {where}: {_excerpt(body)}")
-        if not body.strip():
+        if status == NO_CONTENT:
             return json.dumps({"success": True, "status": status})
         try:
             value = json.loads(body, parse_constant=_no_constant)
         except (ValueError, UnicodeDecodeError):
-            raise DispatchError(
-                f"{where} answered HTTP {status} with a body that is not JSON: {_excerpt(body)}"
-            ) from None
+            raise DispatchError(_not_json(where, status, body)) from None
         return json.dumps(value, ensure_ascii=False)
     except DispatchError as exc:
         return failure(str(exc))

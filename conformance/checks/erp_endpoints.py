@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from conformance.erp.endpoints import Answer, EndpointServices
 from conformance.erp.plugin import ErpTool
+from conformance.erp.routes import NOT_FOUND, RouteCheck, route_check, valid_inputs
 from conformance.findings import Finding, NotApplicable
 from conformance.properties import Counterexample, find_counterexample
 from conformance.registry import CheckContext, check
@@ -44,6 +45,23 @@ def _setup(ctx: CheckContext) -> tuple[EndpointServices, ErpTool, RestHandler, I
     return services, tool, handler, space
 
 
+def _routed(ctx: CheckContext) -> tuple[EndpointServices, ErpTool, RestHandler, InputSpace]:
+    """_setup, for the checks that judge what the endpoint does: with no route there is
+    nothing to judge, and ERP-DYN-005 reports it once."""
+    services, tool, handler, space = _setup(ctx)
+    if route_check(
+        services, tool.file, handler, lambda: valid_inputs(space, services.settings)
+    ).missing:
+        raise NotApplicable(f"{handler.method} {handler.path} does not exist (ERP-DYN-005)")
+    return services, tool, handler, space
+
+
+def _route_of(
+    services: EndpointServices, tool: ErpTool, handler: RestHandler, space: InputSpace
+) -> RouteCheck:
+    return route_check(services, tool.file, handler, lambda: valid_inputs(space, services.settings))
+
+
 def _report(ctx: CheckContext, tool: ErpTool, found: Counterexample | None) -> Iterator[Finding]:
     if found is None:
         return
@@ -64,7 +82,7 @@ def backend_answers(ctx: CheckContext) -> Iterator[Finding]:
 
 @check("ERP-DYN-001")
 def no_server_errors(ctx: CheckContext) -> Iterator[Finding]:
-    services, tool, handler, space = _setup(ctx)
+    services, tool, handler, space = _routed(ctx)
 
     def attempt(data: st.DataObject) -> Counterexample | None:
         answer = services.call(handler, space.draw_valid(data.draw))
@@ -79,7 +97,7 @@ def no_server_errors(ctx: CheckContext) -> Iterator[Finding]:
 
 @check("ERP-DYN-002")
 def json_answers(ctx: CheckContext) -> Iterator[Finding]:
-    services, tool, handler, space = _setup(ctx)
+    services, tool, handler, space = _routed(ctx)
 
     def attempt(data: st.DataObject) -> Counterexample | None:
         params = space.draw_valid(data.draw)
@@ -88,7 +106,7 @@ def json_answers(ctx: CheckContext) -> Iterator[Finding]:
             params = data.draw(st.sampled_from(mutations))[1]
         answer = services.call(handler, params)
         assume(answer.status is not None)  # nothing came back: no answer to judge
-        if not answer.is_json():
+        if not answer.is_json_or_no_content():
             return Counterexample(
                 f"HTTP {answer.status} answered with a body that is not JSON", answer
             )
@@ -99,7 +117,7 @@ def json_answers(ctx: CheckContext) -> Iterator[Finding]:
 
 @check("ERP-DYN-003")
 def invalid_input_rejected(ctx: CheckContext) -> Iterator[Finding]:
-    services, tool, handler, space = _setup(ctx)
+    services, tool, handler, space = _routed(ctx)
 
     def attempt(data: st.DataObject) -> Counterexample | None:
         params = space.draw_valid(data.draw)
@@ -121,6 +139,50 @@ def invalid_input_rejected(ctx: CheckContext) -> Iterator[Finding]:
         return None
 
     yield from _report(ctx, tool, find_counterexample(attempt, services.settings))
+
+
+@check("ERP-DYN-005")
+def endpoint_exists(ctx: CheckContext) -> Iterator[Finding]:
+    services, tool, handler, space = _setup(ctx)
+    route = _route_of(services, tool, handler, space)
+    if route.missing:
+        yield _missing(ctx, tool, handler, route)
+
+
+def _missing(ctx: CheckContext, tool: ErpTool, handler: RestHandler, route: RouteCheck) -> Finding:
+    statuses = sorted({a.status for a in route.answers if a.status is not None})
+    first = route.answers[0]
+    lines = [
+        f"{tool.code}: {handler.method} {handler.path} does not exist on the backend: every "
+        f"valid input the kit sent ({len(route.answers)}) got "
+        + ", ".join(f"HTTP {status}" for status in statuses),
+        f"answer: {first.describe()}",
+    ]
+    if first.request is not None:
+        lines.append(f"reproduce: {EndpointServices.curl(first.request)}")
+    control = route.control
+    if NOT_FOUND in statuses and control is not None and control.request is not None:
+        lines.append(
+            f"a path no route serves gets the same: {control.describe()} "
+            f"({EndpointServices.curl(control.request)})"
+        )
+    at, fix = _route_fix(NOT_FOUND in statuses, route)
+    return ctx.tool_finding(tool, at, "\n".join(lines), fix)
+
+
+def _route_fix(not_found: bool, route: RouteCheck) -> tuple[str, str]:
+    """Where the mistake is and how to mend it: the path for a 404, else the method."""
+    if not_found:
+        return "/handlerConfig/path", (
+            "correct handlerConfig.path to the route the backend serves (it is appended to "
+            "--plugin-base-url); if the 404 is a business 'not found', say in its body what "
+            "was not found, so it differs from the server's answer for an unknown path"
+        )
+    fix = "set handlerConfig.method to a method the route accepts"
+    allowed = next((a.allow for a in route.answers if a.allow), "")
+    return "/handlerConfig/method", fix + (
+        f" (the server's Allow header: {allowed})" if allowed else ""
+    )
 
 
 def _textual(handler: RestHandler) -> set[str]:

@@ -13,7 +13,7 @@ import httpx
 from conformance.findings import cut
 from conformance.properties import PropertySettings
 from plugin_spec.rest_handler import DispatchError, RestHandler
-from reference_host.rest import build_request
+from reference_host.rest import NO_CONTENT, build_request
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class Answer:
     status: int | None
     body: bytes
     problem: str = ""
+    allow: str = ""  # the Allow header of a 405: the methods the route does accept
 
     def is_json(self) -> bool:
         try:
@@ -31,6 +32,11 @@ class Answer:
         except ValueError:
             return False
         return True
+
+    def is_json_or_no_content(self) -> bool:
+        """What the host accepts as a body: JSON, or nothing at all with 204 No Content
+        (HTTP forbids content in a 204; spec: erp.md#what-the-endpoint-must-answer)."""
+        return self.status == NO_CONTENT or self.is_json()
 
     def describe(self) -> str:
         if self.status is None:
@@ -85,7 +91,8 @@ class EndpointServices:
             response = self.client.send(request)
         except httpx.HTTPError as exc:
             return Answer(request, None, b"", f"{type(exc).__name__}: {exc}")
-        return Answer(request, response.status_code, response.content)
+        allow = response.headers.get("Allow", "")
+        return Answer(request, response.status_code, response.content, allow=allow)
 
     @staticmethod
     def curl(request: httpx.Request) -> str:

@@ -28,7 +28,7 @@ from tests.conformance.test_requirement_fixtures import served_backend, silent_u
 from tests.conftest import FIXTURE_PLUGINS, REPO, KitResult, failures
 
 SAMPLE = REPO / "sample_plugins" / "fan.summer.markdown"
-PER_TOOL_DYN = ("ERP-DYN-001", "ERP-DYN-002", "ERP-DYN-003")
+PER_TOOL_DYN = ("ERP-DYN-001", "ERP-DYN-002", "ERP-DYN-003", "ERP-DYN-005")
 
 
 def records(result: KitResult, rid: str) -> list[dict[str, Any]]:

@@ -339,6 +339,30 @@ async def test_delete_with_no_content(client: httpx.AsyncClient, erp: respx.Mock
     assert_sent(the_request(route), "DELETE", url)
 
 
+async def test_a_204_is_a_success_for_any_method(
+    client: httpx.AsyncClient, erp: respx.MockRouter
+) -> None:
+    """The rule ERP-DYN-002 shares: 204 No Content is a success with nothing to report."""
+    erp.get(f"{BASE}/api/v1/plugins/hcm-employee/employees/E1").respond(204)
+    assert await call(client, get_employee(), {"employeeId": "E1"}) == {
+        "success": True,
+        "status": 204,
+    }
+
+
+@pytest.mark.parametrize("status", [200, 201, 202])
+@pytest.mark.parametrize("body", [b"", b"  \r\n"])
+async def test_an_empty_answer_other_than_204_is_a_failure(
+    client: httpx.AsyncClient, erp: respx.MockRouter, status: int, body: bytes
+) -> None:
+    erp.get(f"{BASE}/api/v1/plugins/hcm-employee/employees/E1").respond(status, content=body)
+    error = failure_of(await call(client, get_employee(), {"employeeId": "E1"}))
+    assert error == (
+        f"GET /api/v1/plugins/hcm-employee/employees/E1 answered HTTP {status} with a body "
+        "that is not JSON: (empty body); answer 204 No Content when there is nothing to report"
+    )
+
+
 @pytest.mark.parametrize(
     "base_url", ["http://erp.test/", "http://erp.test/erp", "http://erp.test/erp/"]
 )
