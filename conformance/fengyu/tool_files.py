@@ -5,11 +5,17 @@ Excel tool, say; regular files only, anything else there is left out); otherwise
 writes a small text file. Examples are copied into the
 run's scratch folder first, so a worker that writes where it should only read cannot touch
 the plugin repo. Writable directories are fresh empty folders, one per call.
+
+The scratch folder is gone once the run ends, so a finding's reproduction makes the tool's
+files again, in a new temporary folder of its own (`$w`), before it sends the request.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shlex
 import shutil
 import stat
 import tempfile
@@ -23,6 +29,8 @@ from hypothesis import strategies as st
 from plugin_spec.filerefs import FileClass
 
 EXAMPLES = Path("conformance") / "examples"
+DEFAULT_INPUT = "conformance kit input"  # the one line of the file handed without examples
+REPRODUCE = "reproduce: "
 
 
 def _not_files(folder: str, names: list[str]) -> set[str]:
@@ -52,15 +60,48 @@ class ToolFiles:
             shutil.copytree(source, self.inputs, ignore=_not_files, dirs_exist_ok=True)
         else:
             self.inputs.mkdir(parents=True, exist_ok=True)
-            (self.inputs / "input.txt").write_text("conformance kit input\n", encoding="utf-8")
+            (self.inputs / "input.txt").write_text(f"{DEFAULT_INPUT}\n", encoding="utf-8")
         self.files = sorted(p for p in self.inputs.rglob("*") if p.is_file())
         self.grants: dict[str, Path] = {}
         self.writable: list[Path] = []
 
     def as_shipped(self, text: str) -> str:
-        """text with paths of example copies pointing at the plugin's own example files,
-        so a reproduction still works after the run's scratch folder is gone."""
-        return text.replace(str(self.inputs), str(self.source)) if self.source else text
+        """text with the tool's scratch folder named $w, and its last reproduce line made
+        self-contained: the scratch folder is gone after the run, so the command first makes
+        $w, a new temporary folder, with the files the kit handed the tool (the plugin's
+        examples copied, never handed in place: a tool that writes to its input would
+        change them) and the writable folders the request names."""
+        lines = text.split("\n")
+        last = max((i for i, line in enumerate(lines) if line.startswith(REPRODUCE)), default=-1)
+        return "\n".join(
+            REPRODUCE + self._recreating(line[len(REPRODUCE) :])
+            if index == last
+            else self._named(line)
+            for index, line in enumerate(lines)
+        )
+
+    def _named(self, line: str) -> str:
+        """line with the scratch folder, as a path or inside a JSON string, named $w."""
+        for prefix in {f"{self.workdir}/", f"{_in_json(str(self.workdir))}/"}:
+            line = line.replace(prefix, "$w/")
+        return line
+
+    def _recreating(self, command: str) -> str:
+        """command (a request piped to the worker, its JSON single-quoted) preceded by what
+        makes $w and with each path into the scratch folder spliced in as "$w"/..."""
+        prefix = _in_json(str(self.workdir)).replace("'", "'\"'\"'") + "/"
+        if prefix not in command:
+            return command
+        named = re.findall(re.escape(prefix) + r"([\w.-]+)", command)
+        folders = ['"$w/inputs"'] + [
+            f'"$w"/{shlex.quote(name)}' for name in dict.fromkeys(named) if name != "inputs"
+        ]
+        if self.source is not None:
+            fill = f'cp -RL {shlex.quote(str(self.source))}/. "$w/inputs"'
+        else:
+            fill = f"printf '%s\\n' {shlex.quote(DEFAULT_INPUT)} > \"$w/inputs/input.txt\""
+        spliced = command.replace(prefix, "'\"$w\"'/")
+        return f"w=$(mktemp -d) && mkdir -p {' '.join(folders)} && {fill} && {spliced}"
 
     def ref(self, path: Path, kind: str, access: str) -> dict[str, Any]:
         """A FileRef granted for this run, as the host would put it in the params."""
@@ -107,3 +148,8 @@ class ToolFiles:
         if isinstance(params, str) and Path(params) in self.writable:
             return tempfile.mkdtemp(prefix="out-", dir=self.workdir)
         return params
+
+
+def _in_json(text: str) -> str:
+    """text as it stands inside a JSON string of a reproduction (escapes, no quotes)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]

@@ -1,0 +1,93 @@
+"""A finding's `reproduce:` command still reproduces it after the kit has exited.
+
+The kit hands a tool's files to it under a scratch folder that is gone once the run ends, so
+the printed command makes those files again (in a folder of its own, never in the plugin's),
+and pasted into a shell it gets the same answer the kit got.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conformance.fengyu.services import effects_unseen
+from tests.conftest import FIXTURE_PLUGINS, copy_plugin
+
+CRASH = "ValueError: invalid literal for int()"
+REPRODUCE = "reproduce: "
+
+
+def _reproduction(lines: list[str]) -> str:
+    """The one `reproduce:` command among lines (terminal output or a finding's message)."""
+    (command,) = [line.strip()[len(REPRODUCE) :] for line in lines if REPRODUCE in line]
+    return command
+
+
+def _paste(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The command run as a user pasting it into a shell would run it."""
+    return subprocess.run(
+        ["sh", "-c", command], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+
+
+def _listing(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_crash_on_a_handed_file_reproduces_from_the_terminal(run_kit, tmp_path: Path) -> None:
+    """The tool crashes only on the file and folder it is handed; without them it answers
+    that its folder is not granted, which is what the printed command used to show."""
+    plugin = copy_plugin(FIXTURE_PLUGINS / "FY-TOOL-001-crashes-on-its-handed-file", tmp_path)
+    result = run_kit([plugin], "-k", ":FY-TOOL-001:")
+    (finding,) = result.findings("FY-TOOL-001")
+    assert CRASH in finding["message"]
+    before = _listing(plugin)
+    elsewhere = tmp_path / "elsewhere"  # the command names every folder it uses
+    elsewhere.mkdir()
+
+    done = _paste(_reproduction(result.result.stdout.lines), elsewhere)
+
+    assert CRASH in done.stderr, done.stdout
+    assert done.stdout == ""
+    assert done.returncode != 0
+    assert _listing(plugin) == before
+    assert os.listdir(elsewhere) == []
+
+
+def test_an_effect_finding_reproduces_from_the_json_report(run_kit, tmp_path: Path) -> None:
+    """The tool reads the file it is handed and writes beside it: pasted after the run, the
+    command gets the kit's answer, and the file it writes lands outside the plugin."""
+    if effects_unseen():
+        pytest.skip(effects_unseen())
+    plugin = copy_plugin(FIXTURE_PLUGINS / "FY-EFF-002-writes-beside-its-input", tmp_path)
+    result = run_kit([plugin], "-k", ":FY-EFF-002:")
+    (finding,) = result.findings("FY-EFF-002")
+    lines = finding["message"].splitlines()
+    (reply,) = [json.loads(line[len("reply: ") :]) for line in lines if line.startswith("reply: ")]
+    before = _listing(plugin)
+
+    done = _paste(_reproduction(lines), tmp_path)
+
+    (answer,) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert answer.get("result") == reply, done.stderr
+    assert _listing(plugin) == before
+
+
+def test_a_reproduction_makes_its_files_afresh_each_time(run_kit, tmp_path: Path) -> None:
+    """Pasted twice, the command hands the tool the same pristine file both times: the
+    fixture appends to it, as the kit's calls did before the one reported."""
+    if effects_unseen():
+        pytest.skip(effects_unseen())
+    plugin = copy_plugin(FIXTURE_PLUGINS / "FY-EFF-001-appends-to-its-input", tmp_path)
+    result = run_kit([plugin], "-k", ":FY-EFF-001:")
+    (finding,) = result.findings("FY-EFF-001")
+    command = _reproduction(finding["message"].splitlines())
+
+    answers = [json.loads(_paste(command, tmp_path).stdout) for _ in range(2)]
+
+    assert answers[0] == answers[1]
+    assert answers[0]["result"]["summary"] == "1 lines"
