@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from conformance.fengyu.services import effects_unseen
+from conformance.fengyu.tool_files import EXAMPLES, ToolFiles
 from tests.conftest import FIXTURE_PLUGINS, copy_plugin
 
 CRASH = "ValueError: invalid literal for int()"
@@ -91,3 +94,29 @@ def test_a_reproduction_makes_its_files_afresh_each_time(run_kit, tmp_path: Path
 
     assert answers[0] == answers[1]
     assert answers[0]["result"]["summary"] == "1 lines"
+
+
+def test_a_reproduction_copies_the_examples_whatever_the_tool_is_called(tmp_path: Path) -> None:
+    """A plugin's examples are copied into the reproduction's folder, not handed in place, and
+    a tool name that JSON and the shell both escape still gets its paths spliced in."""
+    tool = 'it\'s "odd"'
+    examples = tmp_path / "plugin" / EXAMPLES / tool
+    examples.mkdir(parents=True)
+    (examples / "a.md").write_text("# a\n")
+    files = ToolFiles(tmp_path / "plugin", tool, tmp_path / "scratch" / tool)
+    params = {"file": str(files.files[0]), "out": str(files.workdir / "out-1")}
+    line = json.dumps({"method": "read", "params": params}, ensure_ascii=False)
+    worker = (
+        "import json, os; p = json.loads(input())['params']; "
+        "print(open(p['file']).read(), os.path.isdir(p['out']), end='')"
+    )
+    command = f"cd {shlex.quote(str(examples))} && printf '%s\\n' {shlex.quote(line)} | python3 -c "
+    text = f"reply: {params['file']}\n{REPRODUCE}{command}{shlex.quote(worker)}"
+    message = files.as_shipped(text)
+    shutil.rmtree(tmp_path / "scratch")
+
+    done = _paste(_reproduction(message.splitlines()), tmp_path)
+
+    assert done.stdout == "# a\n True", done.stderr
+    assert message.splitlines()[0] == "reply: $w/inputs/a.md"
+    assert os.listdir(examples) == ["a.md"]
