@@ -145,6 +145,8 @@ def invalid_input_rejected(ctx: CheckContext) -> Iterator[Finding]:
 def endpoint_exists(ctx: CheckContext) -> Iterator[Finding]:
     services, tool, handler, space = _setup(ctx)
     route = _route_of(services, tool, handler, space)
+    if route.unjudged:
+        raise NotApplicable(route.unjudged)
     if route.missing:
         yield _missing(ctx, tool, handler, route)
 

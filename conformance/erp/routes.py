@@ -28,7 +28,8 @@ from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.rest_handler import RestHandler
 
 NOT_FOUND = 404
-NO_ROUTE = frozenset({404, 405, 501})
+NO_METHOD = frozenset({405, 501})  # never an answer about the input
+NO_ROUTE = NO_METHOD | {NOT_FOUND}
 CONTROL_SEGMENT = "conformance-no-such-route-"
 # /api/v1/plugins/<plugin>: the namespace the control path stays in (the same backend).
 NAMESPACE_SEGMENTS = 5
@@ -42,6 +43,7 @@ class RouteCheck:
     missing: bool
     answers: tuple[Answer, ...] = ()
     control: Answer | None = None
+    unjudged: str = ""  # why there is no verdict either way
 
 
 def control_handler(handler: RestHandler) -> RestHandler:
@@ -106,10 +108,6 @@ class RouteMiss:
         return set(leaves) == self.shape and all(leaves[at] == v for at, v in self.fixed.items())
 
 
-def _is_route_miss(answer: Answer, miss: RouteMiss) -> bool:
-    return answer.status in (405, 501) or miss.matches(answer)
-
-
 def probe_route(
     services: EndpointServices, handler: RestHandler, inputs: Iterable[Any]
 ) -> RouteCheck:
@@ -125,14 +123,17 @@ def probe_route(
             continue
         answers.append(answer)
         if answer.status not in NO_ROUTE:
-            return RouteCheck(missing=False)
-    if not answers or before.status is None:
-        return RouteCheck(missing=False)
+            return RouteCheck(False, tuple(answers))
+    if not answers:
+        return RouteCheck(False, unjudged="no valid input the host would send got an answer")
+    if all(answer.status in NO_METHOD for answer in answers):
+        return RouteCheck(True, tuple(answers))
     after = services.call(control, {})
-    if after.status is None:
-        return RouteCheck(missing=False)
+    if before.status is None or after.status is None:
+        why = before.problem or after.problem
+        return RouteCheck(False, tuple(answers), unjudged=f"the control request failed: {why}")
     miss = RouteMiss(before, after)
-    missing = all(_is_route_miss(answer, miss) for answer in answers)
+    missing = all(answer.status in NO_METHOD or miss.matches(answer) for answer in answers)
     return RouteCheck(missing, tuple(answers), after)
 
 
