@@ -6,7 +6,8 @@ explain ID                  one requirement: its level, reason, examples and fix
 reference                   print docs/spec/requirements.md, generated from the catalog
 schemas                     print the paths of the shipped JSON Schemas
 init fengyu|erp DIR [--id ID] [--kit-source URL]  start a plugin that passes the kit
-providers DIR...            the tools x providers matrix of each plugin, in Markdown
+providers DIR...            the tools x providers matrix of each plugin, in Markdown (exit
+                            status 1 when a provider refuses a tool or a request)
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from conformance.fengyu.migrate import MigrationError, migrate_v1
 from conformance.init_plugin import PROFILES, InitError, init, kit_source
 from conformance.package_data import SCHEMAS
 from conformance.profiles import load_plugin
-from conformance.provider_report import provider_matrix_markdown
+from conformance.provider_report import provider_matrix_markdown, refused
 from conformance.reference_page import reference_page
 from conformance.sources import JsonLoadError, load_json_file
 from plugin_spec.plugin_folders import expand
@@ -96,7 +97,8 @@ def _init(profile: str, folder: Path, plugin_id: str | None, source: str | None)
 
 
 def _providers(dirs: list[Path]) -> int:
-    """Each plugin judged on its own, with the host's built-ins, as the README shows it."""
+    """Each plugin judged on its own, with the host's built-ins, as the README shows it;
+    exit status 1 when a provider rejects a tool or refuses a plugin's request."""
     missing = [d for d in dirs if not d.is_dir()]
     if missing:
         print(f"error: {missing[0]} is not a folder", file=sys.stderr)
@@ -113,7 +115,10 @@ def _providers(dirs: list[Path]) -> int:
         print("note: no plugin here has a tool to judge", file=sys.stderr)
         return 0
     print(table)
-    return 0
+    refusals = refused(summaries)
+    for line in refusals:
+        print(f"refused: {line}", file=sys.stderr)
+    return 1 if refusals else 0
 
 
 def _migrate(path: Path) -> int:

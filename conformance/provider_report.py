@@ -58,10 +58,24 @@ def _cell(judged: dict[str, Any]) -> str:
     return "accepted"
 
 
-def _request_cell(refusals: list[dict[str, Any]]) -> str:
-    if refusals:
-        return f"refused ({', '.join(dict.fromkeys(r['rule'] for r in refusals))})"
-    return "fits"
+def rejected_tools(tools: dict[str, dict[str, Any]], provider_id: str) -> dict[str, list[str]]:
+    """Each tool the provider rejects, with the rules it breaks: one of them in a request is
+    enough for the provider to refuse the whole request."""
+    return {
+        tool: list(dict.fromkeys(r["rule"] for r in verdicts[provider_id]["rejections"]))
+        for tool, verdicts in tools.items()
+        if verdicts[provider_id]["rejections"]
+    }
+
+
+def _request_cell(providers: dict[str, Any], provider_id: str) -> str:
+    """ "fits" only when the provider takes every tool of the request and its whole-request
+    limits; otherwise the rules that keep it out."""
+    rules = [r["rule"] for r in providers["request"][provider_id]]
+    rules += [
+        rule for found in rejected_tools(providers["tools"], provider_id).values() for rule in found
+    ]
+    return f"refused ({', '.join(dict.fromkeys(rules))})" if rules else "fits"
 
 
 def _where(noted: dict[str, Any]) -> str:
@@ -103,18 +117,19 @@ def provider_matrix_markdown(plugins: list[dict[str, Any]], heading: str = "##")
         for tool, verdicts in plugin["providers"]["tools"].items():
             cells = " | ".join(_cell(verdicts[p.id]) for p in providers)
             lines.append(f"| {label} | {_plain(tool)} | {cells} |")
-        request = plugin["providers"]["request"]
-        cells = " | ".join(_request_cell(request[p.id]) for p in providers)
+        cells = " | ".join(_request_cell(plugin["providers"], p.id) for p in providers)
         lines.append(f"| {label} | *one request with the built-ins* | {cells} |")
     details: list[str] = []
     for plugin in judged:
         label = _plain(plugin["label"])
         for p in providers:
+            head = f"- {label}, the whole request, {p.title}: refused"
+            rejected = rejected_tools(plugin["providers"]["tools"], p.id)
+            if rejected:
+                named = ", ".join(f"{_code(t)} ({', '.join(r)})" for t, r in rejected.items())
+                details.append(f"{head}, since {p.title} rejects a tool it carries: {named}")
             for noted in plugin["providers"]["request"][p.id]:
-                details.append(
-                    f"- {label}, the whole request, {p.title}: refused by "
-                    f"{noted['rule']}: {_plain(_cut(noted['found']))}"
-                )
+                details.append(f"{head} by {noted['rule']}: {_plain(_cut(noted['found']))}")
         for tool, verdicts in plugin["providers"]["tools"].items():
             for p in providers:
                 head = f"- {label} {_plain(tool)}, {p.title}: "
@@ -123,6 +138,25 @@ def provider_matrix_markdown(plugins: list[dict[str, Any]], heading: str = "##")
     if details:
         lines += ["", "<details><summary>What each provider changes or refuses</summary>", ""]
         lines += [*details, "", "</details>"]
+    return lines
+
+
+def refused(plugins: list[dict[str, Any]]) -> list[str]:
+    """One line per plugin and provider that refuses its request, naming each rejected tool
+    with its rules and each whole-request rule broken; none when every provider takes all."""
+    lines = []
+    for plugin in plugins:
+        matrix = plugin.get("providers", {})
+        if not matrix.get("tools"):
+            continue
+        for p in all_providers():
+            reasons = [
+                f"tool {tool!r} ({', '.join(rules)})"
+                for tool, rules in rejected_tools(matrix["tools"], p.id).items()
+            ]
+            reasons += [f"the whole request ({r['rule']})" for r in matrix["request"][p.id]]
+            if reasons:
+                lines.append(f"{plugin['label']}: {p.title} rejects {'; '.join(reasons)}")
     return lines
 
 

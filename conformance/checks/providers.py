@@ -166,12 +166,13 @@ def gemini_takes_the_tools(ctx: CheckContext) -> Iterator[Finding]:
 
 def provider_matrix(plugin: Plugin, peers: list[Plugin]) -> dict[str, Any]:
     """What the reports show of the providers: each tool's verdict per provider with every
-    change and rejection, and what keeps the whole request from each provider."""
+    change and rejection, and what keeps the whole request from each provider. Every tool
+    offered is listed, those the profile's own rules fail too (a name no provider takes is
+    rejected by each provider's name rule, not left out of the matrix)."""
     tools: dict[str, dict[str, Any]] = {}
     for p in all_providers():
         for tool, judgement in judgements(plugin, p.id):
-            if judgeable(tool):
-                tools.setdefault(tool.name, {})[p.id] = judgement.to_json()
+            tools.setdefault(tool.name, {})[p.id] = judgement.to_json()
     request = {
         p.id: [n.to_json() for n in request_refusals_of(plugin, peers, p.id)]
         for p in all_providers()

@@ -23,9 +23,11 @@ def manifest(plugin_id: str, tools: dict[str, Any]) -> dict[str, Any]:
     return tools_manifest(plugin_id, tools, "Hostile", "Attacks the provider report.")
 
 
-def providers_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str], data: Any) -> str:
+def providers_markdown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: Any, status: int = 0
+) -> str:
     root = plugin_with_manifest(tmp_path, data, "hostile")
-    assert kit_main(["providers", str(root)]) == 0
+    assert kit_main(["providers", str(root)]) == status
     return capsys.readouterr().out
 
 
@@ -56,16 +58,19 @@ def test_a_label_with_pipes_and_newlines_keeps_one_row_per_tool(
 def test_a_tool_name_with_a_trailing_newline_is_left_to_the_name_rule(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Python's `$` matches before a final newline, so "tool\\n" once passed the portable-name
-    test that decides which tools the providers judge. It is FY-MAN-006's finding now (names
-    fullmatch), so the matrix leaves it out and the other tool's rows stay whole."""
+    """Python's `$` matches before a final newline, so "tool\\n" once passed the name rules
+    (they fullmatch now): every provider rejects it by its name rule, and its row, the name
+    escaped, does not break the table."""
     schema = {"type": "object", "properties": {"q": {"type": "string"}}}
     tools = {"tool\n": schema, "other": schema}
-    out = providers_markdown(tmp_path, capsys, manifest("fixture.newline", tools))
+    out = providers_markdown(tmp_path, capsys, manifest("fixture.newline", tools), status=1)
     rows = [line for line in out.splitlines() if line.startswith("| fixture.newline")]
-    assert len(rows) == 2, out
-    assert rows[0].startswith("| fixture.newline | other |")
-    assert "tool\\n" not in out
+    assert len(rows) == 3, out
+    assert rows[0] == (
+        "| fixture.newline | tool\\n | rejected (OPENAI-NAME) | rejected (ANTHROPIC-NAME) "
+        "| rejected (GEMINI-NAME) |"
+    )
+    assert rows[1].startswith("| fixture.newline | other |")
 
 
 def test_property_names_cannot_close_the_details_or_a_code_span(
