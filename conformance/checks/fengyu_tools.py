@@ -38,11 +38,22 @@ UNRESOLVED_REF = {
     "access": "read",
     "size": 1024,
 }
-# FY-TOOL-001 fails in two ways that need different changes: a bad answer or no answer.
+# FY-TOOL-001 fails in three ways that need different changes: a crash, an internal error
+# (an exception the worker caught only to report it) or no answer.
 CRASH_FIX = (
-    "do not crash: catch the handler's exceptions and answer {success: false, summary} or a "
-    "JSON-RPC error; run the `reproduce:` command of the finding above to see the crash"
+    "do not crash: handle every input the inputSchema admits, and answer one the tool cannot "
+    "serve with {success: false, summary} or a JSON-RPC error of your own; run the "
+    "`reproduce:` command of the finding above to see the crash"
 )
+INTERNAL_FIX = (
+    "handle every input the inputSchema admits: an internal error (-32603, or data.code "
+    "INTERNAL_ERROR) is how FengYu's SDKs and fengyu_worker report an exception the handler "
+    "did not catch, so fix the handler (its traceback is in the worker stderr above), narrow "
+    "the inputSchema so it does not admit this input, or answer a business error instead: "
+    "{success: false, summary}, or an RpcError with a data.code of your own"
+)
+INTERNAL_CODE = -32603
+INTERNAL_DATA_CODE = "INTERNAL_ERROR"
 HANG_FIX = (
     "answer within the tool's timeout (timeoutSeconds): fail fast, or split long work into "
     "*_start / *_status jobs; run the `reproduce:` command of the finding above"
@@ -77,7 +88,11 @@ class ToolRun:
 
     def call(self, params: Any) -> CallOutcome:
         """Call the tool with params, their FileRefs resolved to the granted paths."""
-        return self.send(resolve_refs(params, by_id(self.files.grants, self.workers.plugin_id)))
+        return self.send(self.resolved(params))
+
+    def resolved(self, params: Any) -> Any:
+        """params with their FileRefs resolved to the granted paths, as the worker gets them."""
+        return resolve_refs(params, by_id(self.files.grants, self.workers.plugin_id))
 
     def send(self, params: Any) -> CallOutcome:
         """Call the tool with params as they are, watching what the call does (effects.py);
@@ -124,9 +139,16 @@ def valid_inputs_answered(ctx: CheckContext) -> Iterator[Finding]:
     def attempt(data: st.DataObject) -> Counterexample | None:
         params = run.space.draw_valid(data.draw)
         outcome = run.call(run.files.substitute(params, run.classes, data.draw))
+        defaults = _left_out_defaults(run.space.schema, params)
         if broken := run.broken(outcome):
-            crash_fix = CRASH_FIX + _left_out_defaults(run.space.schema, params)
-            return replace(broken, fix=HANG_FIX if broken.hang else crash_fix)
+            return replace(broken, fix=HANG_FIX if broken.hang else CRASH_FIX + defaults)
+        if internal := internal_error(outcome):
+            return Counterexample(
+                f"a valid input was answered with an internal error ({internal}): the handler "
+                "raised an exception it did not catch, which is no answer",
+                outcome,
+                fix=INTERNAL_FIX + defaults,
+            )
         if outcome.kind == "result" and validator is not None:
             error = best_match(validator.iter_errors(outcome.value))
             if error is not None:
@@ -139,6 +161,21 @@ def valid_inputs_answered(ctx: CheckContext) -> Iterator[Finding]:
         return None
 
     yield from run.finding(find_counterexample(attempt, run.workers.settings))
+
+
+def internal_error(outcome: CallOutcome) -> str:
+    """How the reply says it is an uncaught exception ("" for any other outcome): JSON-RPC's
+    internal error -32603 (FengYu's Python SDK and fengyu_worker) or data.code INTERNAL_ERROR
+    (FengYu's Go SDK, with -32000), unlike a business error with a code of its own."""
+    error = outcome.value
+    if outcome.kind != "rpc-error" or not isinstance(error, dict):
+        return ""
+    data = error.get("data")
+    if isinstance(data, dict) and data.get("code") == INTERNAL_DATA_CODE:
+        return f"code {error.get('code')}, data.code {INTERNAL_DATA_CODE}"
+    if error.get("code") == INTERNAL_CODE:
+        return f"code {INTERNAL_CODE}"
+    return ""
 
 
 def _output_validator(tool: AiTool) -> Draft202012Validator | None:
@@ -172,8 +209,13 @@ def invalid_inputs_rejected(ctx: CheckContext) -> Iterator[Finding]:
         mutations = run.space.mutations(params)
         assume(mutations)
         why, broken = data.draw(st.sampled_from(mutations))
-        changed = {k for k in params if broken.get(k, object()) != params[k]}
-        outcome = run.call(run.files.substitute(broken, run.classes, data.draw, keep=changed))
+        sent = run.resolved(
+            run.files.substitute(broken, run.classes, data.draw, keep=_changed(params, broken))
+        )
+        # Still broken as the worker gets it: a FileRef stands for a path, and a granted path
+        # in place of the break would make the input valid again.
+        assume(not run.space.validator.is_valid(sent))
+        outcome = run.send(sent)
         accepted = _accepted(outcome, f"accepted an invalid input ({why})")
         fix = (
             f"validate params against the inputSchema of {run.tool.method!r} before acting "
@@ -208,6 +250,17 @@ def unresolved_refs_rejected(ctx: CheckContext) -> Iterator[Finding]:
         )
 
     yield from run.finding(find_counterexample(attempt, run.workers.settings))
+
+
+def _changed(valid: dict[str, Any], broken: dict[str, Any]) -> set[str]:
+    """The properties a mutation dropped, changed or added (an optional property that was
+    absent, given a wrong type): these keep their broken value instead of a granted file."""
+    missing = object()
+    return {
+        name
+        for name in valid.keys() | broken.keys()
+        if valid.get(name, missing) != broken.get(name, missing)
+    }
 
 
 def _left_out_defaults(schema: Any, params: Any) -> str:
