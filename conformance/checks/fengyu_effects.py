@@ -74,7 +74,7 @@ def _changed(run: ToolRun, declared: str, what: str) -> Iterator[Finding]:
     for observation in observed(run):
         for during, changed, attempts in (
             (True, observation.changes, observation.attempts),
-            (False, (), observation.late),
+            (False, observation.late_changes, observation.late),
         ):
             writes = [a for a in attempts if a.kind == "write"]
             if not changed and not writes:

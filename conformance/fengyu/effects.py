@@ -5,8 +5,10 @@ The worker whose calls are judged runs in the same sandbox as the host's
 (reference_host/process/sandbox.py), traced from outside it (syscall_trace.py). There the
 only writable places are the worker's data folder, which FengYu lets every tool use, and the
 files the kit handed the tool. So every call goes through EffectWatch.observe, which
-snapshots the tool's handed files before and after it and notes when it ran; the trace
-says what was written or refused anywhere else and every connection tried.
+snapshots the tool's handed files (their bytes included, file_watch.py) before and after it
+and notes when it ran; the trace says what was refused anywhere else and every connection
+tried. What changed in the handed files after a call's snapshot, before the tool's next call
+or until its worker was gone, is laid at that call's door as a late change.
 
 Verdicts wait for the worker's whole process tree to be gone (settle): the kit lets it live
 LINGER seconds after its latest call, as a host's worker would go on living, then ends it
@@ -39,7 +41,7 @@ LINGER = 3.0  # how long the worker lives on after its latest call before it is 
 @dataclass(frozen=True)
 class Observation:
     """One call and what it did: handed files changed, attempts made while it ran, and
-    attempts made after it answered (late)."""
+    attempts made and handed files changed after it answered (late, late_changes)."""
 
     outcome: CallOutcome
     changes: tuple[Change, ...]
@@ -47,10 +49,21 @@ class Observation:
     end: float
     attempts: tuple[Attempt, ...] = ()
     late: tuple[Attempt, ...] = ()
+    late_changes: tuple[Change, ...] = ()
 
     @property
     def connections(self) -> tuple[Attempt, ...]:
         return tuple(a for a in (*self.attempts, *self.late) if a.kind == "connect")
+
+
+@dataclass
+class _Latest:
+    """A tool's handed files as its latest observed call (log index) left them."""
+
+    index: int
+    area: list[Area]
+    skipped: list[Path]
+    seen: Snapshot
 
 
 class EffectWatch:
@@ -77,6 +90,7 @@ class EffectWatch:
         self.log: dict[str, list[Observation]] = {}
         self._unsettled: list[tuple[str, int]] = []
         self._settled_until = 0.0
+        self._latest: dict[str, _Latest] = {}
 
     def observe(
         self,
@@ -89,6 +103,7 @@ class EffectWatch:
         handed files) but the skipped folders (its writable grants)."""
         area, skipped = [Area(scratch, "the tool's handed files")], list(skip)
         before = self._snapshot(area, skipped)
+        self._since_latest(tool, before, skipped)
         start = time.time()
         outcome = call()
         end = time.time()
@@ -100,6 +115,8 @@ class EffectWatch:
         if len(log) < LOG_LIMIT:
             log.append(Observation(outcome, tuple(found), start, end))
             self._unsettled.append((tool, len(log) - 1))
+            if after is not None:
+                self._latest[tool] = _Latest(len(log) - 1, area, skipped, after)
         return outcome
 
     def observed(self, tool: str) -> list[Observation]:
@@ -113,6 +130,8 @@ class EffectWatch:
         if not self._unsettled:
             return
         gone = self._finish() or time.time()
+        for tool, latest in list(self._latest.items()):
+            self._since_latest(tool, self._snapshot(latest.area, latest.skipped), latest.skipped)
         pending = sorted(self._unsettled, key=lambda key: self.log[key[0]][key[1]].start)
         starts = [self.log[tool][index].start for tool, index in pending]
         found: dict[tuple[str, int], tuple[list[Attempt], list[Attempt]]] = {}
@@ -133,6 +152,19 @@ class EffectWatch:
         self._unsettled.clear()
         self._settled_until = gone
 
+    def _since_latest(self, tool: str, now: Snapshot | None, skipped: list[Path]) -> None:
+        """Lay what changed in the tool's handed files since its latest call's snapshot at
+        that call's door, and watch on from now."""
+        latest = self._latest.get(tool)
+        if latest is None or now is None:
+            return
+        found = _since(latest.seen, now, latest.area[0].root, skipped)
+        latest.seen, latest.skipped = now, skipped
+        if found:
+            observation = self.log[tool][latest.index]
+            late = (*observation.late_changes, *found)
+            self.log[tool][latest.index] = replace(observation, late_changes=late)
+
     def _snapshot(
         self, areas: list[Area], skipped: Iterable[Path] = (), found: list[Change] | None = None
     ) -> Snapshot | None:
@@ -147,3 +179,26 @@ class EffectWatch:
                     Change("created", exc.area.root, f"{exc.area.name}: over {exc.limit} entries")
                 )
             return None
+
+
+def _since(earlier: Snapshot, later: Snapshot, scratch: Path, skipped: list[Path]) -> list[Change]:
+    """The changes from earlier to later in the folders that were there before: between
+    calls the kit itself adds folders next to the handed files (fresh output folders, a
+    host's grants), and folders granted writable are not watched."""
+    there = {_top(path, scratch) for path in earlier}
+    ignored = [str(folder) for folder in skipped]
+
+    def kept(snapshot: Snapshot) -> Snapshot:
+        return {
+            path: entry
+            for path, entry in snapshot.items()
+            if _top(path, scratch) in there
+            and not any(path == s or path.startswith(s + "/") for s in ignored)
+        }
+
+    return changes(kept(earlier), kept(later))
+
+
+def _top(path: str, scratch: Path) -> str:
+    """The first part of path below scratch."""
+    return Path(path).relative_to(scratch).parts[0]

@@ -1,20 +1,23 @@
-"""What a call did to the files handed to it: a stat snapshot, before and after.
+"""What a call did to the files handed to it: a snapshot, before and after.
 
-A snapshot records each entry's type, size, modification time, change time and inode. The
-change time moves on every write, truncation, chmod or link and cannot be set back by an
-unprivileged process, so a file whose record is unchanged holds the same bytes: the kit need
-not read or hash anything (a walk costs about 15 us per entry, twice per call).
+A snapshot records each entry's type, size, modification time, change time and inode, and
+the SHA-256 of each regular file's bytes. The times alone do not prove the bytes unchanged:
+the change time moves on every write, but only as often as the kernel's coarse clock ticks
+(a rewrite within milliseconds of the last change keeps it), and a write through a shared
+memory mapping whose page is already dirty moves no time at all. Handed files are small
+examples, so hashing them costs little (see docs/spec/fengyu-worker.md#effects-on-files).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-Record = tuple[str, int, int, int, int]  # type, size, mtime_ns, ctime_ns, inode
+Record = tuple[str, int, int, int, int, str]  # type, size, mtime_ns, ctime_ns, inode, sha256
 MAX_ENTRIES = 20_000  # per area: the files handed to one tool are far fewer
 
 
@@ -31,9 +34,11 @@ class Change:
     kind: str  # created | modified | deleted
     path: Path
     area: str
+    detail: str = ""  # for modified: whether its bytes changed
 
     def describe(self) -> str:
-        return f"{self.kind} {self.path} ({self.area})"
+        detail = f": {self.detail}" if self.detail else ""
+        return f"{self.kind} {self.path} ({self.area}){detail}"
 
 
 Snapshot = dict[str, tuple[str, Record]]  # by path, as a string: Path objects cost more
@@ -58,7 +63,25 @@ def _record(entry: os.DirEntry[str]) -> Record | None:
     kind = "d" if stat.S_ISDIR(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else "f"
     size = 0 if kind == "d" else st.st_size
     mtime = 0 if kind == "d" else st.st_mtime_ns
-    return (kind, size, mtime, 0 if kind == "d" else st.st_ctime_ns, st.st_ino)
+    digest = _digest(entry.path) if stat.S_ISREG(st.st_mode) else ""
+    return (kind, size, mtime, 0 if kind == "d" else st.st_ctime_ns, st.st_ino, digest)
+
+
+def _digest(path: str) -> str:
+    """The SHA-256 of a regular file's bytes ("unreadable" when it cannot be read). Opened
+    without following a link and without blocking, so a file swapped for a FIFO meanwhile
+    cannot hang the kit."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return "unreadable"
+    with open(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not a regular file"
+        try:
+            return hashlib.file_digest(file, "sha256").hexdigest()
+        except OSError:
+            return "unreadable"
 
 
 def snapshot(areas: Iterable[Area], skip: Iterable[Path] = ()) -> Snapshot:
@@ -98,7 +121,9 @@ def snapshot(areas: Iterable[Area], skip: Iterable[Path] = ()) -> Snapshot:
 def changes(before: Snapshot, after: Snapshot) -> list[Change]:
     """What was created, modified or deleted between two snapshots, in path order."""
     found = [
-        Change("created" if path not in before else "modified", Path(path), area)
+        Change("modified", Path(path), area, _how(before[path][1], record))
+        if path in before
+        else Change("created", Path(path), area)
         for path, (area, record) in after.items()
         if before.get(path, (area, None))[1] != record
     ]
@@ -108,3 +133,12 @@ def changes(before: Snapshot, after: Snapshot) -> list[Change]:
         if path not in after
     ]
     return sorted(found, key=lambda c: (str(c.path), c.kind))
+
+
+def _how(before: Record, after: Record) -> str:
+    """What a modification changed: the bytes, or only what the file system keeps of them."""
+    if before[0] != after[0]:
+        return "its type changed"
+    if before[5] != after[5]:
+        return "its bytes changed"
+    return "its bytes are the same, but its times or inode changed"

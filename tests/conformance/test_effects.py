@@ -5,6 +5,7 @@ to its data folder."""
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import subprocess
 import sys
@@ -52,8 +53,7 @@ def test_watch_names_created_modified_and_deleted_files(tmp_path: Path) -> None:
 
 
 def test_watch_sees_a_rewrite_of_the_same_size_and_time(tmp_path: Path) -> None:
-    """The change time moves on every write, so restoring the modification time hides
-    nothing."""
+    """Restoring the modification time hides nothing: the bytes are compared."""
     target = tmp_path / "input.txt"
     target.write_text("same size")
     stat = target.stat()
@@ -61,6 +61,44 @@ def test_watch_sees_a_rewrite_of_the_same_size_and_time(tmp_path: Path) -> None:
     target.write_text("SAME SIZE")
     os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert [c.kind for c in changes(before, snapshot([Area(tmp_path, "handed")]))] == ["modified"]
+
+
+def test_watch_sees_a_write_that_moves_no_time(tmp_path: Path) -> None:
+    """A write through a shared mapping whose page is already dirty moves neither time: the
+    record of type, size, times and inode alone said unchanged."""
+    target = tmp_path / "input.txt"
+    target.write_bytes(b"conformance kit input\n")
+    with target.open("r+b") as file, mmap.mmap(file.fileno(), 0) as mapped:
+        mapped[0:1] = b"c"  # the first write to the page moves the times, before the snapshot
+        before = snapshot([Area(tmp_path, "handed")])
+        mapped[0:11] = b"CONFORMANCE"
+        found = changes(before, snapshot([Area(tmp_path, "handed")]))
+    assert [c.describe() for c in found] == [f"modified {target} (handed): its bytes changed"]
+
+
+def test_a_change_between_calls_is_laid_at_the_door_of_the_call_before(tmp_path: Path) -> None:
+    """What changes in the handed files after a call's snapshot (a thread it left behind)
+    counts, until the next call or until the worker is gone; folders the kit adds next to
+    the handed files between calls (a fresh output folder) do not."""
+    scratch = tmp_path / "scratch"
+    (scratch / "inputs").mkdir(parents=True)
+    handed = scratch / "inputs" / "input.txt"
+    handed.write_text("conformance kit input")
+    watch = _watch(tmp_path, gone=time.time() + 100)
+    answered = CallOutcome("result", {}, "", "", {})
+    watch.observe("t", scratch, (), lambda: answered)
+    handed.write_text("CONFORMANCE KIT INPUT")  # after the first call answered
+    (scratch / "out-1").mkdir()  # the kit's, for the second call
+    watch.observe("t", scratch, (), lambda: answered)
+    (scratch / "inputs" / "late.txt").write_text("x")  # after the second, before settling
+    first, second = watch.observed("t")
+    assert [c.describe() for c in first.late_changes] == [
+        f"modified {handed} (the tool's handed files): its bytes changed"
+    ]
+    assert [c.describe() for c in second.late_changes] == [
+        f"created {scratch / 'inputs' / 'late.txt'} (the tool's handed files)"
+    ]
+    assert first.changes == second.changes == ()
 
 
 def _statuses(result) -> dict[str, tuple[str, str]]:
