@@ -7,8 +7,10 @@ work as pytest users expect. MUST findings fail, SHOULD findings warn.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from conformance.baseline import BaselineError, ExpectedFailure, load_baseline
 from conformance.catalog import format_catalog
 from conformance.explain import UnknownRequirement, explain
 from conformance.fengyu.code_first import BUILD_ADVICE
+from conformance.fengyu.harness import waiting_notices
 from conformance.fengyu.manifest import FengYuPlugin
 from conformance.findings import Finding
 from conformance.kit import (
@@ -242,6 +245,26 @@ class KitSession:
         self.records: list[dict[str, Any]] = []
         self.is_worker = hasattr(config, "workerinput")
         self.nothing_checked = False
+        waiting_notices.append(self.tell_waiting)
+
+    def tell_waiting(self, text: str) -> None:
+        """A call the run has waited on for seconds, named on the terminal while it waits
+        (the harness tells it from the test's own thread). An xdist worker's terminal goes
+        nowhere, so it writes to its stderr, which reaches the terminal, naming itself."""
+        capture = self.config.pluginmanager.getplugin("capturemanager")
+        released = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        with released:
+            if self.is_worker or reporter is None:
+                worker = getattr(self.config, "workerinput", {}).get("workerid", "kit")
+                sys.stderr.write(f"\n[{worker}] {text}\n")
+                sys.stderr.flush()
+            else:
+                reporter.write_line(text, yellow=True)
+
+    def pytest_unconfigure(self) -> None:
+        with contextlib.suppress(ValueError):
+            waiting_notices.remove(self.tell_waiting)
 
     def pytest_ignore_collect(self, collection_path: Path) -> bool:
         """The kit's items replace whatever the paths would have collected."""

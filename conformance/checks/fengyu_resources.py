@@ -12,10 +12,8 @@ import time
 from collections.abc import Iterator
 
 from conformance.fengyu.resource_watch import KIT_INTERVAL, SeenOverrun
-from conformance.fengyu.services import WorkerServices
 from conformance.findings import Finding, NotApplicable
 from conformance.registry import CheckContext, check
-from conformance.strategies import GeneratorGap
 
 SETTLE_SAMPLES = 3  # samples after the last call, so an overrun it caused is seen
 
@@ -32,32 +30,14 @@ def declared_resources_kept(ctx: CheckContext) -> Iterator[Finding]:
         )
     if workers.launch_error is not None or not workers.answers_at_start:
         raise NotApplicable(workers.start_failure())
-    _exercise(workers)
+    workers.exercise("FY-WRK-020")
+    time.sleep(SETTLE_SAMPLES * KIT_INTERVAL)  # an overrun the last call caused is seen
     for seen in workers.overruns.seen:
         yield _finding(ctx, seen)
 
 
-def _exercise(workers: WorkerServices) -> None:
-    """Call each tool once if nothing has called the harness's worker yet, then let the
-    monitor sample it a few more times."""
-    if not workers.harness_started:
-        workers.overruns.suite = "worker suite (FY-WRK-020 calling each tool once)"
-        harness = workers.harness()
-        harness.warm()
-        for tool in workers.plugin.tools:
-            space = workers.input_space(tool)
-            if space is None or not isinstance(tool.method, str):
-                continue
-            try:
-                params = space.minimal()
-            except GeneratorGap:
-                continue
-            harness.call(tool.method, params, workers.tool_timeout(tool))
-    time.sleep(SETTLE_SAMPLES * KIT_INTERVAL)
-
-
 def _finding(ctx: CheckContext, seen: SeenOverrun) -> Finding:
-    overrun = seen.overrun
+    overrun = seen.what
     if overrun.limit == "memory":
         what = f"{overrun.seen} MiB resident, {overrun.declared} MiB declared"
         fix = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -37,6 +38,7 @@ from plugin_spec.fengyu_runtime import (
     fengyu_launch,
     handshake_problems,
 )
+from reference_host.process.connection import stdout_problem
 from reference_host.process.launch import EXECUTABLE, artifact_problem
 
 
@@ -171,20 +173,29 @@ def reserved_set_level(ctx: CheckContext) -> Iterator[Finding]:
 
 @check("FY-WRK-006")
 def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
+    """Answers are matched by id, not by order: JSON-RPC allows any order, and FengYu's Go
+    SDK answers each request from its own goroutine."""
     exchange = transcript(ctx).exchanges[Step.IDS]
     got = [
         line.message.get("id", "<missing>") if line.message else "<not JSON>"
         for line in exchange.replies
     ]
     expected = list(PROBE_IDS)
-    same_types = [type(g) for g in got] == [type(e) for e in expected]
-    if not exchange.answered or got != expected or not same_types:
+    if not exchange.answered or sorted(map(_typed, got)) != sorted(map(_typed, expected)):
         yield finding(
             ctx,
-            f"expected responses with ids {' and '.join(map(repr, expected))}, got ids {got!r}",
+            f"expected responses with ids {' and '.join(map(repr, expected))} (in any order), "
+            f"got ids {got!r}",
             exchange,
         )
 
+
+def _typed(value: Any) -> tuple[str, str]:
+    """An id with its JSON type: 4242, 4242.0 and "4242" are three different ids."""
+    return type(value).__name__, json.dumps(value, ensure_ascii=False)
+
+
+SHOWN_STRAY_LINES = 5  # distinct stray stdout lines reported; the rest are counted
 
 # An id left out where it could only have been null (FengYu's Go SDK drops a nil id).
 NO_ID = object()
@@ -196,15 +207,32 @@ NOTIFICATION_EXCHANGES = {Step.NOTIFICATIONS, Step.SET_LEVEL}
 
 @check("FY-WRK-007")
 def stdout_discipline(ctx: CheckContext) -> Iterator[Finding]:
+    """Every stdout line from start to exit, in every suite: the probe's, then those the tool
+    and host workers wrote (services.py), which is why this item runs last. Those are many
+    calls: each distinct line is reported once, where it was first seen, the first few only."""
     result = transcript(ctx)
     for name, line in result.all_lines():
         if name in NOTIFICATION_EXCHANGES and _json_rpc_object(line):
             continue
         if name == Step.PARSE_ERROR and _error_without_id(line):
             continue  # FY-WRK-002 judges it: FengYu's Go SDK writes it so, FengYu reads past it
-        problem = _response_problem(line)
-        if problem:
-            yield finding(ctx, f"during {name!r}: {problem}: {line.text[:300]!r}", None)
+        if problem := stdout_problem(line.message):
+            yield _stray(ctx, f"protocol probe, during step {name!r}", problem, line.text)
+    for when, line in result.later_lines:
+        if problem := stdout_problem(line.message):
+            yield _stray(ctx, f"protocol probe, {when}", problem, line.text)
+    found: dict[tuple[str, str], list[str]] = {}
+    for stray in _workers(ctx).stray_stdout():
+        found.setdefault((stray.what.problem, stray.what.line), []).append(stray.step)
+    for (problem, text), steps in list(found.items())[:SHOWN_STRAY_LINES]:
+        yield _stray(ctx, steps[0], problem, text, _again(steps))
+    if len(found) > SHOWN_STRAY_LINES:
+        rest = len(found) - SHOWN_STRAY_LINES
+        yield finding(ctx, f"and {rest} more distinct stdout lines that are not responses", None)
+
+
+def _stray(ctx: CheckContext, where: str, problem: str, text: str, again: str = "") -> Finding:
+    return finding(ctx, f"in the {where}: {problem}: {text[:300]!r}{again}", None)
 
 
 @check("FY-WRK-008")
@@ -252,6 +280,14 @@ def declared_methods_implemented(ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
+def _again(steps: list[str]) -> str:
+    """Where a line was seen after its first time, by suite."""
+    if len(steps) < 2:
+        return ""
+    suites = ", ".join(dict.fromkeys(step.split(",")[0] for step in steps[1:]))
+    return f" (seen {len(steps) - 1} more time{'s' if len(steps) > 2 else ''}: {suites})"
+
+
 def _same_id(message: dict[str, Any], ids: tuple[Any, ...]) -> bool:
     value = message.get("id", NO_ID)
     return any(value is i if i is NO_ID else value == i and type(value) is type(i) for i in ids)
@@ -264,19 +300,6 @@ def _error_without_id(line: Line) -> bool:
 
 def _json_rpc_object(line: Line) -> bool:
     return line.message is not None and line.message.get("jsonrpc") == "2.0"
-
-
-def _response_problem(line: Line) -> str | None:
-    message = line.message
-    if message is None:
-        return "a stdout line that is not a JSON object"
-    if message.get("jsonrpc") != "2.0":
-        return 'a stdout object without jsonrpc "2.0"'
-    if "id" not in message:
-        return "a stdout object without id"
-    if ("result" in message) == ("error" in message):
-        return "a response needs exactly one of result and error"
-    return None
 
 
 @check("FY-WRK-012")

@@ -2,7 +2,11 @@
 
 Tool checks call the worker exactly the way the host does (same manager, same timeouts,
 same restarts), from ordinary synchronous test code: the manager runs on an event loop in a
-background thread for the life of the kit run.
+background thread for the life of the kit run. A call waited on for NOTICE_SECONDS is named
+to the waiting notices (the terminal, pytest_plugin.py), and again every NOTICE_EVERY
+seconds, so a run that sits still says which plugin, tool and input it waits on. Every
+stdout line that is not a JSON-RPC response is told with the call it came in (FY-WRK-007),
+and a call that timed out is kept, so later items of that tool need not wait on it again.
 """
 
 from __future__ import annotations
@@ -11,10 +15,11 @@ import asyncio
 import contextlib
 import json
 import shlex
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from conformance.fengyu.resource_watch import REPORT_ONLY, Reporter
 from conformance.findings import shown
@@ -29,6 +34,14 @@ from reference_host.process import (
     WorkerSpec,
     WorkerTimeout,
 )
+
+T = TypeVar("T")
+NOTICE_SECONDS = 5.0  # a call waited on this long is named on the terminal
+NOTICE_EVERY = 10.0  # and again after each further this many seconds
+# Where waiting notices go: the kit's front end adds its writer (pytest_plugin.py).
+waiting_notices: list[Callable[[str], None]] = []
+# Told (line, what is wrong with it, what the kit was doing) of each stray stdout line.
+StrayReporter = Callable[[str, str, str], None]
 
 
 @dataclass(frozen=True)
@@ -65,30 +78,54 @@ class ToolHarness:
         report: Reporter | None = None,
         called: Callable[[], None] | None = None,
         folder: Path | None = None,
+        *,
+        stray: StrayReporter | None = None,
+        tools: Mapping[str, str] | None = None,
+        hangs: dict[str, CallOutcome] | None = None,
     ) -> None:
         """resources: the declared limits, watched and told to report (never enforced:
         resource_watch.py) together with the call under way; called: told when each call
         ends; folder: the plugin folder reproductions run in (the author's, where the kit
-        runs a copy)."""
+        runs a copy); stray: told of each stdout line that is not a JSON-RPC response;
+        tools: the tool names of each method, as messages name calls; hangs: where the
+        first call of each method that timed out is kept."""
         self.spec = spec
         self.folder = folder or spec.root
+        self.tools = dict(tools or {})
+        self.hangs = hangs if hangs is not None else {}
         self._called = called
+        self._closing = False
         self._loop = LoopThread(f"kit worker loop {spec.plugin_id}")
         self.manager = PluginProcessManager(limits=REPORT_ONLY)
         self.manager.register(spec, resources if report is not None else None)
         if report is not None:
             self.manager.overrun_observers.append(lambda _, found: report(found, self.doing()))
+        if stray is not None:
+            self.manager.stdout_observers.append(
+                lambda _, line, problem: stray(line, problem, self.doing())
+            )
         self._warm = False
         self._calls: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
 
     def doing(self) -> str:
-        """The call under way, else the last one made: what an overrun is told with."""
+        """The call under way, else the last one made: what an overrun or a stray stdout
+        line is told with."""
         current, last = self._calls
         request = current or last
+        what = "" if request is None else f"calling {self.named(request)}"
+        if self._closing:
+            after = f", after {what}" if what else ""
+            return f"at the worker's end, when the kit closed its stdin{after}"
         if request is None:
             return "while the worker started"
-        what = f"calling {request['method']!r} with {shown(request['params'], 300)}"
         return f"while {what}" if current else f"after {what}"
+
+    def named(self, request: dict[str, Any]) -> str:
+        """A request as messages name it: the tool (and method) and its params."""
+        method = request["method"]
+        tool = self.tools.get(method)
+        called = f"tool {tool!r} (method {method!r})" if tool else repr(method)
+        return f"{called} with {shown(request['params'], 300)}"
 
     def warm(self) -> None:
         """Start the worker (and greet it, where a handshake is declared) once, before the
@@ -101,11 +138,20 @@ class ToolHarness:
                 self._loop.run(self.manager.start(self.spec.plugin_id), timeout=60)
 
     def call(self, method: str, params: Any, timeout: float) -> CallOutcome:
+        """Call method as a host would; the first call of a method that times out is kept
+        in hangs."""
         request = {"jsonrpc": "2.0", "id": "repro-1", "method": method, "params": params}
+        outcome = self._call(request, timeout)
+        if outcome.kind == "timeout":
+            self.hangs.setdefault(method, outcome)
+        return outcome
+
+    def _call(self, request: dict[str, Any], timeout: float) -> CallOutcome:
+        method, params = request["method"], request["params"]
         invoke = self.manager.invoke(self.spec.plugin_id, method, params, tool_timeout=timeout)
         self._calls = (request, self._calls[1])
         try:
-            return CallOutcome("result", self._loop.run(invoke), "", "", request)
+            return CallOutcome("result", self._wait(invoke, request, timeout), "", "", request)
         except WorkerRpcError as exc:
             error = {"code": exc.code, "message": exc.rpc_message}
             return CallOutcome("rpc-error", error, exc.message, exc.stderr, request)
@@ -126,7 +172,28 @@ class ToolHarness:
         call does; whether the worker answered the host's `$/cancelRequest` within FengYu's
         second (a call that finished first, or a worker that died meanwhile, counts as
         answered: that is another requirement's finding), or was killed for its silence."""
-        return self._loop.run(self._abandon(method, params, timeout))
+        request = {"jsonrpc": "2.0", "id": "repro-1", "method": method, "params": params}
+        return self._wait(self._abandon(method, params, timeout), request, timeout)
+
+    def _wait(self, work: Coroutine[Any, Any, T], request: dict[str, Any], timeout: float) -> T:
+        """Run work on the loop and wait for it, telling the waiting notices what is waited
+        on once NOTICE_SECONDS have passed, and every NOTICE_EVERY seconds after."""
+        future = asyncio.run_coroutine_threadsafe(work, self._loop.loop)
+        started = time.monotonic()
+        notice = NOTICE_SECONDS
+        while True:
+            try:
+                return future.result(max(0.0, started + notice - time.monotonic()))
+            except TimeoutError:
+                if future.done():
+                    raise
+            text = (
+                f"waiting {notice:g} s on {self.spec.plugin_id} {self.named(request)} "
+                f"(timeout {timeout:g} s)"
+            )
+            for tell in waiting_notices:
+                tell(text)
+            notice += NOTICE_EVERY
 
     async def _abandon(self, method: str, params: Any, timeout: float) -> bool:
         plugin = self.spec.plugin_id
@@ -157,5 +224,6 @@ class ToolHarness:
 
     def close(self) -> None:
         """Stop the worker; exit on EOF is FY-WRK-008's business, so the grace is short."""
+        self._closing = True
         self._loop.run(self.manager.close(grace=1.0), timeout=30)
         self._loop.close()

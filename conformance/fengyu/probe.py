@@ -6,6 +6,8 @@ So "no reply to a notification" is seen without waiting for silence, and a worke
 crashes or hangs in one exchange is restarted for the next, keeping checks independent.
 A worker that does not answer the first exchange at all ends the probe there: every later
 step would only wait out its own timeout on a fresh copy of the same dead worker.
+Stdout is read to its end: what a worker writes after the last exchange, at its exit (an
+unflushed banner) or before it was killed, is kept with the step it followed (FY-WRK-007).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ NO_SUCH_METHOD = "conformance_no_such_method"
 REPLY_SECONDS = 5.0
 STARTUP_SECONDS = 20.0
 EOF_SECONDS = 5.0
+EXIT_SECONDS = 2.0  # after stdout EOF: how long the process (a sandbox's) may take to exit
+LEFTOVER_SECONDS = 1.0  # after a kill: how long the last lines may take to be read
+AT_EXIT = "at its exit, after its stdin was closed"
 BIG_FRAME_BYTES = 4 * 1024 * 1024
 # The ids of the "ids" exchange, expected back unchanged: a string beyond ASCII, a small
 # number, and 2^53 + 1, which a worker that parses numbers as doubles turns into 2^53.
@@ -103,9 +108,15 @@ class Transcript:
     exit_after_eof: int | None = None
     eof_stderr: str = ""
     logs: LogLines = field(default_factory=LogLines)
+    # Lines read after an exchange ended: when (AT_EXIT, or after which step) and the line.
+    later_lines: list[tuple[str, Line]] = field(default_factory=list)
 
     def all_lines(self) -> list[tuple[str, Line]]:
         return [(e.name, line) for e in self.exchanges.values() for line in e.replies]
+
+    def keep_rest(self, worker: RawWorker, when: str, seconds: float) -> None:
+        """Keep the lines worker wrote that no exchange read, up to its stdout's end."""
+        self.later_lines += [(when, line) for line in worker.rest(seconds)]
 
 
 def request(rid: Any, method: str, params: Any = None) -> dict[str, Any]:
@@ -212,12 +223,14 @@ def run_probe(
     worker: RawWorker | None = None
     steps = script(methods)[:1] if start_only else script(methods)
     greeting = handshake_frame(spec)
+    last = ""  # the step the current worker served last
     for index, (name, frames, seconds) in enumerate(steps):
         started = worker is None or not worker.alive()
         if worker is None or started:
             if worker is not None:
-                worker.kill()
+                _retire(worker, transcript, last)
             worker = RawWorker(spec, transcript.logs)
+            last = Step.HANDSHAKE if greeting is not None else Step.START
             if greeting is not None:
                 # FengYu greets every worker it starts, and waits for nothing else meanwhile;
                 # a worker silent to the greeting and the sentinel after it is silent to the
@@ -227,7 +240,7 @@ def run_probe(
                 )
                 transcript.exchanges.setdefault(Step.HANDSHAKE, greeted)
                 if not greeted.answered:
-                    worker.kill()
+                    _retire(worker, transcript, Step.HANDSHAKE)
                     transcript.exchanges[name] = replace(greeted, name=name)
                     if name == Step.START:
                         return transcript
@@ -235,8 +248,9 @@ def run_probe(
         wait = seconds + (STARTUP_SECONDS if started else 0)
         exchange = _exchange(worker, name, frames, f"conformance-sentinel-{index}", wait)
         transcript.exchanges[name] = exchange
+        last = name
         if not exchange.answered:
-            worker.kill()
+            _retire(worker, transcript, name)
             if name == Step.START:
                 return transcript
     if worker is not None and worker.alive():
@@ -244,9 +258,17 @@ def run_probe(
         transcript.eof_stderr = worker.stderr
         if transcript.exit_after_eof is None:
             worker.kill()
+        transcript.keep_rest(worker, AT_EXIT, EOF_SECONDS)
     elif worker is not None:
         transcript.exit_after_eof = worker.process.returncode
+        _retire(worker, transcript, last)
     return transcript
+
+
+def _retire(worker: RawWorker, transcript: Transcript, last: str) -> None:
+    """Kill a worker the probe is done with, keeping what it wrote after its last step."""
+    worker.kill()
+    transcript.keep_rest(worker, f"after step {last!r}", LEFTOVER_SECONDS)
 
 
 def _exchange(
@@ -276,13 +298,24 @@ def _exchange(
             )
             exchange.stderr = worker.stderr
             return exchange
-    code = worker.process.poll()
-    exchange.note = (
-        f"worker exited with code {code}" if code is not None else f"no answer within {seconds:g} s"
-    )
-    time.sleep(0.05)
+    exchange.note = _why_unanswered(worker, seconds)
     exchange.stderr = worker.stderr
     return exchange
+
+
+def _why_unanswered(worker: RawWorker, seconds: float) -> str:
+    """Why an exchange got no answer: an exit (stdout ends a moment before the process does,
+    a sandboxed one's above all, so its end is waited for), a closed stdout, or silence."""
+    if worker.at_eof:
+        code = worker.exit_code(EXIT_SECONDS)
+        if code is None:
+            return "the worker closed its stdout and went on running"
+        return f"worker exited with code {code}"
+    code = worker.process.poll()
+    if code is not None:
+        worker.exit_code(EXIT_SECONDS)  # its stderr read to the end
+        return f"worker exited with code {code}"
+    return f"no answer within {seconds:g} s"
 
 
 def _tail(text: str, lines: int = 20) -> str:

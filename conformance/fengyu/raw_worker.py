@@ -92,6 +92,8 @@ class RawWorker:
         # lines cut and kept within the host's bounds: a worker cannot grow the kit's memory
         self.stderr_tail = StderrTail(self.logs.read)
         self._killed = False
+        self._eof = False  # the reader's end-of-stdout mark has been taken
+        self._stderr_done = threading.Event()
         self._ended = False
         self._end_lock = threading.Lock()
         threading.Thread(target=self._drain_stdout, daemon=True).start()
@@ -132,11 +134,41 @@ class RawWorker:
         return None
 
     def next_line(self, deadline: float) -> Line | None:
-        """The next stdout line, or None at EOF or when the deadline (monotonic) passes."""
+        """The next stdout line, or None at EOF (at_eof then says so) or when the deadline
+        (monotonic) passes."""
+        if self._eof:
+            return None
         try:
-            return self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
             return None
+        self._eof = line is None
+        return line
+
+    @property
+    def at_eof(self) -> bool:
+        """Whether stdout has ended: everything the worker wrote there has been read."""
+        return self._eof
+
+    def rest(self, seconds: float) -> list[Line]:
+        """The stdout lines not read yet, up to EOF or for seconds at most: what a worker
+        wrote after the last exchange, at its exit included."""
+        deadline = time.monotonic() + seconds
+        lines: list[Line] = []
+        while (line := self.next_line(deadline)) is not None:
+            lines.append(line)
+        return lines
+
+    def exit_code(self, wait: float) -> int | None:
+        """The exit code, waiting up to wait seconds for it (stdout can end a moment before
+        the process, a sandbox's above all); None if it is still running. Once it has exited,
+        its stderr is read to the end (for as long again at most)."""
+        try:
+            code = self.process.wait(wait)
+        except subprocess.TimeoutExpired:
+            return None
+        self._stderr_done.wait(wait)
+        return code
 
     def close_stdin(self, wait: float) -> int | None:
         """Close stdin and wait for the exit code (None if it did not exit in time); once it
@@ -196,7 +228,10 @@ class RawWorker:
 
     def _drain_stderr(self) -> None:
         assert self.process.stderr is not None
-        with contextlib.suppress(OSError, ValueError):
-            while chunk := os.read(self.process.stderr.fileno(), STDERR_CHUNK):
-                self.stderr_tail.feed(chunk)
-        self.stderr_tail.close()
+        try:
+            with contextlib.suppress(OSError, ValueError):
+                while chunk := os.read(self.process.stderr.fileno(), STDERR_CHUNK):
+                    self.stderr_tail.feed(chunk)
+            self.stderr_tail.close()
+        finally:
+            self._stderr_done.set()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from reference_host.process.limits import LimitPolicy, Overrun
 
@@ -19,33 +20,35 @@ REPORT_ONLY = LimitPolicy(interval=KIT_INTERVAL, enforce=False)
 Reporter = Callable[[Overrun, str], None]
 
 
-@dataclass(frozen=True)
-class SeenOverrun:
-    """One overrun and what the kit was doing when a sample saw it."""
+T = TypeVar("T")
 
-    overrun: Overrun
+
+@dataclass(frozen=True)
+class Seen(Generic[T]):
+    """One thing the kit saw a worker do (an overrun, a stray stdout line) and where: the
+    suite and what it was doing then."""
+
+    what: T
     step: str
 
 
-class OverrunLog:
-    """The overruns of one plugin's workers in this run, in the order they were seen (the
-    process manager reports them from its event loop's thread)."""
+class SeenLog(Generic[T]):
+    """What one plugin's workers were seen doing in this run, in order (the process manager
+    reports from its event loop's thread)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._seen: list[SeenOverrun] = []
-        self.suite = "tools suite"  # who calls the worker now; FY-WRK-020 says when it does
+        self._seen: list[Seen[T]] = []
 
-    def reporter(self) -> Reporter:
-        """What a harness calls with each overrun and the call it was making."""
-
-        def report(overrun: Overrun, doing: str) -> None:
-            with self._lock:
-                self._seen.append(SeenOverrun(overrun, f"{self.suite}, {doing}"))
-
-        return report
+    def add(self, what: T, step: str) -> None:
+        with self._lock:
+            self._seen.append(Seen(what, step))
 
     @property
-    def seen(self) -> list[SeenOverrun]:
+    def seen(self) -> list[Seen[T]]:
         with self._lock:
             return list(self._seen)
+
+
+SeenOverrun = Seen[Overrun]
+OverrunLog = SeenLog[Overrun]

@@ -2,6 +2,9 @@
 
 Static checks never start a process; the first worker or tool check does. Whatever was
 started is stopped by close() at the end of the run, so a kit run leaves no process behind.
+What the tool and host workers are seen doing (overruns, stray stdout lines) is kept with the
+suite and the call it came in, for the worker items at the end of the catalog to report; a
+tool that hung is kept too, so its later items are skipped instead of waiting again.
 """
 
 from __future__ import annotations
@@ -11,27 +14,39 @@ import shutil
 import stat
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from conformance.fengyu.effects import LINGER, EffectWatch
-from conformance.fengyu.harness import ToolHarness
+from conformance.fengyu.harness import CallOutcome, ToolHarness
 from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.fengyu.probe import Exchange, Step, Transcript, handshake_result, run_probe
-from conformance.fengyu.resource_watch import OverrunLog
+from conformance.fengyu.resource_watch import OverrunLog, Seen, SeenLog
 from conformance.fengyu.syscall_trace import strace_program, tracer
 from conformance.fengyu.tool_files import ToolFiles
 from conformance.fengyu.worker import declared_methods, declares_worker, worker_spec
-from conformance.findings import NotApplicable
+from conformance.findings import NotApplicable, shown
 from conformance.properties import PropertySettings
-from conformance.strategies import InputSpace
+from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.fengyu_decls import resource_limits
 from plugin_spec.fengyu_runtime import handshake_problems
 from reference_host.process import WorkerLaunchError, WorkerSpec, effective_timeout
 from reference_host.process.launch import MissingArtifact
 from reference_host.process.sandbox import support
+
+STDERR_SHOWN = 3  # last stderr lines a skip reason quotes
+HANG_REQUIREMENT = "FY-TOOL-001"  # whose finding a tool call that never answers is
+
+
+@dataclass(frozen=True)
+class StrayLine:
+    """A stdout line that is not a JSON-RPC response, and what is wrong with it."""
+
+    line: str
+    problem: str
 
 
 def private_copy(source: Path, target: Path) -> None:
@@ -104,6 +119,10 @@ class WorkerServices:
         (self.workdir / "tools").mkdir()
         self.resources = resource_limits(plugin.data)
         self.overruns = OverrunLog()  # FY-WRK-020: what the tool harness's worker went over
+        self.stray = SeenLog[StrayLine]()  # FY-WRK-007: the tool and host workers' stray lines
+        self.suite = "tools suite"  # who calls the tool harness's worker now
+        self.hangs: dict[str, CallOutcome] = {}  # by method: the first call that timed out
+        self._exercised = False
         self.missing_artifact = False
         self.spec: WorkerSpec | None = None
         try:
@@ -194,7 +213,9 @@ class WorkerServices:
             return f"FengYu cannot start the worker (FY-WRK-012): {self.launch_error}"
         if self.launch_error is not None:
             return "the worker cannot be launched (FY-WRK-001)"
-        return f"the worker did not answer its first request (FY-WRK-001): {self.start.note}"
+        said = [line.strip() for line in self.start.stderr.splitlines() if line.strip()]
+        tail = f"; its stderr ends: {self.shown(' | '.join(said[-STDERR_SHOWN:]))}" if said else ""
+        return f"the worker did not answer its first request (FY-WRK-001): {self.start.note}{tail}"
 
     @property
     def handshake(self) -> Exchange | None:
@@ -232,15 +253,15 @@ class WorkerServices:
 
     @property
     def harness_started(self) -> bool:
-        """Whether an item of this run has started the tool harness (FY-WRK-020 asks)."""
-        return self._harness is not None
+        """Whether an item of this process has started the tool harness."""
+        return self._exercised
 
     def harness(self) -> ToolHarness:
         """The worker tool checks call: the host's sandbox with the kit's handed files as its
         grants, traced from outside it where effects can be seen."""
         assert self.spec is not None
         if self._harness is None:
-            report = self.overruns.reporter()
+            self._exercised = True
             spec = self.spec
             if spec.sandbox is not None:
                 tools = self.workdir / "tools"
@@ -248,9 +269,84 @@ class WorkerServices:
             if not self.effects.unwatched:
                 spec = replace(spec, wrapper=tracer(strace_program(), self.trace))
             self._harness = ToolHarness(
-                spec, self.resources, report, self._called, self.plugin.root
+                spec,
+                self.resources,
+                lambda found, doing: self.overruns.add(found, f"{self.suite}, {doing}"),
+                self._called,
+                self.plugin.root,
+                stray=lambda line, problem, doing: self.stray.add(
+                    StrayLine(line, problem), f"{self.suite}, {doing}"
+                ),
+                tools=self._tool_names,
+                hangs=self.hangs,
             )
         return self._harness
+
+    @cached_property
+    def _tool_names(self) -> dict[str, str]:
+        """The tool names of each method, as messages name a call."""
+        names: dict[str, list[str]] = {}
+        for tool in self.plugin.tools:
+            if isinstance(tool.method, str) and isinstance(tool.name, str):
+                names.setdefault(tool.method, []).append(tool.name)
+        return {method: ", ".join(tools) for method, tools in names.items()}
+
+    def require_answering(self, tool: AiTool, requirement: str) -> None:
+        """Raise NotApplicable naming FY-TOOL-001 when a call of the tool's method timed out
+        earlier in this run: each further item would wait out the timeout again on the same
+        hang. FY-TOOL-001, whose finding the hang is, runs anyway."""
+        hang = self.hangs.get(tool.method) if isinstance(tool.method, str) else None
+        if hang is None or requirement == HANG_REQUIREMENT:
+            return
+        raise NotApplicable(
+            f"tool {tool.name!r} hung earlier in this run: {hang.message} (called with "
+            f"{shown(hang.request['params'], 200)}); checking it again would wait out the "
+            f"timeout once more ({HANG_REQUIREMENT})"
+        )
+
+    def exercise(self, by: str) -> None:
+        """Call each tool once with its simplest valid input, unless an item of this process
+        has started the tool harness already (the tools suite ran here), so that what a call
+        does is seen also when only the worker suite runs (`-m worker`, or the items spread
+        over processes); by: the requirement asking, named in what is seen meanwhile."""
+        if self._exercised:
+            return
+        self.suite = f"worker suite ({by} calling each tool once)"
+        harness = self.harness()
+        harness.warm()
+        for tool in self.plugin.tools:
+            space = self.input_space(tool)
+            if space is None or not isinstance(tool.method, str) or tool.method in self.hangs:
+                continue
+            try:
+                params = space.minimal()
+            except GeneratorGap:
+                continue
+            harness.call(tool.method, params, self.tool_timeout(tool))
+
+    def stray_stdout(self) -> list[Seen[StrayLine]]:
+        """The stdout lines of the tool and host workers that were not JSON-RPC responses,
+        each with the suite and step it came in. A usable worker's tools are called once
+        first if no item has (exercise), and its workers are then ended, so that what they
+        write at their exit is in."""
+        if self.declared and self.launch_error is None:
+            try:
+                self.require_usable()
+            except NotApplicable:
+                return self.stray.seen
+            self.exercise("FY-WRK-007")
+            self.end_workers()
+        return self.stray.seen
+
+    def end_workers(self) -> None:
+        """Stop the tool and host workers, as a host stops them, reading what they write
+        until they exit; a later item starts them again."""
+        if self._harness is not None:
+            self._harness.close()
+            self._harness = None
+        if self._host is not None:
+            self._host.close()
+            self._host = None
 
     def shown(self, text: str) -> str:
         """text with the kit's copy of the plugin named as the author's folder."""
@@ -279,7 +375,21 @@ class WorkerServices:
                 self.worker_env,
                 commands,
             )
+            self._watch_host(self._host)
         return self._host
+
+    def _watch_host(self, session: HostSession) -> None:
+        """Keep the host's worker's stray stdout lines, with the last call it dispatched."""
+        last = ["while the worker started"]
+
+        def dispatched(_: str, method: str, params: Any) -> None:
+            last[0] = f"since the host called {method!r} with {shown(params, 300)}"
+
+        def stray(_: str, line: str, problem: str) -> None:
+            self.stray.add(StrayLine(line, problem), f"host suite, {last[0]}")
+
+        session.host.manager.observers.append(dispatched)
+        session.host.manager.stdout_observers.append(stray)
 
     def input_space(self, tool: AiTool) -> InputSpace | None:
         """The tool's input space (None without an inputSchema object), built once per tool:

@@ -2,8 +2,10 @@
 
 Requests carry string ids (a per-connection counter: replies can only come back on this
 connection's own pipes); one reader task matches responses to pending calls by id.
-Lines that are not JSON are logged and skipped, unknown ids dropped. A frame over 16 MiB
-breaks the framing, so it fails every pending call and the worker is killed.
+Lines that are not JSON are logged and skipped, unknown ids dropped; a line that is not a
+JSON-RPC response (stdout_problem) is also told to the connection's stray observer, which the
+kit uses to hold every stdout byte to the protocol. A frame over 16 MiB breaks the framing,
+so it fails every pending call and the worker is killed.
 
 A watcher task owns the worker's end, however it comes (stdin EOF, crash, kill): the moment
 the process exits its group is killed and then its lineage (every process carrying its
@@ -21,7 +23,7 @@ import itertools
 import json
 import logging
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from plugin_spec.fengyu_runtime import (
@@ -55,7 +57,7 @@ from reference_host.process.spawn import Spawned, spawn
 from reference_host.process.tail import StderrTail
 from reference_host.process.tree import kill_group, kill_pipe_holders, kill_tree
 
-__all__ = ["WorkerConnection"]
+__all__ = ["StrayObserver", "WorkerConnection", "stdout_problem"]
 
 SKIPPED_STDOUT_LINES = 200
 STDERR_CHUNK = 64 * 1024
@@ -70,6 +72,23 @@ LOG_LEVELS = {
     "WARN": logging.WARNING,
     "ERROR": logging.ERROR,
 }
+# Told (line, what is wrong with it) of each stdout line that is not a JSON-RPC response.
+StrayObserver = Callable[[str, str], None]
+
+
+def stdout_problem(message: dict[str, Any] | None) -> str | None:
+    """What keeps a decoded stdout line from being a JSON-RPC 2.0 response, the only thing a
+    worker may write there (spec: fengyu-worker.md#framing-on-stdin-and-stdout); None when
+    it is one."""
+    if message is None:
+        return "a stdout line that is not a JSON object"
+    if message.get("jsonrpc") != "2.0":
+        return 'a stdout object without jsonrpc "2.0"'
+    if "id" not in message:
+        return "a stdout object without id"
+    if ("result" in message) == ("error" in message):
+        return "a response needs exactly one of result and error"
+    return None
 
 
 class WorkerConnection:
@@ -82,8 +101,11 @@ class WorkerConnection:
         lineage: str,
         record: LineageRecord | None = None,
         resources: ResourceWatch | None = None,
+        stray: StrayObserver | None = None,
     ) -> None:
+        """stray: told of each stdout line that is not a JSON-RPC response."""
         self.spec = spec
+        self._stray = stray
         self.lineage = lineage
         self._record = record
         self.process = spawned.process
@@ -117,6 +139,7 @@ class WorkerConnection:
         spec: WorkerSpec,
         record: LineageRecord | None = None,
         resources: ResourceWatch | None = None,
+        stray: StrayObserver | None = None,
     ) -> WorkerConnection:
         spec.prepare_folders()
         lineage = new_token()
@@ -128,7 +151,7 @@ class WorkerConnection:
             if record is not None:
                 record.remove(lineage)
             raise WorkerLaunchError(f"cannot start {spec.argv[0]}: {exc.strerror}") from None
-        connection = cls(spec, spawned, lineage, record, resources)
+        connection = cls(spec, spawned, lineage, record, resources, stray)
         try:
             await connection._greet()
         except BaseException:
@@ -398,6 +421,9 @@ class WorkerConnection:
 
     def _dispatch(self, line: bytes) -> None:
         text, message = decode_line(line)
+        problem = stdout_problem(message)
+        if problem is not None and self._stray is not None:
+            self._stray(text[:1000], problem)
         if message is None:
             if text.strip():
                 self.skipped_stdout.append(text[:1000])

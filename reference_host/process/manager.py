@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from plugin_spec.fengyu_decls import ResourceLimits
-from reference_host.process.connection import WorkerConnection
+from reference_host.process.connection import StrayObserver, WorkerConnection
 from reference_host.process.errors import WorkerLaunchError
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.limits import (
@@ -38,11 +38,13 @@ class PluginProcessManager:
         already resolved: diagnostics for tests and the kit's host checks. record keeps
         the lineage token of each worker until its processes are ended (record.py). limits
         says how declared resources are watched (limits.py); overrun_observers see (plugin
-        id, overrun) of each overrun."""
+        id, overrun) of each overrun; stdout_observers see (plugin id, line, problem) of each
+        stdout line that is not a JSON-RPC response (connection.stdout_problem)."""
         self._record = record
         self._policy = limits
         self._resources: dict[str, ResourceLimits] = {}
         self.overrun_observers: list[Callable[[str, Overrun], None]] = []
+        self.stdout_observers: list[Callable[[str, str, str], None]] = []
         self._specs: dict[str, WorkerSpec] = {}
         self._connections: dict[str, WorkerConnection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -167,7 +169,7 @@ class PluginProcessManager:
                 elif connection is not None:
                     await connection.close(grace=0)
                 connection = await WorkerConnection.start(
-                    spec, self._record, self._watch(plugin_id)
+                    spec, self._record, self._watch(plugin_id), self._stray(plugin_id)
                 )
                 self._connections[plugin_id] = connection
             assert connection is not None
@@ -196,6 +198,15 @@ class PluginProcessManager:
                 observe(plugin_id, overrun)
 
         return ResourceWatch(self._resources.get(plugin_id, ResourceLimits()), self._policy, report)
+
+    def _stray(self, plugin_id: str) -> StrayObserver:
+        """What the next start of the plugin's worker tells of its stray stdout lines."""
+
+        def report(line: str, problem: str) -> None:
+            for observe in self.stdout_observers:
+                observe(plugin_id, line, problem)
+
+        return report
 
 
 def _serves(connection: WorkerConnection | None, spec: WorkerSpec, grants: Grants | None) -> bool:

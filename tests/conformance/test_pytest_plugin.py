@@ -9,11 +9,13 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from conformance.catalog import load_catalog
+from conformance.fengyu import harness
 from conformance.report import markdown
 from tests.conftest import FIXTURE_PLUGINS, REPO, failures, plugin_with_manifest
 
@@ -443,3 +445,114 @@ def test_a_finding_cannot_write_the_reports_markup() -> None:
     block = md[start : md.index("\n  `````\n", start)]
     assert "  # Plugin conformance report" in block and "  <!--" in block
     assert md.count("\n# ") == 0 and md.startswith("# Plugin conformance report\n")
+
+
+def fixture_variant(tmp_path: Path, base: str, worker: str) -> Path:
+    """A copy of the fixture plugin base whose backend/worker.py is worker."""
+    plugin = tmp_path / base
+    shutil.copytree(FIXTURE_PLUGINS / base, plugin)
+    (plugin / "backend" / "worker.py").write_text(worker, encoding="utf-8")
+    return plugin
+
+
+def skip_reasons(kit: Any) -> list[str]:
+    return [r["reason"] for r in kit.report["results"] if r["status"] == "skipped"]
+
+
+def test_a_worker_that_dies_on_import_is_skipped_with_its_exit_and_stderr(
+    run_kit, tmp_path: Path
+) -> None:
+    """`-m tools` alone: the skip says the worker exited and quotes why, not that it was
+    silent for a timeout it never waited out (the sandbox exits a moment after stdout ends)."""
+    worker = "#!/usr/bin/env python3\nimport conformance_kit_no_such_module\n"
+    plugin = fixture_variant(tmp_path, "FY-WRK-007-logs-on-stdout", worker)
+
+    kit = run_kit([plugin], "-m", "tools")
+
+    reasons = [r for r in skip_reasons(kit) if "(FY-WRK-001)" in r]
+    assert reasons, skip_reasons(kit)
+    for reason in reasons:
+        assert "worker exited with code 1" in reason
+        assert "No module named 'conformance_kit_no_such_module'" in reason
+        assert "no answer within" not in reason
+
+
+REVERSED_IDS_WORKER = '''#!/usr/bin/env python3
+"""Answers the probe's three id requests in reverse order, as a worker answering each
+request on a thread of its own may."""
+
+import json
+import sys
+import types
+
+from misbehaving_worker import run
+
+HELD = ("id-\\u00fc-1", 4242, 2**53 + 1)
+
+
+class Reversing:
+    def __init__(self, out):
+        self.out, self.held = out, []
+
+    def write(self, data):
+        if json.loads(data).get("id") not in HELD:
+            return self.out.write(data)
+        self.held.append(data)
+        if len(self.held) == len(HELD):
+            for held in reversed(self.held):
+                self.out.write(held)
+            self.held.clear()
+        return len(data)
+
+    def flush(self):
+        self.out.flush()
+
+
+sys.stdout = types.SimpleNamespace(buffer=Reversing(sys.stdout.buffer))
+run()
+'''
+
+
+def test_ids_answered_out_of_order_pass_fy_wrk_006(run_kit, tmp_path: Path) -> None:
+    """JSON-RPC matches answers by id, not order: only the ids and their types count."""
+    plugin = fixture_variant(tmp_path, "FY-WRK-006-ids-as-doubles", REVERSED_IDS_WORKER)
+
+    kit = run_kit([plugin], "-k", "FY-WRK-006 or FY-WRK-007")
+
+    statuses = kit.statuses()
+    assert (statuses["FY-WRK-006"], statuses["FY-WRK-007"]) == ("passed", "passed")
+
+
+def test_a_call_waited_on_is_named_on_the_terminal(
+    run_kit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run sitting on a hanging call says which plugin, tool and input it waits on."""
+    monkeypatch.setattr(harness, "NOTICE_SECONDS", 0.2)  # the fixture's calls hang 1 s
+
+    kit = run_kit([FIXTURE_PLUGINS / "FY-TOOL-001-hangs"], "-k", "FY-TOOL-001")
+
+    assert kit.statuses()["FY-TOOL-001"] == "failed"
+    kit.result.stdout.re_match_lines(
+        [
+            r"^waiting 0\.2 s on fixture\.fy-tool-001-hangs tool 'fixture_greet' "
+            r"\(method 'greet'\) with \{.*\} \(timeout 1 s\)$"
+        ]
+    )
+
+
+def test_later_items_of_a_hung_tool_are_skipped_naming_fy_tool_001(run_kit) -> None:
+    """A tool whose call timed out is not waited on again: its later items are skipped,
+    blocked by FY-TOOL-001, whose finding the hang is."""
+    kit = run_kit([FIXTURE_PLUGINS / "FY-TOOL-001-hangs"], "-m", "tools")
+
+    assert kit.statuses()["FY-TOOL-001"] == "failed"
+    later = [
+        r
+        for r in kit.report["results"]
+        if r["requirement"] in ("FY-TOOL-002", "FY-TOOL-005") and r["tool"] == "fixture_greet"
+    ]
+    assert len(later) == 2
+    for record in later:
+        assert record["status"] == "skipped", record
+        assert record["blocked_by"] == ["FY-TOOL-001"], record
+        assert "hung earlier in this run" in record["reason"]

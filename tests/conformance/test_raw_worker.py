@@ -45,3 +45,33 @@ def test_kill_twice_is_harmless(tmp_path: Path) -> None:
     raw.kill()
     raw.kill()
     assert not raw.alive()
+
+
+def test_rest_reads_what_the_worker_writes_at_its_exit(tmp_path: Path) -> None:
+    """A line flushed only at exit is read too: stdout is read to its end, not to EOF on stdin."""
+    code = (
+        "import atexit, sys\n"
+        "out = open(1, 'w', buffering=8192, closefd=False)\n"
+        "print('banner at exit', file=out)\n"
+        "atexit.register(out.flush)\n"
+        "sys.stdin.read()\n"
+    )
+    raw = worker(tmp_path, code)
+    try:
+        assert raw.close_stdin(30) == 0
+        assert [line.text for line in raw.rest(30)] == ["banner at exit"]
+        assert raw.at_eof
+    finally:
+        raw.kill()
+
+
+def test_an_exit_is_told_with_its_code_and_stderr(tmp_path: Path) -> None:
+    """A worker that dies at once is reported as exited, with its stderr read to the end."""
+    raw = worker(tmp_path, "import sys\nsys.stderr.write('cannot start\\n')\nsys.exit(1)")
+    try:
+        assert raw.next_line(time.monotonic() + 30) is None
+        assert raw.at_eof
+        assert raw.exit_code(30) == 1
+        assert "cannot start" in raw.stderr
+    finally:
+        raw.kill()

@@ -250,6 +250,9 @@ class _Workers:
     def transcript(self) -> Transcript:
         return self._transcript
 
+    def stray_stdout(self) -> list[Any]:
+        return []
+
 
 def test_replies_to_notifications_are_not_also_stdout_noise() -> None:
     transcript = Transcript("backend/worker")

@@ -164,6 +164,19 @@ async def test_non_json_lines_and_unknown_ids_are_skipped(
     assert list(connection.skipped_stdout) == ["this is not json"]
 
 
+async def test_stdout_observers_see_lines_that_are_not_responses(
+    manager: PluginProcessManager,
+) -> None:
+    """The kit holds every stdout byte to the protocol: a line that is not JSON is told to
+    the observers, a response to someone else's id is a response all the same."""
+    seen: list[tuple[str, str, str]] = []
+    manager.stdout_observers.append(lambda *line: seen.append(line))
+    assert await manager.invoke("fan.summer.fake", "noise", {}) == "after noise"
+    assert seen == [
+        ("fan.summer.fake", "this is not json", "a stdout line that is not a JSON object")
+    ]
+
+
 async def test_large_result_under_the_cap(manager: PluginProcessManager) -> None:
     result = await manager.invoke("fan.summer.fake", "big", {"bytes": 4 * 1024 * 1024})
     assert len(result) == 4 * 1024 * 1024
