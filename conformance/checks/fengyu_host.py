@@ -38,8 +38,10 @@ def finding(ctx: CheckContext, message: str) -> Finding:
 
 @check("FY-HOST-001")
 def works_inside_a_host(ctx: CheckContext) -> Iterator[Finding]:
-    if _simplest_tool(ctx.fengyu.tools) is None:
+    simplest = _simplest_tool(ctx.fengyu.tools)
+    if simplest is None:
         raise NotApplicable("the plugin declares no tools: there is nothing for a host to offer")
+    _workers(ctx).require_answering(simplest, ctx.requirement.id)
     host = session(ctx)
     if host.info is None:
         yield finding(ctx, f"the host refused the install:\n{host.install_error}")

@@ -89,9 +89,11 @@ def sensitive_inputs_kept_secret(ctx: CheckContext) -> Iterator[Finding]:
     if not targets:
         raise NotApplicable(f"no sensitive parameter takes a canary string: {'; '.join(unfit)}")
     whole = Draft202012Validator(to_json_schema(run.tool.input_schema.data), registry=DOCUMENT_ONLY)
-    harness = ToolHarness(run.workers.spec) if run.workers.spec is not None else None
-    if harness is None:
+    if run.workers.spec is None:
         raise NotApplicable("the worker cannot be launched (FY-WRK-001)")
+    harness = ToolHarness(
+        run.workers.spec, stray=run.workers.stray_reporter(), hangs=run.workers.hangs
+    )
     connections: list[Any] = []
 
     def attempt(data: st.DataObject) -> Counterexample | None:

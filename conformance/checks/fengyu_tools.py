@@ -71,6 +71,7 @@ class ToolRun:
         workers.require_usable()
         if not isinstance(tool.method, str):
             raise NotApplicable("the tool names no method (FY-MAN-004)")
+        workers.require_answering(tool, ctx.requirement.id)
         self.ctx, self.tool, self.workers = ctx, tool, workers
         try:
             space = workers.input_space(tool)

@@ -154,6 +154,8 @@ class ToolHarness:
             return CallOutcome("result", self._wait(invoke, request, timeout), "", "", request)
         except WorkerRpcError as exc:
             error = {"code": exc.code, "message": exc.rpc_message}
+            if exc.data is not None:
+                error["data"] = exc.data
             return CallOutcome("rpc-error", error, exc.message, exc.stderr, request)
         except WorkerError as exc:
             kind = {

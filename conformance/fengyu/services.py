@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.fengyu.effects import LINGER, EffectWatch
-from conformance.fengyu.harness import CallOutcome, ToolHarness
+from conformance.fengyu.harness import CallOutcome, StrayReporter, ToolHarness
 from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.fengyu.probe import Exchange, Step, Transcript, handshake_result, run_probe
@@ -274,13 +274,17 @@ class WorkerServices:
                 lambda found, doing: self.overruns.add(found, f"{self.suite}, {doing}"),
                 self._called,
                 self.plugin.root,
-                stray=lambda line, problem, doing: self.stray.add(
-                    StrayLine(line, problem), f"{self.suite}, {doing}"
-                ),
+                stray=self.stray_reporter(),
                 tools=self._tool_names,
                 hangs=self.hangs,
             )
         return self._harness
+
+    def stray_reporter(self) -> StrayReporter:
+        """What a harness of this plugin's worker tells each stray stdout line (FY-WRK-007)."""
+        return lambda line, problem, doing: self.stray.add(
+            StrayLine(line, problem), f"{self.suite}, {doing}"
+        )
 
     @cached_property
     def _tool_names(self) -> dict[str, str]:
