@@ -202,9 +202,10 @@ def test_a_required_that_lists_an_object_does_not_crash_registration() -> None:
 
 def test_a_broken_schema_is_a_clean_error_not_a_crash() -> None:
     """A `properties` that is a list made the validator raise AttributeError out of the
-    worker's loop."""
+    worker's loop. The plugin's own schema is at fault, not the caller: an internal error."""
     reply = call({"type": "object", "properties": [1]}, {"a": 1})
-    assert reply["error"]["code"] == -32000
+    assert reply["error"]["code"] == -32603
+    assert reply["error"]["data"]["code"] == "INTERNAL_ERROR"
     assert "cannot be evaluated" in reply["error"]["message"]
 
 
