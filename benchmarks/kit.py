@@ -18,6 +18,9 @@ from benchmarks.common import REPO, Row, Settings, median, run_kit_process
 
 SECTION = "3 kit on the Excel sample"
 PLUGIN = REPO / "sample_plugins" / "fan.summer.excel"
+# The samples' expected failure (the Excel sample keeps the legacy launch, FY-WRK-012), as CI
+# passes it: without it every full run of the sample exits 1 and the section stops.
+BASELINE = REPO / "sample_plugins" / "conformance-baseline.json"
 Runs = list[tuple[float, float]]  # (wall seconds, CPU seconds) of each run
 TARGET_SERIAL = 60.0  # seconds, at most
 TARGET_SPEEDUP = 1.5  # serial / parallel, at least
@@ -32,7 +35,8 @@ def command(parallel: bool, extra: tuple[str, ...] = ()) -> list[str]:
     argv = [sys.executable, "-m", "pytest", "--plugin-dir", str(PLUGIN.relative_to(REPO))]
     # Derandomized: both modes then run the same examples, and the runs compare (random
     # examples move a thorough run of the Excel sample by +-30 %).
-    argv += ["-q", "-p", "no:cacheprovider", "--conformance-derandomize", *extra]
+    argv += ["-q", "-p", "no:cacheprovider", "--conformance-derandomize"]
+    argv += ["--conformance-baseline", str(BASELINE.relative_to(REPO)), *extra]
     return argv + (["-n", "2"] if parallel else [])
 
 
