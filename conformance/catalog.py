@@ -29,6 +29,7 @@ class Requirement:
     hint: str
     profiles: tuple[str, ...]
     suite: str = "manifest"
+    also_in: tuple[str, ...] = ()  # suites whose calls it judges too: `-m` on one selects it
     plugin_level: bool = False
     reason: str = ""
     fails: str = ""
@@ -45,6 +46,12 @@ class Requirement:
         """Checked once per aiTool rather than once per plugin; `plugin_level = true` in the
         catalog keeps a requirement of a per-tool suite to one item per plugin."""
         return self.suite in ("tools", "endpoints") and not self.plugin_level
+
+    @property
+    def suites(self) -> str:
+        """The suites that select it, as `explain` and the reference page name them."""
+        also = f", also selected by -m {' and -m '.join(self.also_in)}" if self.also_in else ""
+        return f"{self.suite} suite{also}"
 
     def applies_to(self, profile: str) -> bool:
         return profile in self.profiles
@@ -64,6 +71,7 @@ def load_catalog() -> dict[str, Requirement]:
             hint=entry["hint"],
             profiles=tuple(entry["profiles"]),
             suite=entry.get("suite", "manifest"),
+            also_in=tuple(entry.get("also_in", ())),
             plugin_level=entry.get("plugin_level", False),
             reason=entry.get("reason", ""),
             fails=entry.get("fails", "").strip("\n"),

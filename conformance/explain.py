@@ -67,6 +67,6 @@ def explain(rid: str) -> str:
         lines.append(f"--conformance-provider {r.provider} makes {r.id} MUST.")
     elif r.provider:
         lines.append(f"--conformance-provider {r.provider} makes {r.id} MUST.")
-    lines.append(f"Applies to: {', '.join(r.profiles)} ({r.suite} suite)")
+    lines.append(f"Applies to: {', '.join(r.profiles)} ({r.suites})")
     lines.append(f"Read more: {r.doc}")
     return "\n".join(lines)

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,7 @@ class ConformanceWarning(UserWarning):
 
 
 UNUSED_PLUGINS = ("asyncio",)  # registered names of pytest plugins a kit run leaves out
+SHOWN_REASONS = 3  # the most frequent skip reasons a run that checked nothing prints
 
 
 class ConformanceFailure(Exception):
@@ -361,6 +363,9 @@ class KitSession:
                 f"all {len(self.records)} conformance items were skipped or not applicable: "
                 "no requirement was checked (exit status 5)"
             )
+            reasons = Counter(str(r.get("reason") or "") for r in self.records)
+            for reason, count in reasons.most_common(SHOWN_REASONS):
+                write(f"  {count} x {reason}" if reason else f"  {count} x (no reason given)")
         if self.config.option.conformance_report:
             json_path, md_path = report_paths(self._report_base())
             write(f"conformance report: {json_path} {md_path}")
@@ -393,7 +398,8 @@ class ConformanceItem(KitItem):
         self.kit, self.target = kit, target
         self.plugin, self.requirement = plugin, requirement
         self.add_marker(pytest.mark.conformance(requirement.id))
-        self.add_marker(getattr(pytest.mark, requirement.suite))
+        for suite in (requirement.suite, *requirement.also_in):
+            self.add_marker(getattr(pytest.mark, suite))
         self.extra_keyword_matches.add(rerun_key(kit, target))
         if reason := kit.skip_reason(plugin, requirement):
             self.add_marker(pytest.mark.skip(reason=reason))

@@ -28,7 +28,7 @@ def reference_page() -> str:
         lines += [
             f"## {r.id}",
             "",
-            f"**{r.title}** ({r.level.value}, {r.suite} suite; {', '.join(r.profiles)})",
+            f"**{r.title}** ({r.level.value}, {r.suites}; {', '.join(r.profiles)})",
             "",
             r.text,
             "",

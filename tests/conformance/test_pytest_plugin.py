@@ -556,3 +556,24 @@ def test_later_items_of_a_hung_tool_are_skipped_naming_fy_tool_001(run_kit) -> N
         assert record["status"] == "skipped", record
         assert record["blocked_by"] == ["FY-TOOL-001"], record
         assert "hung earlier in this run" in record["reason"]
+
+
+def test_minus_m_tools_alone_judges_stdout_written_during_tool_calls(run_kit) -> None:
+    """FY-WRK-007 judges what the tools suite's calls write, so `-m tools` selects it too:
+    a worker writing to fd 1 inside a handler no longer passes a tools-only run."""
+    kit = run_kit([FIXTURE_PLUGINS / "FY-WRK-007-writes-during-tool-call"], "-m", "tools")
+
+    assert kit.statuses()["FY-WRK-007"] == "failed"
+    assert "in the tools suite" in kit.result.stdout.str()
+
+
+def test_a_run_that_checked_nothing_says_why(run_kit, tmp_path: Path) -> None:
+    """Every item skipped: the summary names the most frequent reasons, so the cause is on
+    the screen without -rs."""
+    worker = "#!/usr/bin/env python3\nimport conformance_kit_no_such_module\n"
+    plugin = fixture_variant(tmp_path, "FY-WRK-007-logs-on-stdout", worker)
+
+    kit = run_kit([plugin], "-m", "tools")
+
+    summary = kit.result.stdout.str().split("nothing checked", 1)[1]
+    assert "worker exited with code 1" in summary
