@@ -125,6 +125,15 @@ def source_from_url(url: str) -> KitSource:
             "only; for CI elsewhere, run init again with --kit-source naming a git URL and "
             "commit (or tag) of the kit that the runner can reach"
         )
+    elif "+" in scheme and "@" not in urlsplit(url).path:
+        warning = (
+            f"{url} names no commit or tag, so each CI run installs whatever its default "
+            "branch holds then; append @COMMIT or @TAG to pin the kit the plugin was checked with"
+        )
+    if "+" in scheme and scheme.endswith("file"):
+        # pip before 23.3 refuses `NAME @ git+file://...` (a URL without a host) and takes
+        # the bare URL; the source is local either way, as the warning says.
+        return KitSource(url, warning)
     return KitSource(f"{DISTRIBUTION} @ {url}", warning)
 
 

@@ -256,7 +256,7 @@ def test_the_workflow_installs_the_kit_from_the_git_commit_it_came_from(
     folder = tmp_path / "plugin"
     init(profile, folder, source=source)
     line = _install_line(folder)
-    assert line == f"pip install 'ai-plugin-conformance @ git+{clone.as_uri()}@{commit}'"
+    assert line == f"pip install git+{clone.as_uri()}@{commit}"
     assert line in (folder / "README.md").read_text("utf-8").splitlines()
     pip, install, *requirement = shlex.split(line)
     assert (pip, install) == ("pip", "install")
@@ -302,6 +302,18 @@ def test_kit_source_names_a_git_url_a_requirement_or_a_folder(tmp_path: Path) ->
     assert source_from_option(url) == KitSource(f"ai-plugin-conformance @ {url}")
     assert source_from_option(f"ai-plugin-conformance @ {url}").requirement.endswith(url)
     assert source_from_option(str(tmp_path)).requirement.endswith(tmp_path.as_uri())
+
+
+def test_a_local_git_source_is_the_bare_url_every_pip_takes() -> None:
+    """pip before 23.3 refuses `NAME @ git+file:///...` (no host in the URL)."""
+    source = source_from_option("git+file:///src/kit@0123abc")
+    assert source.requirement == "git+file:///src/kit@0123abc"
+    assert source.warning is not None and "this machine only" in source.warning
+
+
+def test_an_unpinned_git_source_is_warned() -> None:
+    source = source_from_option("git+https://github.com/acme/ai-plugin-conformance")
+    assert source.warning is not None and "names no commit or tag" in source.warning
 
 
 @pytest.mark.parametrize(
