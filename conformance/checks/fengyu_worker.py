@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +16,7 @@ from conformance.fengyu.probe import (
     Step,
     Transcript,
     handshake_result,
+    id_key,
     step_method,
 )
 from conformance.fengyu.raw_worker import Line
@@ -181,18 +181,13 @@ def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
         for line in exchange.replies
     ]
     expected = list(PROBE_IDS)
-    if not exchange.answered or sorted(map(_typed, got)) != sorted(map(_typed, expected)):
+    if not exchange.answered or sorted(map(id_key, got)) != sorted(map(id_key, expected)):
         yield finding(
             ctx,
             f"expected responses with ids {' and '.join(map(repr, expected))} (in any order), "
             f"got ids {got!r}",
             exchange,
         )
-
-
-def _typed(value: Any) -> tuple[str, str]:
-    """An id with its JSON type: 4242, 4242.0 and "4242" are three different ids."""
-    return type(value).__name__, json.dumps(value, ensure_ascii=False)
 
 
 SHOWN_STRAY_LINES = 5  # distinct stray stdout lines reported; the rest are counted

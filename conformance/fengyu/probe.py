@@ -4,6 +4,10 @@ Each exchange writes some frames and then a sentinel request for a method no wor
 declare; everything the worker prints before the sentinel's answer belongs to the exchange.
 So "no reply to a notification" is seen without waiting for silence, and a worker that
 crashes or hangs in one exchange is restarted for the next, keeping checks independent.
+Answers are matched by id, not by order, as FengYu matches them: JSON-RPC lets a worker
+answer in any order (FengYu's Go SDK answers each request from its own goroutine), so a step
+that is still missing an expected reply when the sentinel's comes reads on for a short grace,
+and a reply that comes later still, with the id of an earlier step, is put back with it.
 A worker that does not answer the first exchange at all ends the probe there: every later
 step would only wait out its own timeout on a fresh copy of the same dead worker.
 Stdout is read to its end: what a worker writes after the last exchange, at its exit (an
@@ -24,6 +28,8 @@ from plugin_spec.fengyu_runtime import (
     DEFAULT_LOCALE,
     HANDSHAKE_METHOD,
     HANDSHAKE_SECONDS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
     SET_LEVEL_METHOD,
     envelope,
     handshake_params,
@@ -38,6 +44,9 @@ STARTUP_SECONDS = 20.0
 EOF_SECONDS = 5.0
 EXIT_SECONDS = 2.0  # after stdout EOF: how long the process (a sandbox's) may take to exit
 LEFTOVER_SECONDS = 1.0  # after a kill: how long the last lines may take to be read
+# After the sentinel's answer: how long a step still missing an expected reply reads on. Kept
+# short, as a worker that rewrites ids makes each of its steps wait this long.
+GRACE_SECONDS = 0.5
 AT_EXIT = "at its exit, after its stdin was closed"
 BIG_FRAME_BYTES = 4 * 1024 * 1024
 # The ids of the "ids" exchange, expected back unchanged: a string beyond ASCII, a small
@@ -77,9 +86,30 @@ def step_method(name: str) -> str | None:
     return name.removeprefix(METHOD_STEP) if name.startswith(METHOD_STEP) else None
 
 
+def id_key(value: Any) -> tuple[str, str]:
+    """An id with its JSON type: 4242, 4242.0 and "4242" are three different ids."""
+    return type(value).__name__, json.dumps(value, ensure_ascii=False)
+
+
+NULL_ID = id_key(None)  # a null id, or none at all (FengYu's Go SDK drops a nil id)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One step of the script: its frames, how long its sentinel may take, the replies it
+    expects (for each, the ids it may carry) and whether it sends only notifications."""
+
+    name: str
+    frames: list[bytes]
+    seconds: float
+    expects: tuple[tuple[Any, ...], ...] = ()
+    notifies: bool = False
+
+
 @dataclass
 class Exchange:
-    """What was sent in one step of the probe and what came back before the sentinel."""
+    """What was sent in one step of the probe and what came back for it: before the
+    sentinel's answer, in the grace after it, or later with one of its ids."""
 
     name: str
     sent: list[bytes]
@@ -87,6 +117,24 @@ class Exchange:
     answered: bool = False
     note: str = ""
     stderr: str = ""
+    expects: tuple[tuple[Any, ...], ...] = ()
+    notifies: bool = False
+
+    def expects_id(self, key: tuple[str, str]) -> bool:
+        return any(key in map(id_key, ids) for ids in self.expects)
+
+    def missing(self) -> list[tuple[str, str]]:
+        """The id keys the expected replies that have not come may carry."""
+        got = [reply_key(line) for line in self.replies]
+        left: list[tuple[str, str]] = []
+        for ids in self.expects:
+            keys = set(map(id_key, ids))
+            hit = next((key for key in got if key in keys), None)
+            if hit is None:
+                left += keys
+            else:
+                got.remove(hit)
+        return left
 
     def describe(self) -> str:
         sent = " | ".join(cut(frame.decode("utf-8", "replace")) for frame in self.sent)
@@ -114,9 +162,39 @@ class Transcript:
     def all_lines(self) -> list[tuple[str, Line]]:
         return [(e.name, line) for e in self.exchanges.values() for line in e.replies]
 
-    def keep_rest(self, worker: RawWorker, when: str, seconds: float) -> None:
-        """Keep the lines worker wrote that no exchange read, up to its stdout's end."""
-        self.later_lines += [(when, line) for line in worker.rest(seconds)]
+    def keep_rest(
+        self, worker: RawWorker, when: str, seconds: float, served: list[Exchange]
+    ) -> None:
+        """Keep the lines worker wrote that no exchange read, up to its stdout's end: a late
+        reply with an id of a step it served goes to that step, the rest are later lines."""
+        for line in worker.rest(seconds):
+            key = reply_key(line)
+            step = next((e for e in reversed(served) if key and e.expects_id(key)), None)
+            if step is not None and key != NULL_ID:
+                step.replies.append(line)
+            else:
+                self.later_lines.append((when, line))
+
+
+def reply_key(line: Line) -> tuple[str, str] | None:
+    """The id key of a JSON object line (a missing id counts as null); None for other lines."""
+    return None if line.message is None else id_key(line.message.get("id"))
+
+
+def owner(line: Line, current: Exchange, earlier: list[Exchange]) -> Exchange:
+    """The step a line belongs to: the current one, unless it carries an id only an earlier
+    step of the same worker expects, or a null id the current step cannot have caused: a
+    parse or invalid-request error an earlier step is still missing, or, right after a step
+    of notifications, a late reply to one of them (a defect, kept with its step)."""
+    key = reply_key(line)
+    if key is None or current.expects_id(key) or (key == NULL_ID and current.notifies):
+        return current
+    if key != NULL_ID:
+        return next((e for e in reversed(earlier) if e.expects_id(key)), current)
+    error = line.message.get("error") if line.message else None
+    if isinstance(error, dict) and error.get("code") in (PARSE_ERROR, INVALID_REQUEST):
+        return next((e for e in reversed(earlier) if NULL_ID in e.missing()), current)
+    return earlier[-1] if earlier and earlier[-1].notifies else current
 
 
 def request(rid: Any, method: str, params: Any = None) -> dict[str, Any]:
@@ -151,31 +229,41 @@ def frame(message: Any, ending: bytes = b"\n") -> bytes:
     return json.dumps(message, ensure_ascii=False).encode() + ending
 
 
-def script(methods: dict[str, float]) -> list[tuple[str, list[bytes], float]]:
-    """The probe's exchanges: name, frames, seconds to wait for the sentinel."""
+def script(methods: dict[str, float]) -> list[Planned]:
+    """The probe's exchanges. The notification steps have a step with replies to wait for
+    between them, so that a late reply to one of them is not met in the other."""
     first_method = next(iter(methods), NO_SUCH_METHOD)
-    steps: list[tuple[str, list[bytes], float]] = [
-        (Step.START, [], REPLY_SECONDS),
-        (Step.PARSE_ERROR, [b"{this is not json\n"], REPLY_SECONDS),
-        (
+    steps = [
+        Planned(Step.START, [], REPLY_SECONDS),
+        Planned(Step.PARSE_ERROR, [b"{this is not json\n"], REPLY_SECONDS, ((None,),)),
+        Planned(
             Step.INVALID_REQUEST,
             [frame({"jsonrpc": "2.0", "id": INVALID_REQUEST_ID, "params": {}, **envelope("en")})],
             REPLY_SECONDS,
+            ((INVALID_REQUEST_ID, None),),
         ),
-        (
+        Planned(
             Step.UNKNOWN_METHOD,
             [frame(request(UNKNOWN_METHOD_ID, NO_SUCH_METHOD, {}))],
             REPLY_SECONDS,
+            ((UNKNOWN_METHOD_ID,),),
         ),
-        (
+        Planned(
             Step.NOTIFICATIONS,
             [
                 frame({"jsonrpc": "2.0", "method": NO_SUCH_METHOD, "params": {}}),
                 frame({"jsonrpc": "2.0", "method": first_method, "params": {}}),
             ],
             methods.get(first_method, REPLY_SECONDS),
+            notifies=True,
         ),
-        (
+        Planned(
+            Step.IDS,
+            [frame(request(i, NO_SUCH_METHOD, {})) for i in PROBE_IDS],
+            REPLY_SECONDS,
+            tuple((i,) for i in PROBE_IDS),
+        ),
+        Planned(
             Step.SET_LEVEL,
             [
                 frame(
@@ -187,29 +275,37 @@ def script(methods: dict[str, float]) -> list[tuple[str, list[bytes], float]]:
                 )
             ],
             REPLY_SECONDS,
+            notifies=True,
         ),
-        (
-            Step.IDS,
-            [frame(request(i, NO_SUCH_METHOD, {})) for i in PROBE_IDS],
-            REPLY_SECONDS,
-        ),
-        (
+        Planned(
             Step.CRLF,
             [frame(request(CRLF_ID, NO_SUCH_METHOD, {}), b"\r\n")],
             REPLY_SECONDS,
+            ((CRLF_ID,),),
         ),
-        (
+        Planned(
             Step.BIG_FRAME,
             [frame(request(BIG_FRAME_ID, NO_SUCH_METHOD, {"blob": "x" * BIG_FRAME_BYTES}))],
             REPLY_SECONDS * 2,
+            ((BIG_FRAME_ID,),),
         ),
     ]
     steps += [
-        (method_step(name), [frame(request(f"method-{name}", name, {}))], timeout)
+        Planned(
+            method_step(name),
+            [frame(request(method_id(name), name, {}))],
+            timeout,
+            ((method_id(name),),),
+        )
         for name, timeout in methods.items()
     ]
     # Plain str names: a Step's repr would leak into messages that quote a step name.
-    return [(str(name), frames, timeout) for name, frames, timeout in steps]
+    return [replace(step, name=str(step.name)) for step in steps]
+
+
+def method_id(method: str) -> str:
+    """The id of the request that calls one declared method."""
+    return f"method-{method}"
 
 
 def run_probe(
@@ -223,34 +319,35 @@ def run_probe(
     worker: RawWorker | None = None
     steps = script(methods)[:1] if start_only else script(methods)
     greeting = handshake_frame(spec)
-    last = ""  # the step the current worker served last
-    for index, (name, frames, seconds) in enumerate(steps):
+    served: list[Exchange] = []  # the steps the current worker served, in order
+    for index, step in enumerate(steps):
+        name = step.name
         started = worker is None or not worker.alive()
         if worker is None or started:
             if worker is not None:
-                _retire(worker, transcript, last)
+                _retire(worker, transcript, served)
             worker = RawWorker(spec, transcript.logs)
-            last = Step.HANDSHAKE if greeting is not None else Step.START
+            served = []
             if greeting is not None:
                 # FengYu greets every worker it starts, and waits for nothing else meanwhile;
                 # a worker silent to the greeting and the sentinel after it is silent to the
                 # step too, so the greeting's exchange stands for the step's.
-                greeted = _exchange(
-                    worker, Step.HANDSHAKE, [greeting], "conformance-hello", HANDSHAKE_SECONDS
-                )
+                hello = Planned(Step.HANDSHAKE, [greeting], HANDSHAKE_SECONDS, ((HANDSHAKE_ID,),))
+                greeted = _exchange(worker, hello, "conformance-hello", HANDSHAKE_SECONDS, [])
                 transcript.exchanges.setdefault(Step.HANDSHAKE, greeted)
+                served.append(greeted)
                 if not greeted.answered:
-                    _retire(worker, transcript, Step.HANDSHAKE)
+                    _retire(worker, transcript, served)
                     transcript.exchanges[name] = replace(greeted, name=name)
                     if name == Step.START:
                         return transcript
                     continue
-        wait = seconds + (STARTUP_SECONDS if started else 0)
-        exchange = _exchange(worker, name, frames, f"conformance-sentinel-{index}", wait)
+        wait = step.seconds + (STARTUP_SECONDS if started else 0)
+        exchange = _exchange(worker, step, f"conformance-sentinel-{index}", wait, served)
         transcript.exchanges[name] = exchange
-        last = name
+        served.append(exchange)
         if not exchange.answered:
-            _retire(worker, transcript, name)
+            _retire(worker, transcript, served)
             if name == Step.START:
                 return transcript
     if worker is not None and worker.alive():
@@ -258,39 +355,44 @@ def run_probe(
         transcript.eof_stderr = worker.stderr
         if transcript.exit_after_eof is None:
             worker.kill()
-        transcript.keep_rest(worker, AT_EXIT, EOF_SECONDS)
+        transcript.keep_rest(worker, AT_EXIT, EOF_SECONDS, served)
     elif worker is not None:
         transcript.exit_after_eof = worker.process.returncode
-        _retire(worker, transcript, last)
+        _retire(worker, transcript, served)
     return transcript
 
 
-def _retire(worker: RawWorker, transcript: Transcript, last: str) -> None:
+def _retire(worker: RawWorker, transcript: Transcript, served: list[Exchange]) -> None:
     """Kill a worker the probe is done with, keeping what it wrote after its last step."""
     worker.kill()
-    transcript.keep_rest(worker, f"after step {last!r}", LEFTOVER_SECONDS)
+    last = served[-1].name if served else Step.START
+    transcript.keep_rest(worker, f"after step {str(last)!r}", LEFTOVER_SECONDS, served)
 
 
 def _exchange(
-    worker: RawWorker, name: str, frames: list[bytes], sentinel: str, seconds: float
+    worker: RawWorker, step: Planned, sentinel: str, seconds: float, earlier: list[Exchange]
 ) -> Exchange:
-    exchange = Exchange(name, frames)
+    """Send the step's frames and the sentinel; read until the sentinel's answer has come and
+    every reply the step expects too, or the grace after it has passed. A line with an id of
+    an earlier step of this worker (earlier) is put back with that step."""
+    exchange = Exchange(step.name, step.frames, expects=step.expects, notifies=step.notifies)
     deadline = time.monotonic() + seconds
-    sent = worker.send([*frames, frame(request(sentinel, SENTINEL_METHOD, {}))], deadline)
+    sent = worker.send([*step.frames, frame(request(sentinel, SENTINEL_METHOD, {}))], deadline)
     if sent is None:
         exchange.note = (
             f"the worker stopped reading stdin: the request was not written within {seconds:g} s"
         )
         exchange.stderr = worker.stderr
         return exchange
-    while sent:
+    while sent and not (exchange.answered and not exchange.missing()):
         line = worker.next_line(deadline)
         if line is None:
             break
         if line.message is not None and line.message.get("id") == sentinel:
             exchange.answered = True
-            return exchange
-        exchange.replies.append(line)
+            deadline = time.monotonic() + GRACE_SECONDS
+            continue
+        owner(line, exchange, earlier).replies.append(line)
         if line.overlong:
             exchange.note = (
                 f"a stdout line ran past {MAX_FRAME_BYTES} bytes (the 16 MiB frame limit) "
@@ -298,8 +400,9 @@ def _exchange(
             )
             exchange.stderr = worker.stderr
             return exchange
-    exchange.note = _why_unanswered(worker, seconds)
-    exchange.stderr = worker.stderr
+    if not exchange.answered:
+        exchange.note = _why_unanswered(worker, seconds)
+        exchange.stderr = worker.stderr
     return exchange
 
 
