@@ -212,7 +212,8 @@ def stdout_discipline(ctx: CheckContext) -> Iterator[Finding]:
         if name == Step.PARSE_ERROR and _error_without_id(line):
             continue  # FY-WRK-002 judges it: FengYu's Go SDK writes it so, FengYu reads past it
         if problem := stdout_problem(line.message):
-            yield _stray(ctx, f"protocol probe, during step {name!r}", problem, line.text)
+            where = f"protocol probe, during step {str(name)!r}"
+            yield _stray(ctx, where, problem, line.text)
     for when, line in result.later_lines:
         if problem := stdout_problem(line.message):
             yield _stray(ctx, f"protocol probe, {when}", problem, line.text)

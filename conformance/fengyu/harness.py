@@ -114,8 +114,8 @@ class ToolHarness:
         request = current or last
         what = "" if request is None else f"calling {self.named(request)}"
         if self._closing:
-            after = f", after {what}" if what else ""
-            return f"at the worker's end, when the kit closed its stdin{after}"
+            context = f" (the last call before: {self.named(request)})" if request else ""
+            return f"at the worker's exit, after its stdin closed{context}"
         if request is None:
             return "while the worker started"
         return f"while {what}" if current else f"after {what}"

@@ -332,7 +332,9 @@ def run_probe(
                 # FengYu greets every worker it starts, and waits for nothing else meanwhile;
                 # a worker silent to the greeting and the sentinel after it is silent to the
                 # step too, so the greeting's exchange stands for the step's.
-                hello = Planned(Step.HANDSHAKE, [greeting], HANDSHAKE_SECONDS, ((HANDSHAKE_ID,),))
+                hello = Planned(
+                    str(Step.HANDSHAKE), [greeting], HANDSHAKE_SECONDS, ((HANDSHAKE_ID,),)
+                )
                 greeted = _exchange(worker, hello, "conformance-hello", HANDSHAKE_SECONDS, [])
                 transcript.exchanges.setdefault(Step.HANDSHAKE, greeted)
                 served.append(greeted)
