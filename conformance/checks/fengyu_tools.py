@@ -127,7 +127,8 @@ class ToolRun:
         if outcome.stderr:
             tail = "\n".join(outcome.stderr.splitlines()[-15:])
             lines.append(f"worker stderr (last lines):\n{tail}")
-        lines.append(f"reproduce: {self.harness.reproduction(outcome.request)}")
+        hang = self.timeout if outcome.kind == "timeout" else None
+        lines.append(f"reproduce: {self.harness.reproduction(outcome.request, hang)}")
         message = self.files.as_shipped("\n".join(lines))
         yield self.ctx.manifest_finding(self.tool.pointer, message, found.fix)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import shlex
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -217,12 +218,18 @@ class ToolHarness:
         await connection.settled()
         return request_id not in connection.unanswered_cancels
 
-    def reproduction(self, request: dict[str, Any]) -> str:
-        """A one-line shell command that sends request to the worker by hand."""
+    def reproduction(self, request: dict[str, Any], timeout: float | None = None) -> str:
+        """A one-line shell command that sends request to the worker by hand. For a call that
+        timed out (timeout: the tool's), stdin stays open until 5 s past the timeout: closed
+        at once, it would end the worker (FengYu's SDKs give running calls 3 s, then exit 0)
+        and the hang would look like a quiet success."""
         line = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
         shown = replace(self.spec, root=self.folder)
         folder, _, command = shown.shell_command().partition(" && ")
-        return f"{folder} && printf '%s\\n' {shlex.quote(line)} | {command}"
+        send = f"printf '%s\\n' {shlex.quote(line)}"
+        if timeout is not None:
+            send = f"({send}; sleep {math.ceil(timeout) + 5})"
+        return f"{folder} && {send} | {command}"
 
     def close(self) -> None:
         """Stop the worker; exit on EOF is FY-WRK-008's business, so the grace is short."""
