@@ -140,10 +140,29 @@ class WorkerSpec:
             env[LINEAGE_VARIABLE] = lineage
         return env
 
-    def shell_command(self) -> str:
-        """The command as a user would type it in the plugin folder (for reproductions)."""
+    def shell_command(self, confined: bool = False) -> str:
+        """The command as a user would type it in the plugin folder (for reproductions).
+
+        confined: run it in the sandbox as the kit and the host do, where this one runs in
+        a sandbox: unconfined, a write the sandbox refused would succeed, in the author's
+        folder. The line makes a data folder of its own ($t: TMPDIR and the data folder)
+        and binds $w writable where a reproduction made one (conformance/fengyu/tool_files.py);
+        the rest is read-only, without the network unless the manifest asks for it."""
         env = f"FENGYU_PLUGIN_ID={shlex.quote(self.plugin_id)} FENGYU_PLUGIN_ROOT=."
-        return f"cd {shlex.quote(str(self.root))} && {env} {shlex.join(self.argv)}"
+        folder = f"cd {shlex.quote(str(self.root))}"
+        if not (confined and self.sandbox is not None and self.sandboxed):
+            return f"{folder} && {env} {shlex.join(self.argv)}"
+        options = " ".join(
+            (
+                "--die-with-parent --unshare-all --unshare-user --cap-drop ALL",
+                "--share-net" if self.sandbox.network else "",
+                "--ro-bind / / --dev /dev --proc /proc",
+                '--bind "$t" "$t" ${w:+--bind "$w" "$w"}',
+            )
+        ).replace("  ", " ")
+        data = 'FENGYU_PLUGIN_DATA_DIR="$t" TMPDIR="$t"'
+        launch = f"{env} {data} bwrap {options} -- {shlex.join(self.argv)}"
+        return f"{folder} && {{ t=$(mktemp -d) && {launch}; }}"
 
 
 def worker_command(

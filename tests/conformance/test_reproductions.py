@@ -120,3 +120,43 @@ def test_a_reproduction_copies_the_examples_whatever_the_tool_is_called(tmp_path
     assert done.stdout == "# a\n True", done.stderr
     assert message.splitlines()[0] == "reply: $w/inputs/a.md"
     assert os.listdir(examples) == ["a.md"]
+
+
+WRITES_INTO_ITS_PACKAGE = '''#!/usr/bin/env python3
+"""Greets, and keeps the last name beside its own code: a write the sandbox refuses."""
+
+import sys
+from pathlib import Path
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from misbehaving_worker import run
+
+
+def greet(params):
+    (Path(__file__).resolve().parent / "last_greeted.txt").write_text(params["name"])
+    return {"success": True, "summary": "greeted", "greeting": "Hello!"}
+
+
+run({"greet": greet})
+'''
+
+
+def test_a_refusal_of_the_sandbox_reproduces_in_the_sandbox(run_kit, tmp_path: Path) -> None:
+    """The kit runs the worker in the sandbox, where a write into the package is refused;
+    pasted, the command runs it there too, so it fails the same way and the author's
+    folder stays as it was (unconfined, the write succeeded, into the author's folder)."""
+    if effects_unseen():
+        pytest.skip(effects_unseen())
+    plugin = copy_plugin(FIXTURE_PLUGINS / "FY-TOOL-001-answers-internal-error", tmp_path)
+    (plugin / "backend" / "worker.py").write_text(WRITES_INTO_ITS_PACKAGE, encoding="utf-8")
+    result = run_kit([plugin], "-k", ":FY-TOOL-001:")
+    (finding,) = result.findings("FY-TOOL-001")
+    assert "Read-only file system" in finding["message"]
+    before = _listing(plugin)
+
+    done = _paste(_reproduction(finding["message"].splitlines()), tmp_path)
+
+    (answer,) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert "Read-only file system" in answer["error"]["message"], done.stderr
+    assert _listing(plugin) == before

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from reference_host.process import (
     worker_command,
 )
 from reference_host.process.launch import MissingArtifact
+from reference_host.process.sandbox import SandboxPolicy, support
 
 
 def make_worker(root: Path, mode: int = 0o755) -> Path:
@@ -138,6 +141,36 @@ def test_shell_command_is_a_reproduction(tmp_path: Path) -> None:
     assert spec.shell_command() == (
         f"cd {tmp_path} && FENGYU_PLUGIN_ID=a.b FENGYU_PLUGIN_ROOT=. backend/worker '--flag x'"
     )
+
+
+WRITES_BESIDE_ITSELF = """import os, pathlib, sys
+tmp = pathlib.Path(os.environ["TMPDIR"]) / "scratch.txt"
+tmp.write_text("tmp is the worker's own")
+try:
+    pathlib.Path("written-by-the-worker.txt").write_text("x")
+except OSError as exc:
+    print(f"refused: {exc.strerror}")
+"""
+
+
+@pytest.mark.skipif(
+    not support().available and not os.environ.get("REQUIRE_SANDBOX"),
+    reason=f"no worker sandbox here: {support().reason}",
+)
+def test_a_confined_reproduction_refuses_what_the_sandbox_refused(tmp_path: Path) -> None:
+    """A write into the plugin folder, refused in the kit's sandbox, must be refused when the
+    printed line is pasted too, and not land in the author's folder; TMPDIR stays writable."""
+    (tmp_path / "worker.py").write_text(WRITES_BESIDE_ITSELF)
+    policy = SandboxPolicy(tmp_path, tmp_path / "data")
+    spec = WorkerSpec("a.b", tmp_path, (sys.executable, "worker.py"), tmp_path, sandbox=policy)
+    line = spec.shell_command(confined=True)
+
+    done = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    assert "refused: Read-only file system" in done.stdout
+    assert not (tmp_path / "written-by-the-worker.txt").exists()
+    assert spec.shell_command(confined=False) == spec.shell_command()
 
 
 @pytest.mark.parametrize(
