@@ -98,7 +98,7 @@ class EndpointServices:
     def curl(request: httpx.Request) -> str:
         """A curl command that sends the same request."""
         parts = ["curl", "-sS", "-X", request.method, str(request.url)]
-        for name in ("X-Tenant-Id", "X-Actor", "Content-Type"):
+        for name in ("Accept", "X-Tenant-Id", "X-Actor", "Content-Type"):
             if name in request.headers:
                 parts += ["-H", f"{name}: {request.headers[name]}"]
         if request.content:

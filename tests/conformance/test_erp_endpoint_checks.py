@@ -246,6 +246,7 @@ def test_a_missing_route_blocks_the_other_endpoint_checks(run_kit) -> None:
     message = item["findings"][0]["message"]
     assert "reproduce: curl -sS -X GET http://127.0.0.1:" in message
     assert "/api/v1/plugins/fixture-app/itmes" in message
+    assert "-H 'Accept: application/json'" in message  # as the host asks, so the same answer
     for rid in OTHER_DYN:
         (other,) = records(result, rid)
         assert (other["status"], other["blocked_by"]) == ("skipped", ["ERP-DYN-005"]), other
