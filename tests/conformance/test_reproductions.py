@@ -25,8 +25,9 @@ REPRODUCE = "reproduce: "
 
 
 def _reproduction(lines: list[str]) -> str:
-    """The one `reproduce:` command among lines (terminal output or a finding's message)."""
-    (command,) = [line.strip()[len(REPRODUCE) :] for line in lines if REPRODUCE in line]
+    """The one `reproduce:` command among lines (terminal output or a finding's message);
+    with CI set, pytest's short summary repeats the whole finding, so it may appear twice."""
+    (command,) = {line.strip()[len(REPRODUCE) :] for line in lines if REPRODUCE in line}
     return command
 
 
