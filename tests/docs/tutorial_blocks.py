@@ -15,7 +15,9 @@ Each tutorial runs in a fresh folder of its own, top to bottom:
   says `output=no`; a ```text block elsewhere is shown and not checked;
 - any other block without `file=` fails, so the tutorials hold no code that nothing checks.
 
-The commands run with COLUMNS=80, so pytest's output has the width the tutorials show.
+The commands run with COLUMNS=80, so pytest's output has the width the tutorials show, and
+without CI (set, pytest prints whole findings in its short summary and the kit derandomizes):
+a reader runs them on their own machine.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from tests.docs.shown_output import difference
 INFO = re.compile(r"(?P<language>[a-z]+)(?P<options>(?: +[a-z]+=\S+)*) *$\n", re.MULTILINE)
 SHOWN = {"text", "console"}
 TIMEOUT = 600.0  # a hang guard: each block takes seconds
+# Left out of the commands' environment: the test run's own settings, and CI (see above).
+READER_UNSET = ("PYTEST_ADDOPTS", "PYTHONPATH", "CI")
 
 
 def _options(text: str) -> dict[str, str]:
@@ -120,7 +124,7 @@ def unchecked(example: Example) -> str:
 
 def setup(namespace: dict[str, Any]) -> None:
     folder = tempfile.mkdtemp(prefix="tutorial-")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTHONPATH")}
+    env = {k: v for k, v in os.environ.items() if k not in READER_UNSET}
     env["COLUMNS"] = "80"
     namespace.update(folder=folder, cwd=folder, env=env, printed="")
 
