@@ -221,10 +221,10 @@ class ToolHarness:
     def reproduction(self, request: dict[str, Any], timeout: float | None = None) -> str:
         """A one-line shell command that sends request to the worker by hand, in the sandbox
         the kit ran it in (launch.py: pasted unconfined, a refused write would succeed, and
-        in the author's folder). For a call that
-        timed out (timeout: the tool's), stdin stays open until 5 s past the timeout: closed
-        at once, it would end the worker (FengYu's SDKs give running calls 3 s, then exit 0)
-        and the hang would look like a quiet success."""
+        in the author's folder). For a call that timed out (timeout: the tool's), stdin
+        stays open until 5 s past the timeout: closed at once, it would end the worker
+        (FengYu's SDKs give running calls 3 s, then exit 0) and the hang would look like a
+        quiet success."""
         line = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
         shown = replace(self.spec, root=self.folder)
         folder, _, command = shown.shell_command(confined=True).partition(" && ")

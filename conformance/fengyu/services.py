@@ -251,11 +251,6 @@ class WorkerServices:
         if refusal is not None:
             raise NotApplicable(refusal)
 
-    @property
-    def harness_started(self) -> bool:
-        """Whether an item of this process has started the tool harness."""
-        return self._exercised
-
     def harness(self) -> ToolHarness:
         """The worker tool checks call: the host's sandbox with the kit's handed files as its
         grants, traced from outside it where effects can be seen."""

@@ -153,13 +153,13 @@ class WorkerSpec:
         if not (confined and self.sandbox is not None and self.sandboxed):
             return f"{folder} && {env} {shlex.join(self.argv)}"
         options = " ".join(
-            (
+            [
                 "--die-with-parent --unshare-all --unshare-user --cap-drop ALL",
-                "--share-net" if self.sandbox.network else "",
+                *(["--share-net"] if self.sandbox.network else []),
                 "--ro-bind / / --dev /dev --proc /proc",
                 '--bind "$t" "$t" ${w:+--bind "$w" "$w"}',
-            )
-        ).replace("  ", " ")
+            ]
+        )
         data = 'FENGYU_PLUGIN_DATA_DIR="$t" TMPDIR="$t"'
         launch = f"{env} {data} bwrap {options} -- {shlex.join(self.argv)}"
         return f"{folder} && {{ t=$(mktemp -d) && {launch}; }}"
