@@ -1,4 +1,5 @@
-"""The README stays true: its requirement table covers the catalog, its commands exist."""
+"""The README and the guides it links stay true: the requirement table covers the catalog, the
+quick start's test command is CI's, and the provider matrices are what the command prints."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from conformance.catalog import load_catalog
 from tests.conftest import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
+REQUIREMENTS_PAGE = REPO / "docs" / "guide" / "requirements.md"
+MATRIX_PAGE = REPO / "docs" / "guide" / "providers-matrix.md"
 
 
 def test_requirement_table_covers_exactly_the_catalog() -> None:
     """Each row gives a range of ids (`FY-MAN-001..015`); together they are the catalog."""
+    table = REQUIREMENTS_PAGE.read_text(encoding="utf-8")
     listed = set()
     for prefix, first, last in re.findall(
-        r"^\| [^|]+ \| ([A-Z]+-[A-Z]+)-(\d{3})\.\.(\d{3}) \|", README, re.M
+        r"^\| [^|]+ \| ([A-Z]+-[A-Z]+)-(\d{3})\.\.(\d{3}) \|", table, re.M
     ):
         listed |= {f"{prefix}-{n:03}" for n in range(int(first), int(last) + 1)}
     assert listed == set(load_catalog())
@@ -38,13 +42,15 @@ def test_quick_start_has_exactly_two_commands_and_ci_runs_the_test_one() -> None
     [("sample_plugins", 0), ("tests/data/fengyu_realworld/OfficialPlugins", 1)],
 )
 def test_provider_matrices_are_what_the_command_prints(folder: str, status: int, capsys) -> None:
-    """The README's tools x providers matrices are `plugin-conformance providers FOLDER`;
-    it exits 1 where a provider refuses (Anthropic, fan.summer.email's request)."""
+    """The tools x providers matrices of docs/guide/providers-matrix.md are
+    `plugin-conformance providers FOLDER`; it exits 1 where a provider refuses (Anthropic,
+    fan.summer.email's request)."""
     begin, end = f"<!-- provider matrix: {folder} -->\n", "\n<!-- end of provider matrix -->"
-    shown = README.split(begin, 1)[1].split(end, 1)[0]
+    shown = MATRIX_PAGE.read_text(encoding="utf-8").split(begin, 1)[1].split(end, 1)[0]
     assert main(["providers", str(REPO / folder)]) == status
     assert shown == capsys.readouterr().out.strip(), (
-        f"the README's matrix for {folder} is stale: run `plugin-conformance providers {folder}`"
+        f"docs/guide/providers-matrix.md's matrix for {folder} is stale: paste the output of "
+        f"`plugin-conformance providers {folder}` between its markers"
     )
 
 

@@ -35,12 +35,13 @@ def anchors(path: Path) -> frozenset[str]:
 
 
 def links(path: Path) -> Iterator[str]:
-    """Every link target in a file, code blocks excluded."""
+    """Every link and image target in a file, code blocks excluded."""
     stack = list(_PARSER.parse(path.read_text(encoding="utf-8")))
     while stack:
         token = stack.pop()
         stack.extend(token.children or ())
-        href = token.attrGet("href") if token.type == "link_open" else None
+        target = {"link_open": "href", "image": "src"}.get(token.type)
+        href = token.attrGet(target) if target else None
         if isinstance(href, str):
             yield href
 
