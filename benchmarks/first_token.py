@@ -5,7 +5,7 @@ process) streams one answer as chat-completion chunks and records, with time.per
 the moment just before it hands its first delta to the server. Two clients read it:
 
 - direct (baseline): an httpx streaming POST to the fake's /v1/chat/completions, parsed with
-  reference_host.sse, stopping the clock when the first delta's event is parsed;
+  reference_host.stream.sse_parser, stopping the clock when the first delta's event is parsed;
 - host: POST /api/chat to the real app (create_app, a Host whose OpenAICompatibleModel talks
   to the fake) on uvicorn on 127.0.0.1 in another thread, stopping the clock when the first
   `token` frame is parsed.
@@ -37,8 +37,8 @@ from benchmarks.common import Row, Settings, median
 from reference_host.agent.openai_model import OpenAICompatibleModel
 from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
-from reference_host.loopback import serve_on_loopback
-from reference_host.sse import SSEEvent, SSEParser
+from reference_host.stream.sse_parser import SSEEvent, SSEParser
+from reference_host.support.loopback import serve_on_loopback
 
 SECTION = "6 first token (streamed model)"
 START_TIMEOUT = 10.0

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from benchmarks import kit, rpc
 from benchmarks.common import REPO, WORKERS
-from reference_host.process import PluginProcessManager, WorkerSpec
+from reference_host.process.launch import WorkerSpec
+from reference_host.process.manager import PluginProcessManager
 
 CALLS = 3000
 

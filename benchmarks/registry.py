@@ -31,7 +31,7 @@ from typing import Any
 
 from benchmarks.common import Row, Settings, median
 from reference_host.host import Host, HostConfig
-from reference_host.registry import ToolRegistry
+from reference_host.tools.snapshot import ToolRegistry
 
 SECTION = "2 registry snapshot"
 TOOLS_PER_PLUGIN = 6

@@ -31,7 +31,8 @@ from typing import Any
 
 from benchmarks.common import REPO, WORKERS, Row, Settings, median
 from plugin_spec.framing import MAX_FRAME_BYTES
-from reference_host.process import PluginProcessManager, WorkerSpec
+from reference_host.process.launch import WorkerSpec
+from reference_host.process.manager import PluginProcessManager
 
 SECTION = "1 worker round trip"
 SMALL_TEXT = "lorem ipsum dolor sit amet, consectetur adipiscing elit; sed do eiusmod temp"

@@ -40,8 +40,8 @@ from reference_host.agent.loop import MAX_CALLS_PER_TURN, MAX_STEPS
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
-from reference_host.loopback import serve_on_loopback
-from reference_host.tools import CallContext, SentAsIs
+from reference_host.support.loopback import serve_on_loopback
+from reference_host.tools.callbacks import CallContext, SentAsIs
 
 SECTION = "4 chat stream (SSE)"
 START_TIMEOUT = 10.0
@@ -130,7 +130,7 @@ class ProcessServer:
 
 class ThreadServer:
     """create_app on uvicorn on 127.0.0.1:<free port>, in a thread of this process (as the
-    tests serve it, reference_host.loopback); stop() ends it."""
+    tests serve it, reference_host.support.loopback); stop() ends it."""
 
     def __init__(self, data: Path, calls: int) -> None:
         self._data = data

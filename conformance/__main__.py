@@ -27,6 +27,7 @@ from conformance.package_data import SCHEMAS
 from conformance.profiles import load_plugin
 from conformance.provider_report import provider_matrix_markdown, refused
 from conformance.reference_page import reference_page
+from conformance.run_store import RunStore
 from conformance.sources import JsonLoadError, load_json_file
 from plugin_spec.plugin_folders import expand
 
@@ -109,7 +110,9 @@ def _providers(dirs: list[Path]) -> int:
         if plugin.load_error is not None:
             print(f"note: {root}: the plugin's files did not load", file=sys.stderr)
             continue
-        summaries.append({"label": plugin.label, "providers": provider_matrix(plugin, [])})
+        summaries.append(
+            {"label": plugin.label, "providers": provider_matrix(plugin, [], RunStore())}
+        )
     table = "\n".join(provider_matrix_markdown(summaries, heading="###")).strip()
     if not table:
         print("note: no plugin here has a tool to judge", file=sys.stderr)

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.baseline import Baseline
 from conformance.catalog import Level
 from conformance.kit import KitRun, Status
-from reference_host.plugins import ValidationReport
+from conformance.options import KitOptions
+from reference_host.plugins.lifecycle import ValidationReport
 
 
 def kit_validator(root: Path) -> ValidationReport:
     """MUST findings of the kit's manifest suite are errors; SHOULD findings are warnings."""
     root = root.resolve()
-    run = KitRun.load([str(root)], Baseline(None), strict=False, base=root)
+    run = KitRun.load(KitOptions(plugin_dirs=(str(root),)), base=root)
     errors: list[str] = []
     warnings: list[str] = []
     try:

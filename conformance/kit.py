@@ -2,36 +2,41 @@
 
 Kept apart from the pytest hooks so that the rules (what a finding means for the outcome)
 read in one place and can be tested without pytest's machinery.
+
+Loading a run and listing its items needs only the catalog and the plugins' files: the checks
+(with hypothesis, httpx and the host they bring) are imported when the first verdict is asked
+for, the live services when the first item needs them, so that collecting, and each xdist
+worker's start, costs no more than that.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from conformance import checks  # noqa: F401  (registers every check)
-from conformance.baseline import Baseline, ExpectedFailure
+from conformance.baseline import Baseline, ExpectedFailure, load_baseline
 from conformance.catalog import Level, Requirement, load_catalog
-from conformance.checks.fengyu_files import file_parameters, path_like_parameters
-from conformance.checks.providers import provider_matrix
-from conformance.erp.endpoints import EndpointServices
 from conformance.erp.plugin import ErpPlugin
 from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
 from conformance.fengyu.migrate import MigrationError, migrate_v1
-from conformance.fengyu.services import WorkerServices
 from conformance.findings import Finding, NotApplicable, named_requirements
+from conformance.options import KitOptions
 from conformance.profiles import Plugin, Tool, load_plugin
-from conformance.properties import PropertySettings, failing_seeds
 from conformance.registry import CheckContext, run_checks
+from conformance.run_store import RunStore
+from conformance.search_settings import PropertySettings, failing_seeds
 from conformance.upgrade import Upgrade, compare, current_manifest, read_previous
 from plugin_spec.json_files import JsonFileError
 from plugin_spec.plugin_folders import expand
+from reference_host.process.environment import check_names
+from reference_host.process.lineage import become_subreaper
 
-# A plugin's live services: its worker's (FengYu) or its endpoints' (ERP).
-Services = WorkerServices | EndpointServices
+if TYPE_CHECKING:
+    from conformance.erp.endpoints import EndpointServices
+    from conformance.fengyu.services import WorkerServices
 
 
 class KitUsageError(Exception):
@@ -68,15 +73,6 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class EndpointSettings:
-    """Where and as whom the ERP endpoint checks call (--plugin-base-url and friends)."""
-
-    base_url: str | None = None
-    tenant: str = "conformance"
-    actor: str = "conformance-kit"
-
-
-@dataclass(frozen=True)
 class Target:
     """One thing to check: a requirement on a plugin, or on one of its tools."""
 
@@ -91,64 +87,51 @@ class Target:
 
 @dataclass
 class KitRun:
+    """The plugins of one run, what it was told (options), and what it has computed so far
+    (store): everything the items of one pytest session share, and nothing beyond it."""
+
     plugins: list[Plugin]
     baseline: Baseline
-    strict: bool = False
-    worker_override: str | None = None
-    settings: PropertySettings = field(default_factory=PropertySettings)
-    endpoints: EndpointSettings = field(default_factory=lambda: EndpointSettings())
-    previous: str | None = None
-    worker_env: tuple[str, ...] = ()
-    providers: frozenset[str] = frozenset()  # --conformance-provider: their requirements MUST
-    labels: dict[int, str] = field(default_factory=dict)
-    _upgrades: dict[int, Upgrade] = field(default_factory=dict)
-    _workers: dict[int, Services] = field(default_factory=dict)
-    _static_failures: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    options: KitOptions = field(default_factory=KitOptions)
+    store: RunStore = field(default_factory=RunStore)
+    labels: dict[Plugin, str] = field(default_factory=dict)
+    notify: Callable[[str], None] = print  # told of a call the run has waited on for long
 
     @classmethod
-    def load(
-        cls,
-        dirs: list[str],
-        baseline: Baseline,
-        strict: bool,
-        base: Path,
-        worker_override: str | None = None,
-        settings: PropertySettings | None = None,
-        endpoints: EndpointSettings | None = None,
-        previous: str | None = None,
-        worker_env: tuple[str, ...] = (),
-        providers: frozenset[str] = frozenset(),
-    ) -> KitRun:
+    def load(cls, options: KitOptions, base: Path) -> KitRun:
+        """The run of options.plugin_dirs (relative to base, where pytest ran): each folder,
+        or each plugin in a folder of plugins, loaded once."""
         given = []
-        for raw in dirs:
+        for raw in options.plugin_dirs:
             root = (base / raw).resolve()
             if not root.is_dir():
                 raise KitUsageError(f"--plugin-dir {raw}: {root} is not a folder")
             given.append(root)
         roots = list(dict.fromkeys(expand(given)))
-        plugins = [load_plugin(root) for root in roots]
-        run = cls(
-            plugins,
-            baseline,
-            strict,
-            worker_override,
-            settings or PropertySettings(),
-            endpoints or EndpointSettings(),
-            previous,
-            worker_env,
-            providers,
-        )
+        baseline = load_baseline(Path(options.baseline) if options.baseline else None)
+        options = replace(options, worker_env=check_names(options.worker_env))
+        run = cls([load_plugin(root) for root in roots], baseline, options)
         run.labels = _unique_labels(run.plugins)
         return run
 
+    @property
+    def strict(self) -> bool:
+        return self.options.strict
+
+    @property
+    def settings(self) -> PropertySettings:
+        """How the property searches of this run draw their examples."""
+        o = self.options
+        return PropertySettings(examples=o.examples, seed=o.seed, derandomize=o.derandomize)
+
     def label(self, plugin: Plugin) -> str:
-        return self.labels[id(plugin)]
+        return self.labels[plugin]
 
     def requirements_for(self, plugin: Plugin) -> list[Requirement]:
         """The catalog's requirements for the plugin's profile; those of a provider named by
         --conformance-provider are MUST in this run."""
         return [
-            replace(r, level=Level.MUST) if r.provider in self.providers else r
+            replace(r, level=Level.MUST) if r.provider in self.options.providers else r
             for r in load_catalog().values()
             if r.applies_to(plugin.profile)
         ]
@@ -162,54 +145,67 @@ class KitRun:
             for tool in (tools if requirement.per_tool else [None])
         ]
 
-    def workers(self, plugin: Plugin) -> Services:
-        """The plugin's live services, created on first use and closed by close(): its worker
-        (FengYu) or its endpoints (ERP)."""
-        if id(plugin) not in self._workers:
-            self._workers[id(plugin)] = (
-                EndpointServices(
-                    self.endpoints.base_url,
-                    self.endpoints.tenant,
-                    self.endpoints.actor,
-                    self.settings,
-                )
-                if isinstance(plugin, ErpPlugin)
-                else WorkerServices(plugin, self.worker_override, self.settings, self.worker_env)
-            )
-        return self._workers[id(plugin)]
+    def endpoints(self, plugin: ErpPlugin) -> EndpointServices:
+        """The ERP plugin's endpoints as the run calls them, created on first use."""
+        return self.store.once(self._start_endpoints, plugin)
+
+    def workers(self, plugin: FengYuPlugin) -> WorkerServices:
+        """The FengYu plugin's worker services, created on first use; close() stops them.
+        The kit becomes the subreaper of what they start first: orphans of the workers come
+        back to the kit, which ends them with their worker (spec:
+        host.md#worker-processes-and-cleanup)."""
+        return self.store.once(self._start_workers, plugin)
+
+    def _start_endpoints(self, plugin: ErpPlugin) -> EndpointServices:
+        from conformance.erp.endpoints import EndpointServices
+
+        o = self.options
+        services = EndpointServices(o.base_url, o.tenant, o.actor, self.settings)
+        self.store.on_close(services.close)
+        return services
+
+    def _start_workers(self, plugin: FengYuPlugin) -> WorkerServices:
+        from conformance.fengyu.services import WorkerServices
+
+        become_subreaper()
+        o = self.options
+        services = WorkerServices(plugin, o.worker_cmd, self.settings, o.worker_env, self.notify)
+        self.store.on_close(services.close)
+        return services
 
     def context(self, target: Target) -> CheckContext:
         """What the target's checks get: static checks nothing live, upgrade checks the
         comparison with the previous version, the rest the plugin's live services."""
         plugin, requirement = target.plugin, target.requirement
-        context = CheckContext(plugin, requirement, self.peers(plugin), tool=target.tool)
+        context = CheckContext(
+            plugin, requirement, self.peers(plugin), tool=target.tool, store=self.store
+        )
         if requirement.suite == "manifest":
             return context
         if requirement.suite == "upgrade":
             return replace(context, upgrade=self.upgrade(plugin))
-        services = self.workers(plugin)
-        if isinstance(services, EndpointServices):
-            return replace(context, endpoints=services)
-        return replace(context, workers=services)
+        if isinstance(plugin, ErpPlugin):
+            return replace(context, endpoints=self.endpoints(plugin))
+        return replace(context, workers=self.workers(plugin))
 
     def upgrade(self, plugin: Plugin) -> Upgrade | None:
         """The comparison with --previous-manifest (None without it); read once per plugin."""
-        if self.previous is None:
+        if self.options.previous is None:
             return None
-        if id(plugin) not in self._upgrades:
-            previous = read_previous(self.previous, plugin.root)
-            try:
-                current = current_manifest(plugin.root)
-            except JsonFileError:
-                return None  # the plugin's own files are broken: the static suite says how
-            self._upgrades[id(plugin)] = compare(previous, current, plugin.label)
-        return self._upgrades[id(plugin)]
+        return self.store.once(self._compare, plugin, self.options.previous)
+
+    @staticmethod
+    def _compare(plugin: Plugin, previous: str) -> Upgrade | None:
+        before = read_previous(previous, plugin.root)
+        try:
+            current = current_manifest(plugin.root)
+        except JsonFileError:
+            return None  # the plugin's own files are broken: the static suite says how
+        return compare(before, current, plugin.label)
 
     def close(self) -> None:
         """Stop every worker the run started and remove its scratch files."""
-        for services in self._workers.values():
-            services.close()
-        self._workers.clear()
+        self.store.close()
 
     def collectable(self) -> set[tuple[str, str]]:
         return {(self.label(p), r.id) for p in self.plugins for r in self.requirements_for(p)}
@@ -231,17 +227,18 @@ class KitRun:
         """The static MUST requirements the plugin fails, judged once per plugin: a host
         would refuse or misrepresent such a plugin, so the host suite waits on them. A
         provider's refusal is not among them: the reference host calls no provider."""
-        if id(plugin) not in self._static_failures:
-            peers = self.peers(plugin)
-            static = [
-                r
-                for r in self.requirements_for(plugin)
-                if r.suite == "manifest" and r.level is Level.MUST and not r.provider
-            ]
-            self._static_failures[id(plugin)] = tuple(
-                r.id for r in static if _fails(CheckContext(plugin, r, peers))
-            )
-        return self._static_failures[id(plugin)]
+        return self.store.once(self._static_failures, plugin)
+
+    def _static_failures(self, plugin: Plugin) -> tuple[str, ...]:
+        peers = self.peers(plugin)
+        static = [
+            r
+            for r in self.requirements_for(plugin)
+            if r.suite == "manifest" and r.level is Level.MUST and not r.provider
+        ]
+        return tuple(
+            r.id for r in static if _fails(CheckContext(plugin, r, peers, store=self.store))
+        )
 
     def blocked(self, plugin: Plugin, requirement: Requirement) -> Verdict | None:
         """The skip verdict of an item another requirement's failure keeps from running."""
@@ -251,19 +248,20 @@ class KitRun:
             return Verdict.skipped(f"because the manifest fails {', '.join(failing)}", failing)
         return None
 
-    @cached_property
     def stale_entries(self) -> list[ExpectedFailure]:
         """Baseline entries that name nothing this run checks."""
         return self.baseline.unmatched(self.collectable())
 
-    @cached_property
     def summaries(self) -> list[dict[str, Any]]:
         """What the reports say about each plugin beyond pass/fail: how each provider takes its
         tools, how the host will fill its file parameters and, for a legacy manifest, its v2
         equivalent."""
-        return [self._summary(p) for p in self.plugins]
+        return [self.store.once(self._summary, p) for p in self.plugins]
 
     def _summary(self, plugin: Plugin) -> dict[str, Any]:
+        from conformance.checks.fengyu_files import file_parameters, path_like_parameters
+        from conformance.checks.providers import provider_matrix
+
         summary: dict[str, Any] = {
             "label": self.label(plugin),
             "profile": plugin.profile,
@@ -272,7 +270,7 @@ class KitRun:
         }
         if plugin.load_error is not None:
             return summary
-        summary["providers"] = provider_matrix(plugin, self.peers(plugin))
+        summary["providers"] = provider_matrix(plugin, self.peers(plugin), self.store)
         if (upgrade := self.upgrade(plugin)) is not None:
             summary["upgrade"] = {
                 "from": upgrade.previous_version,
@@ -300,7 +298,7 @@ class KitRun:
         context = self.context(target)
         try:
             with failing_seeds() as seeds:
-                findings = run_checks(context)
+                findings = _checked(context)
         except NotApplicable as exc:
             return Verdict.skipped(exc.reason, exc.blocked_by)
         seed = seeds[0] if seeds else None
@@ -315,17 +313,24 @@ class KitRun:
         return Verdict(Status.WARNED if findings else Status.PASSED, findings, seed=seed)
 
 
+def _checked(context: CheckContext) -> list[Finding]:
+    """The findings of the context's checks, registering every check on the first call."""
+    import conformance.checks  # noqa: F401
+
+    return run_checks(context)
+
+
 def _fails(context: CheckContext) -> bool:
     """Whether a static check reports anything; one that cannot run blocks nothing."""
     try:
-        return bool(run_checks(context))
+        return bool(_checked(context))
     except NotApplicable:
         return False
 
 
-def _unique_labels(plugins: list[Plugin]) -> dict[int, str]:
+def _unique_labels(plugins: list[Plugin]) -> dict[Plugin, str]:
     """Plugin labels for test ids; two folders with one plugin id get their folder appended."""
     counts: dict[str, int] = {}
     for plugin in plugins:
         counts[plugin.label] = counts.get(plugin.label, 0) + 1
-    return {id(p): p.label if counts[p.label] == 1 else f"{p.label}@{p.root}" for p in plugins}
+    return {p: p.label if counts[p.label] == 1 else f"{p.label}@{p.root}" for p in plugins}

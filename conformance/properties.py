@@ -9,9 +9,7 @@ A random search runs under a seed the kit chooses, so a rerun line can name it.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,20 +18,12 @@ from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
 from conformance.findings import NotApplicable
+from conformance.search_settings import PropertySettings, seeds_being_recorded
 from conformance.strategies import GeneratorGap
 
 # Every phase but explain: explaining a failure costs hundreds of extra worker calls and the
 # report already shows the minimal request, the reply and a reproduction.
 SEARCH_PHASES = tuple(p for p in Phase if p is not Phase.explain)
-
-
-@dataclass(frozen=True)
-class PropertySettings:
-    """The kit's hypothesis settings: CI-safe by default (bounded, no example database)."""
-
-    examples: int = 25
-    seed: int | None = None
-    derandomize: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,20 +36,6 @@ class Counterexample:
 
 
 Attempt = Callable[[st.DataObject], Counterexample | None]
-
-_FAILING_SEEDS: ContextVar[list[int] | None] = ContextVar("failing_seeds", default=None)
-
-
-@contextmanager
-def failing_seeds() -> Iterator[list[int]]:
-    """The seeds the kit chose for searches that found a counterexample inside the block:
-    a rerun with `--conformance-seed` of one of them finds it again."""
-    seeds: list[int] = []
-    token = _FAILING_SEEDS.set(seeds)
-    try:
-        yield seeds
-    finally:
-        _FAILING_SEEDS.reset(token)
 
 
 def find_counterexample(attempt: Attempt, options: PropertySettings) -> Counterexample | None:
@@ -116,7 +92,7 @@ def find_counterexample(attempt: Attempt, options: PropertySettings) -> Countere
         raise NotApplicable(
             "every generated input was filtered out before a call: nothing to judge"
         )
-    if found and chosen is not None and (seeds := _FAILING_SEEDS.get()) is not None:
+    if found and chosen is not None and (seeds := seeds_being_recorded()) is not None:
         seeds.append(chosen)
     if hung:
         return replace(hung[0], shrunk=False)

@@ -16,6 +16,7 @@ from conformance.erp.plugin import ErpPlugin, ErpTool
 from conformance.fengyu.manifest import FengYuPlugin
 from conformance.findings import Finding
 from conformance.profiles import Plugin, Tool
+from conformance.run_store import RunStore
 
 if TYPE_CHECKING:  # services start workers and HTTP clients: only their types are needed here
     from conformance.erp.endpoints import EndpointServices
@@ -30,7 +31,8 @@ class CheckContext:
     """What a check may look at: the plugin, the requirement, the other plugins in the run,
     the live services its suite needs (started on first use) and, for per-tool checks, the
     tool. workers serves FengYu worker, tool and host checks, endpoints ERP endpoint checks,
-    upgrade the upgrade checks (None without --previous-manifest)."""
+    upgrade the upgrade checks (None without --previous-manifest); store holds what the run
+    computes once for many items (store.once)."""
 
     plugin: Plugin
     requirement: Requirement
@@ -39,6 +41,7 @@ class CheckContext:
     tool: Tool | None = None
     endpoints: EndpointServices | None = None
     upgrade: Upgrade | None = None
+    store: RunStore = field(default_factory=RunStore)
 
     @property
     def fengyu(self) -> FengYuPlugin:

@@ -12,13 +12,9 @@ import re
 import shlex
 from pathlib import Path
 
-from conformance.kit import EndpointSettings, KitRun, Target
-from conformance.properties import PropertySettings
+from conformance.kit import KitRun, Target
 
 _NOT_IN_KEY = re.compile(r"[^\w.+/-]")
-
-WORKER_SUITES = ("worker", "tools", "host")
-SEARCH_SUITES = ("tools", "endpoints")
 
 
 def rerun_key(kit: KitRun, target: Target) -> str:
@@ -33,53 +29,6 @@ def rerun_command(kit: KitRun, target: Target, base: Path, seed: int | None) -> 
     argv = ["pytest"]
     for plugin in kit.plugins:  # every one: a check may compare the plugin with its peers
         argv += ["--plugin-dir", str(plugin.root)]
-    argv += _options(kit, target.requirement.suite, base, seed)
+    argv += kit.options.to_argv(target.requirement.suite, base, seed)
     argv += ["-k", rerun_key(kit, target)]
     return shlex.join(argv)
-
-
-def _options(kit: KitRun, suite: str, base: Path, seed: int | None) -> list[str]:
-    options: list[str] = []
-    if kit.strict:
-        options.append("--conformance-strict")
-    if kit.baseline.path is not None:
-        options += ["--conformance-baseline", str(base / kit.baseline.path)]
-    if kit.providers:
-        options += ["--conformance-provider", ",".join(sorted(kit.providers))]
-    if suite in WORKER_SUITES:
-        if kit.worker_override:
-            options.append(f"--worker-cmd={kit.worker_override}")
-        for name in kit.worker_env:
-            options += ["--worker-env", name]
-    if suite in SEARCH_SUITES:
-        options += _search_options(kit.settings, seed)
-    if suite == "endpoints":
-        options += _endpoint_options(kit.endpoints)
-    if suite == "upgrade" and kit.previous is not None:
-        previous = kit.previous
-        if not previous.startswith("git:"):
-            previous = str(base / Path(previous).expanduser())
-        options += ["--previous-manifest", previous]
-    return options
-
-
-def _search_options(settings: PropertySettings, seed: int | None) -> list[str]:
-    options = ["--conformance-examples", str(settings.examples)]
-    chosen = settings.seed if settings.seed is not None else seed
-    if chosen is not None:
-        options += ["--conformance-seed", str(chosen)]
-    elif settings.derandomize:
-        options.append("--conformance-derandomize")
-    return options
-
-
-def _endpoint_options(endpoints: EndpointSettings) -> list[str]:
-    options: list[str] = []
-    if endpoints.base_url is not None:
-        options += ["--plugin-base-url", endpoints.base_url]
-    defaults = EndpointSettings()
-    if endpoints.tenant != defaults.tenant:
-        options += ["--erp-tenant", endpoints.tenant]
-    if endpoints.actor != defaults.actor:
-        options += ["--erp-actor", endpoints.actor]
-    return options

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plugin_spec.catalog import CatalogDiff, diff, from_manifest
 from plugin_spec.erp_decls import is_erp_folder, read_erp_manifest
 from plugin_spec.json_files import JsonFileError, read_json_object
+from plugin_spec.workflow_catalog import CatalogDiff, diff, from_manifest
 
 
 class PreviousError(Exception):

@@ -25,14 +25,14 @@ import httpx
 import uvicorn
 
 from plugin_spec.plugin_folders import expand
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.call_commands import CallCommandModel
 from reference_host.agent.models import ChatModel
 from reference_host.agent.turn_limit import DEFAULT_TURN_TIME_LIMIT
-from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.builtins import SearxngProvider, builtin_tools
 from reference_host.builtins.fetch_allow import allow_entry
-from reference_host.grant_copies import MAX_BYTES
-from reference_host.grant_quota import DEFAULT_COPIES, DEFAULT_TOTAL_BYTES
+from reference_host.grants.copies import MAX_BYTES
+from reference_host.grants.quota import DEFAULT_COPIES, DEFAULT_TOTAL_BYTES
 from reference_host.host import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY_BYTES, Host, HostConfig
 from reference_host.http.access import (
     TOKEN_ENV,
@@ -42,9 +42,9 @@ from reference_host.http.access import (
 )
 from reference_host.http.app import create_app
 from reference_host.http.streaming import DEFAULT_KEEP_ALIVE
-from reference_host.plugins import PluginError
+from reference_host.plugins.lifecycle import PluginError
+from reference_host.plugins.validators import installed_validator
 from reference_host.process.environment import WorkerEnvError, check_names
-from reference_host.validators import installed_validator
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"

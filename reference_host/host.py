@@ -16,35 +16,37 @@ from typing import Any
 
 import httpx
 
-from plugin_spec.catalog import CatalogEntry
 from plugin_spec.erp_decls import erp_decls
 from plugin_spec.fengyu_decls import call_timeout, resource_limits, tool_decls
-from reference_host.actors import ActorDirectory
+from plugin_spec.workflow_catalog import CatalogEntry
+from reference_host.agent.approval import ApprovalBroker, ApprovalPolicy
 from reference_host.agent.approval_binding import ApprovalBinder
 from reference_host.agent.loop import RunSettings, run_agent
 from reference_host.agent.models import ChatModel, Message
 from reference_host.agent.turn_limit import DEFAULT_TURN_TIME_LIMIT
-from reference_host.approval import ApprovalBroker, ApprovalPolicy
-from reference_host.catalog_entries import from_snapshot
-from reference_host.erp import RestToolCallback
-from reference_host.events import Event
-from reference_host.grant_copies import COPIES, HOST_FOLDER, MAX_BYTES
-from reference_host.grant_quota import DEFAULT_COPIES, DEFAULT_TOTAL_BYTES, CopyLimits
-from reference_host.grants import GrantStore
-from reference_host.plugin_tools import WorkerToolCallback
-from reference_host.plugins import PluginError, PluginInfo, PluginService, Staged, Validator
-from reference_host.process import (
-    PluginProcessManager,
-    WorkerError,
-    WorkerLaunchError,
-    WorkerSpec,
+from reference_host.erp.actors import ActorDirectory
+from reference_host.erp.rest_tools import RestToolCallback
+from reference_host.grants.copies import COPIES, HOST_FOLDER, MAX_BYTES
+from reference_host.grants.grant_store import GrantStore
+from reference_host.grants.quota import DEFAULT_COPIES, DEFAULT_TOTAL_BYTES, CopyLimits
+from reference_host.plugins.lifecycle import (
+    PluginError,
+    PluginInfo,
+    PluginService,
+    Staged,
+    Validator,
 )
-from reference_host.process.launch import manifest_spec
+from reference_host.plugins.worker_tools import WorkerToolCallback
+from reference_host.process.launch import WorkerSpec, manifest_spec
 from reference_host.process.lineage import become_subreaper
+from reference_host.process.manager import PluginProcessManager
 from reference_host.process.record import LineageRecord
-from reference_host.registry import ToolRegistry
-from reference_host.store import PluginRow, Store
-from reference_host.tools import CallContext, ToolCallback
+from reference_host.process.worker_errors import WorkerError, WorkerLaunchError
+from reference_host.storage.database import PluginRow, Store
+from reference_host.stream.events import Event
+from reference_host.tools.callbacks import CallContext, ToolCallback
+from reference_host.tools.catalog_entries import from_snapshot
+from reference_host.tools.snapshot import ToolRegistry
 
 SYSTEM_PROMPT = "You are the assistant of a desktop host; use the tools when they help."
 

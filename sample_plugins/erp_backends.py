@@ -36,7 +36,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from reference_host.loopback import serve_on_loopback
+from reference_host.support.loopback import serve_on_loopback
 
 HERE = Path(__file__).resolve().parent
 PLUGINS = ("hello-plugin", "hcm-employee", "hcm-ai-intelligence")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from functools import cache
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -48,7 +47,6 @@ def no_duplicate_keys(ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
-@cache
 def schema_findings(plugin: ErpPlugin) -> list[Finding]:
     return [
         tool.finding(error.requirement, error.pointer, error.message, error.fix)
@@ -59,7 +57,7 @@ def schema_findings(plugin: ErpPlugin) -> list[Finding]:
 
 @check(*sorted(annotated_requirements(TOOL_SCHEMA)))
 def tool_file_schema(ctx: CheckContext) -> list[Finding]:
-    return schema_findings(ctx.erp)
+    return ctx.store.once(schema_findings, ctx.erp)
 
 
 @check("ERP-TOOL-012")

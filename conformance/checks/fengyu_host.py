@@ -16,7 +16,7 @@ from conformance.findings import Finding, NotApplicable
 from conformance.registry import CheckContext, check
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.filerefs import FileClass, classify_parameters
-from reference_host.tools import CallContext
+from reference_host.tools.callbacks import CallContext
 
 
 def session(ctx: CheckContext) -> HostSession:

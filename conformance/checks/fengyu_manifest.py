@@ -4,7 +4,6 @@ get right."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import cache
 
 from conformance.fengyu.code_first import Sidecar
 from conformance.fengyu.manifest import FENGYU_V1, SCHEMA_FILES, FengYuPlugin
@@ -57,7 +56,6 @@ def _sidecars(plugin: FengYuPlugin) -> list[Sidecar]:
     return plugin.code_first.sidecars if plugin.code_first is not None else []
 
 
-@cache
 def schema_findings(plugin: FengYuPlugin) -> list[Finding]:
     """Every schema error of the manifest, once per plugin, attributed to its requirement.
 
@@ -81,7 +79,7 @@ def schema_findings(plugin: FengYuPlugin) -> list[Finding]:
 
 @check(*sorted(set().union(*(annotated_requirements(f) for f in SCHEMA_FILES.values()))))
 def manifest_schema(ctx: CheckContext) -> list[Finding]:
-    return schema_findings(ctx.fengyu)
+    return ctx.store.once(schema_findings, ctx.fengyu)
 
 
 @check("FY-MAN-004")

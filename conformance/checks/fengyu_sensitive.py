@@ -92,7 +92,10 @@ def sensitive_inputs_kept_secret(ctx: CheckContext) -> Iterator[Finding]:
     if run.workers.spec is None:
         raise NotApplicable("the worker cannot be launched (FY-WRK-001)")
     harness = ToolHarness(
-        run.workers.spec, stray=run.workers.stray_reporter(), hangs=run.workers.hangs
+        run.workers.spec,
+        stray=run.workers.stray_reporter(),
+        hangs=run.workers.hangs,
+        notify=run.workers.notify,
     )
     connections: list[Any] = []
 

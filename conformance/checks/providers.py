@@ -19,6 +19,7 @@ from conformance.erp.plugin import ErpPlugin, ErpTool, model_name
 from conformance.findings import Finding, NotApplicable
 from conformance.profiles import Plugin
 from conformance.registry import CheckContext, check
+from conformance.run_store import RunStore
 from plugin_spec.providers.judge import Judgement, Noted, judge_tool, request_refusals
 from plugin_spec.providers.rules import Provider, all_providers, load_provider
 from plugin_spec.tool_definition import model_schema
@@ -86,10 +87,10 @@ def judged(plugin: Plugin) -> list[Offered]:
     return fit
 
 
-@cache
 def judgements(plugin: Plugin, provider_id: str) -> tuple[tuple[Offered, Judgement], ...]:
     """Every tool the plugin offers, judged by one provider once per run: the provider's item,
-    the whole request of each plugin of the run and the report's matrix all read it."""
+    the whole request of each plugin of the run and the report's matrix all read it, so
+    callers ask for it through the run's store."""
     provider = load_provider(provider_id)
     return tuple((t, judge_tool(provider, t.name, t.schema)) for t in offered(plugin))
 
@@ -100,13 +101,15 @@ def _builtin_judgements(provider_id: str) -> tuple[Judgement, ...]:
     return tuple(judge_tool(provider, d.name, d.input_schema) for d in BUILTIN_DEFINITIONS)
 
 
-def request_refusals_of(plugin: Plugin, peers: Sequence[Plugin], provider_id: str) -> list[Noted]:
+def request_refusals_of(
+    plugin: Plugin, peers: Sequence[Plugin], provider_id: str, store: RunStore
+) -> list[Noted]:
     """What keeps one request from the provider: it carries the host's built-ins, this
     plugin's tools and those of the other plugins in the run (a name offered twice is sent
     once)."""
     sent = {j.tool: j for j in _builtin_judgements(provider_id)}
     for one in (plugin, *peers):
-        for _, judgement in judgements(one, provider_id):
+        for _, judgement in store.once(judgements, one, provider_id):
             sent.setdefault(judgement.tool, judgement)
     return request_refusals(load_provider(provider_id), list(sent.values()))
 
@@ -126,7 +129,7 @@ def _fix(noted: Noted) -> str:
 def provider_findings(ctx: CheckContext, provider_id: str) -> Iterator[Finding]:
     provider = load_provider(provider_id)
     judged(ctx.plugin)  # nothing to judge is a skip, not a pass
-    for tool, judgement in judgements(ctx.plugin, provider_id):
+    for tool, judgement in ctx.store.once(judgements, ctx.plugin, provider_id):
         if not judgeable(tool):
             continue
         for noted in judgement.rejections:
@@ -137,7 +140,7 @@ def provider_findings(ctx: CheckContext, provider_id: str) -> Iterator[Finding]:
                 yield ctx.manifest_finding(at, message, _fix(noted))
     whole = "/aiTools" if not isinstance(ctx.plugin, ErpPlugin) else ""
     file = "manifest.json" if whole else "metadata/tool"
-    for noted in request_refusals_of(ctx.plugin, ctx.peers, provider_id):
+    for noted in request_refusals_of(ctx.plugin, ctx.peers, provider_id, ctx.store):
         yield ctx.finding(
             f"{provider.title} rejects the request that carries this plugin's tools, the run's "
             f"other plugins and the host's built-ins: {noted.line()}\nrule: {noted.rule.text}\n"
@@ -164,17 +167,17 @@ def gemini_takes_the_tools(ctx: CheckContext) -> Iterator[Finding]:
     yield from provider_findings(ctx, "gemini")
 
 
-def provider_matrix(plugin: Plugin, peers: list[Plugin]) -> dict[str, Any]:
+def provider_matrix(plugin: Plugin, peers: list[Plugin], store: RunStore) -> dict[str, Any]:
     """What the reports show of the providers: each tool's verdict per provider with every
     change and rejection, and what keeps the whole request from each provider. Every tool
     offered is listed, those the profile's own rules fail too (a name no provider takes is
     rejected by each provider's name rule, not left out of the matrix)."""
     tools: dict[str, dict[str, Any]] = {}
     for p in all_providers():
-        for tool, judgement in judgements(plugin, p.id):
+        for tool, judgement in store.once(judgements, plugin, p.id):
             tools.setdefault(tool.name, {})[p.id] = judgement.to_json()
     request = {
-        p.id: [n.to_json() for n in request_refusals_of(plugin, peers, p.id)]
+        p.id: [n.to_json() for n in request_refusals_of(plugin, peers, p.id, store)]
         for p in all_providers()
     }
     return {"tools": tools, "request": request}

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 
 from conformance.findings import cut
-from conformance.properties import PropertySettings
+from conformance.search_settings import PropertySettings
 from plugin_spec.rest_handler import DispatchError, RestHandler
-from reference_host.rest import NO_CONTENT, build_request
+from reference_host.erp.dispatch import NO_CONTENT, build_request
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from conformance.erp.endpoints import Answer, EndpointServices
 from conformance.findings import NotApplicable
-from conformance.properties import PropertySettings
+from conformance.search_settings import PropertySettings
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.rest_handler import RestHandler
 

@@ -3,7 +3,7 @@
 Tool checks call the worker exactly the way the host does (same manager, same timeouts,
 same restarts), from ordinary synchronous test code: the manager runs on an event loop in a
 background thread for the life of the kit run. A call waited on for NOTICE_SECONDS is named
-to the waiting notices (the terminal, pytest_plugin.py), and again every NOTICE_EVERY
+to its notify (the terminal, pytest_session.py), and again every NOTICE_EVERY
 seconds, so a run that sits still says which plugin, tool and input it waits on. Every
 stdout line that is not a JSON-RPC response is told with the call it came in (FY-WRK-007),
 and a call that timed out is kept, so later items of that tool need not wait on it again.
@@ -26,21 +26,19 @@ from conformance.fengyu.resource_watch import REPORT_ONLY, Reporter
 from conformance.findings import shown
 from conformance.loop_thread import LoopThread
 from plugin_spec.fengyu_decls import ResourceLimits
-from reference_host.process import (
-    PluginProcessManager,
+from reference_host.process.launch import WorkerSpec
+from reference_host.process.manager import PluginProcessManager
+from reference_host.process.worker_errors import (
     WorkerCrashed,
     WorkerError,
     WorkerProtocolError,
     WorkerRpcError,
-    WorkerSpec,
     WorkerTimeout,
 )
 
 T = TypeVar("T")
 NOTICE_SECONDS = 5.0  # a call waited on this long is named on the terminal
 NOTICE_EVERY = 10.0  # and again after each further this many seconds
-# Where waiting notices go: the kit's front end adds its writer (pytest_plugin.py).
-waiting_notices: list[Callable[[str], None]] = []
 # Told (line, what is wrong with it, what the kit was doing) of each stray stdout line.
 StrayReporter = Callable[[str, str, str], None]
 
@@ -83,13 +81,16 @@ class ToolHarness:
         stray: StrayReporter | None = None,
         tools: Mapping[str, str] | None = None,
         hangs: dict[str, CallOutcome] | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         """resources: the declared limits, watched and told to report (never enforced:
         resource_watch.py) together with the call under way; called: told when each call
         ends; folder: the plugin folder reproductions run in (the author's, where the kit
         runs a copy); stray: told of each stdout line that is not a JSON-RPC response;
         tools: the tool names of each method, as messages name calls; hangs: where the
-        first call of each method that timed out is kept."""
+        first call of each method that timed out is kept; notify: told of a call waited on
+        for NOTICE_SECONDS, and again every NOTICE_EVERY (the kit's terminal)."""
+        self.notify = notify
         self.spec = spec
         self.folder = folder or spec.root
         self.tools = dict(tools or {})
@@ -194,8 +195,8 @@ class ToolHarness:
                 f"waiting {notice:g} s on {self.spec.plugin_id} {self.named(request)} "
                 f"(timeout {timeout:g} s)"
             )
-            for tell in waiting_notices:
-                tell(text)
+            if self.notify is not None:
+                self.notify(text)
             notice += NOTICE_EVERY
 
     async def _abandon(self, method: str, params: Any, timeout: float) -> bool:

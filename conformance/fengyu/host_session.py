@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from conformance.loop_thread import LoopThread
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
-from reference_host.approval import ApprovalPolicy, Decision
-from reference_host.events import Event
 from reference_host.host import Host, HostConfig
-from reference_host.plugins import PluginError, PluginInfo
-from reference_host.process import WorkerError
+from reference_host.plugins.lifecycle import PluginError, PluginInfo
+from reference_host.process.worker_errors import WorkerError
+from reference_host.stream.events import Event
 
 
 class HostSession:

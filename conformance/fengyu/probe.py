@@ -35,7 +35,7 @@ from plugin_spec.fengyu_runtime import (
     handshake_params,
 )
 from plugin_spec.framing import MAX_FRAME_BYTES
-from reference_host.process import WorkerSpec
+from reference_host.process.launch import WorkerSpec
 
 SENTINEL_METHOD = "conformance/sentinel"
 NO_SUCH_METHOD = "conformance_no_such_method"

@@ -14,6 +14,7 @@ import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -29,13 +30,14 @@ from conformance.fengyu.syscall_trace import strace_program, tracer
 from conformance.fengyu.tool_files import ToolFiles
 from conformance.fengyu.worker import declared_methods, declares_worker, worker_spec
 from conformance.findings import NotApplicable, shown
-from conformance.properties import PropertySettings
+from conformance.search_settings import PropertySettings
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.fengyu_decls import resource_limits
 from plugin_spec.fengyu_runtime import handshake_problems
-from reference_host.process import WorkerLaunchError, WorkerSpec, effective_timeout
-from reference_host.process.launch import MissingArtifact
+from reference_host.process.launch import MissingArtifact, WorkerSpec
 from reference_host.process.sandbox import support
+from reference_host.process.timeouts import effective_timeout
+from reference_host.process.worker_errors import WorkerLaunchError
 
 STDERR_SHOWN = 3  # last stderr lines a skip reason quotes
 HANG_REQUIREMENT = "FY-TOOL-001"  # whose finding a tool call that never answers is
@@ -97,9 +99,12 @@ class WorkerServices:
         override: str | None,
         settings: PropertySettings,
         worker_env: tuple[str, ...] = (),
+        notify: Callable[[str], None] | None = None,
     ) -> None:
-        """worker_env: the variables passed through to the worker (--worker-env)."""
+        """worker_env: the variables passed through to the worker (--worker-env); notify:
+        told of a call waited on for long (the terminal, in a pytest run)."""
         self.plugin = plugin
+        self.notify = notify
         self.override = override
         self.worker_env = worker_env
         self.settings = settings
@@ -272,6 +277,7 @@ class WorkerServices:
                 stray=self.stray_reporter(),
                 tools=self._tool_names,
                 hangs=self.hangs,
+                notify=self.notify,
             )
         return self._harness
 

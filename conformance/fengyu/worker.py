@@ -8,8 +8,8 @@ from typing import Any
 from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
 from plugin_spec.fengyu_decls import call_timeout
 from plugin_spec.fengyu_runtime import ARTIFACTS
-from reference_host.process import WorkerSpec, effective_timeout
-from reference_host.process.launch import EXECUTABLE, manifest_spec
+from reference_host.process.launch import EXECUTABLE, WorkerSpec, manifest_spec
+from reference_host.process.timeouts import effective_timeout
 
 
 def declares_worker(plugin: FengYuPlugin, override: str | None) -> bool:

@@ -16,8 +16,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from plugin_spec.providers import PROVIDERS
+
 HERE = Path(__file__).resolve().parent
-PROVIDERS = ("openai", "anthropic", "gemini")  # the order of reports and options
 
 
 class Outcome(StrEnum):

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reference_host.quoting import shortened
-from reference_host.registry import ToolRegistry
-from reference_host.store import Store
-from reference_host.tools import ToolCallback
+from reference_host.storage.database import Store
+from reference_host.support.quoting import shortened
+from reference_host.tools.callbacks import ToolCallback
+from reference_host.tools.snapshot import ToolRegistry
 
 BUILTIN = "builtin"
 

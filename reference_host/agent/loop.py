@@ -15,15 +15,15 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from plugin_spec.sensitive import mask_arguments, redact, secrets
-from reference_host import events
+from reference_host.agent.approval import ApprovalBroker, ApprovalPolicy, Decision
 from reference_host.agent.approval_binding import ApprovalBinder, Binding
 from reference_host.agent.models import ChatModel, Message, ModelError, ModelTurn, ToolCall
 from reference_host.agent.turn_limit import DEFAULT_TURN_TIME_LIMIT, within_time_limit
-from reference_host.approval import ApprovalBroker, ApprovalPolicy, Decision
-from reference_host.events import Event
-from reference_host.quoting import quoted
-from reference_host.registry import Snapshot
-from reference_host.tools import CallContext, CallPlan, ToolCallback, failure, is_failure
+from reference_host.stream import events
+from reference_host.stream.events import Event
+from reference_host.support.quoting import quoted
+from reference_host.tools.callbacks import CallContext, CallPlan, ToolCallback, failure, is_failure
+from reference_host.tools.snapshot import Snapshot
 
 MAX_STEPS = 24
 # Real turns ask for a handful of parallel calls; without a bound one 1 MiB `/call` message or

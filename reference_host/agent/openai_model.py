@@ -4,7 +4,7 @@ Works with OpenAI itself and with the usual local servers (vLLM, llama.cpp, Olla
 LiteLLM). `base_url` is the server root: the request goes to `{base_url}/v1/chat/completions`.
 
 The request asks for `"stream": true`, and the answer is read as `text/event-stream` with the
-host's own spec-exact parser (reference_host.sse) as it arrives: each
+host's own spec-exact parser (reference_host.stream.sse_parser) as it arrives: each
 `choices[0].delta.content` piece is yielded as a Delta at once (`reasoning_content` or
 `reasoning` as a thinking Delta), `delta.tool_calls[]` pieces are put together by their `index`
 into whole calls, and `data: [DONE]` ends the turn. Choices made:
@@ -44,7 +44,7 @@ from plugin_spec.tool_definition import ToolDefinition
 from reference_host.agent.models import Message, ModelError, ModelTurn, TurnPart, whole
 from reference_host.agent.openai_stream import StreamedTurn
 from reference_host.agent.openai_wire import error_excerpt, excerpt, parse_reply, wire_message
-from reference_host.sse import SSEEvent, SSEParser
+from reference_host.stream.sse_parser import SSEEvent, SSEParser
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TURN_BYTES = 16 * 1024 * 1024

@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 
-from reference_host import events
-from reference_host.events import Event
+from reference_host.stream import events
+from reference_host.stream.events import Event
 
 # What a turn gets unless HostConfig.turn_time_limit (--turn-time-limit) says otherwise.
 DEFAULT_TURN_TIME_LIMIT = 600.0

@@ -20,7 +20,7 @@ from reference_host.builtins.web_search import (
     SearxngProvider,
     WebSearchTool,
 )
-from reference_host.tools import ToolCallback
+from reference_host.tools.callbacks import ToolCallback
 
 # What the model is offered besides plugin tools; the kit counts them into each request.
 BUILTIN_DEFINITIONS = (WEB_SEARCH_DEFINITION, WEB_FETCH_DEFINITION)

@@ -19,7 +19,7 @@ from reference_host.builtins.fetch_allow import AllowList
 from reference_host.builtins.html_text import html_to_text
 from reference_host.builtins.pinned_connect import PublicOnlyTransport
 from reference_host.builtins.public_address import NotPublic
-from reference_host.tools import CallContext, SentAsIs, failure, parse_arguments
+from reference_host.tools.callbacks import CallContext, SentAsIs, failure, parse_arguments
 
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS_CAP = 100_000

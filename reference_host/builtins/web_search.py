@@ -12,7 +12,7 @@ import httpx
 from plugin_spec.builtin_names import WEB_SEARCH
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.builtins._args import optional_integer, required_string
-from reference_host.tools import CallContext, SentAsIs, failure, parse_arguments
+from reference_host.tools.callbacks import CallContext, SentAsIs, failure, parse_arguments
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 10

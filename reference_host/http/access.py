@@ -33,7 +33,7 @@ from starlette.datastructures import Headers
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from reference_host.http.errors import ContainErrors, error_response
+from reference_host.http.error_answers import ContainErrors, error_response
 from reference_host.http.limits import limit_bodies
 
 TOKEN_ENV = "REFERENCE_HOST_TOKEN"

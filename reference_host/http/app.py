@@ -5,12 +5,12 @@ module per area: reference_host.http.plugins, tools, grants, approvals, erp (dis
 and workflows. Each reads the Host and the app's settings through reference_host.http.deps.
 
 Status codes: 400 for a request the host refuses (invalid body, a plugin that fails
-validation, a path outside the allowed roots, an id that does not match reference_host.ids),
+validation, a path outside the allowed roots, an id that does not match reference_host.http.ids),
 404 for an unknown plugin or approval, 409 for a conflict with the current state (tool names
 that clash with what is already offered), 413 for a body over the limit (HostConfig
 max_body_bytes, 1 MiB by default; reference_host.http.limits), 405
 with an Allow header naming every method of the path, 500 (still JSON, never a traceback)
-for anything unexpected (reference_host.http.errors). Access (Host, Origin, token) is
+for anything unexpected (reference_host.http.error_answers). Access (Host, Origin, token) is
 reference_host.http.access; the OpenAPI document at /openapi.json says all of this
 (reference_host.http.openapi).
 
@@ -35,7 +35,7 @@ from reference_host.agent.models import ChatModel
 from reference_host.host import Host
 from reference_host.http import approvals, chat, console, erp, grants, plugins, tools, workflows
 from reference_host.http.access import guard
-from reference_host.http.errors import handle_errors
+from reference_host.http.error_answers import handle_errors
 from reference_host.http.openapi import document
 from reference_host.http.streaming import DEFAULT_KEEP_ALIVE
 from reference_host.workflow.canvas import Canvas

@@ -15,9 +15,9 @@ from fastapi import APIRouter
 
 from reference_host.http.bodies import StrictBody
 from reference_host.http.deps import HostDep
-from reference_host.http.errors import ApiError
+from reference_host.http.error_answers import ApiError
 from reference_host.http.openapi import NOT_FOUND, error
-from reference_host.quoting import quoted
+from reference_host.support.quoting import quoted
 
 router = APIRouter()
 

@@ -12,12 +12,12 @@ from pydantic import Field
 from starlette.responses import StreamingResponse
 
 from reference_host.agent.models import ChatModel
-from reference_host.events import Event
 from reference_host.host import Host
 from reference_host.http.bodies import StrictBody
 from reference_host.http.deps import HostDep, KeepAliveDep, ModelFactoryDep
+from reference_host.http.ids import ClientId
 from reference_host.http.streaming import EVENT_STREAM, EventStream, stream
-from reference_host.ids import ClientId
+from reference_host.stream.events import Event
 
 router = APIRouter()
 

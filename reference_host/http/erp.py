@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Header
 
 from reference_host.http.deps import HostDep
-from reference_host.http.errors import ApiError
+from reference_host.http.error_answers import ApiError
 from reference_host.http.openapi import error
 
 router = APIRouter()

@@ -17,14 +17,14 @@ from fastapi import APIRouter, Path, Response
 from pydantic import Field
 
 from plugin_spec.filerefs import FileRefError
-from reference_host.grant_quota import QuotaError
+from reference_host.grants.quota import QuotaError
 from reference_host.http.bodies import PATH_LIMIT, StrictBody
 from reference_host.http.deps import HostDep
-from reference_host.http.errors import ApiError
+from reference_host.http.error_answers import ApiError
+from reference_host.http.ids import ID_PATTERN, ID_RULE
 from reference_host.http.openapi import NOT_FOUND, error
 from reference_host.http.plugins import require_plugin
-from reference_host.ids import ID_PATTERN, ID_RULE
-from reference_host.quoting import quoted
+from reference_host.support.quoting import quoted
 
 router = APIRouter()
 

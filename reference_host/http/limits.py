@@ -16,7 +16,7 @@ from starlette.datastructures import Headers
 from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from reference_host.http.errors import error_response, too_large
+from reference_host.http.error_answers import error_response, too_large
 
 
 class AnnouncedBodyLimit:

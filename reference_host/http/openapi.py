@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from reference_host.http.access import UNSAFE_METHODS
-from reference_host.http.errors import ErrorBody, too_large
+from reference_host.http.error_answers import ErrorBody, too_large
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
 UNUSED_SCHEMAS = ("HTTPValidationError", "ValidationError")

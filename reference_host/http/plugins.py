@@ -18,10 +18,10 @@ from pydantic import Field
 from reference_host.host import Host
 from reference_host.http.bodies import PATH_LIMIT, StrictBody
 from reference_host.http.deps import HostDep
-from reference_host.http.errors import ApiError
+from reference_host.http.error_answers import ApiError
 from reference_host.http.openapi import CONFLICT, JSON_OBJECT, NOT_FOUND
-from reference_host.plugins import PluginError
-from reference_host.quoting import quoted
+from reference_host.plugins.lifecycle import PluginError
+from reference_host.support.quoting import quoted
 
 router = APIRouter()
 

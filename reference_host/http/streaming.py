@@ -27,11 +27,11 @@ from typing import Any
 import anyio
 from starlette.responses import StreamingResponse
 
-from reference_host import events
-from reference_host.events import CONNECTED, KEEP_ALIVE, Event
-from reference_host.http.errors import MESSAGE_LIMIT
-from reference_host.ids import ID_PATTERN
-from reference_host.quoting import shortened
+from reference_host.http.error_answers import MESSAGE_LIMIT
+from reference_host.http.ids import ID_PATTERN
+from reference_host.stream import events
+from reference_host.stream.events import CONNECTED, KEEP_ALIVE, Event
+from reference_host.support.quoting import shortened
 
 DEFAULT_KEEP_ALIVE = 15.0
 SSE_HEADERS = {

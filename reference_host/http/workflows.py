@@ -28,9 +28,9 @@ from starlette.responses import StreamingResponse
 
 from reference_host.http.bodies import StrictBody
 from reference_host.http.deps import CanvasDep, HostDep, KeepAliveDep
+from reference_host.http.ids import ClientId
 from reference_host.http.openapi import JSON_OBJECT, NOT_FOUND
 from reference_host.http.streaming import EVENT_STREAM, EventStream, stream
-from reference_host.ids import ClientId
 from reference_host.workflow.runner import run_saved
 
 router = APIRouter()

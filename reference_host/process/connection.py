@@ -37,16 +37,6 @@ from plugin_spec.fengyu_runtime import (
     parse_log_line,
 )
 from plugin_spec.framing import MAX_FRAME_BYTES, decode_line
-from reference_host.process.errors import (
-    WorkerCrashed,
-    WorkerError,
-    WorkerHandshakeError,
-    WorkerLaunchError,
-    WorkerProtocolError,
-    WorkerResourceLimit,
-    WorkerTimeout,
-    rpc_error,
-)
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.limits import Overrun, ResourceWatch, watch_tree
 from reference_host.process.lineage import end_lineage, new_token
@@ -56,6 +46,16 @@ from reference_host.process.secrets import SECRETS
 from reference_host.process.spawn import Spawned, spawn
 from reference_host.process.tail import StderrTail
 from reference_host.process.tree import kill_group, kill_pipe_holders, kill_tree
+from reference_host.process.worker_errors import (
+    WorkerCrashed,
+    WorkerError,
+    WorkerHandshakeError,
+    WorkerLaunchError,
+    WorkerProtocolError,
+    WorkerResourceLimit,
+    WorkerTimeout,
+    rpc_error,
+)
 
 __all__ = ["StrayObserver", "WorkerConnection", "stdout_problem"]
 

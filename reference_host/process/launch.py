@@ -20,10 +20,10 @@ from plugin_spec.fengyu_runtime import (
     fengyu_launch,
 )
 from reference_host.process.environment import passed_through
-from reference_host.process.errors import WorkerLaunchError
 from reference_host.process.lineage import LINEAGE_VARIABLE
 from reference_host.process.sandbox import SandboxPolicy, command, support, wants_network
 from reference_host.process.seccomp import program_fd
+from reference_host.process.worker_errors import WorkerLaunchError
 
 # The project's legacy launch: an executable backend/worker in a package that declares no
 # runtime (FengYu would run java -jar backend/worker.jar there; the kit says so, FY-WRK-012).

@@ -16,7 +16,6 @@ from typing import Any
 
 from plugin_spec.fengyu_decls import ResourceLimits
 from reference_host.process.connection import StrayObserver, WorkerConnection
-from reference_host.process.errors import WorkerLaunchError
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.limits import (
     ENFORCED,
@@ -26,6 +25,7 @@ from reference_host.process.limits import (
 )
 from reference_host.process.record import LineageRecord
 from reference_host.process.timeouts import effective_timeout
+from reference_host.process.worker_errors import WorkerLaunchError
 
 Grants = tuple[tuple[Path, ...], tuple[Path, ...]]  # folders: writable, readable
 

@@ -27,8 +27,8 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from plugin_spec.catalog import CatalogEntry
-from reference_host.catalog_entries import from_snapshot
+from plugin_spec.workflow_catalog import CatalogEntry
+from reference_host.tools.catalog_entries import from_snapshot
 from reference_host.workflow.store import WorkflowStore
 
 if TYPE_CHECKING:

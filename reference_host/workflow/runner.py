@@ -26,13 +26,13 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from reference_host import events
 from reference_host.agent.loop import RunSettings, execute_call, shown_arguments
 from reference_host.agent.models import ToolCall
-from reference_host.catalog_entries import from_snapshot
-from reference_host.events import Event
-from reference_host.registry import Snapshot
-from reference_host.tools import CallContext, is_failure
+from reference_host.stream import events
+from reference_host.stream.events import Event
+from reference_host.tools.callbacks import CallContext, is_failure
+from reference_host.tools.catalog_entries import from_snapshot
+from reference_host.tools.snapshot import Snapshot
 from reference_host.workflow.canvas import WorkflowError, reconcile_info, topological_order
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from reference_host.store import Store
+from reference_host.storage.database import Store
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS workflows (

@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from conformance.erp.endpoints import Answer, EndpointServices
 from conformance.erp.routes import CONTROL_SEGMENT, RouteCheck, probe_route, valid_inputs
-from conformance.properties import PropertySettings
+from conformance.search_settings import PropertySettings
 from conformance.strategies import InputSpace
 from plugin_spec.rest_handler import RestHandler
 from sample_plugins.erp_backends import load_tool, serve_backends, tool_files

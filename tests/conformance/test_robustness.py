@@ -15,8 +15,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.baseline import Baseline
 from conformance.kit import KitRun, Status
+from conformance.options import KitOptions
 from tests.conftest import REPO, TESTS
 
 BASES = [
@@ -68,7 +68,7 @@ def mutated_manifests(draw: st.DrawFn) -> Any:
 def judge_all(manifest_text: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
         Path(folder, "manifest.json").write_text(manifest_text, encoding="utf-8")
-        run = KitRun.load([folder], Baseline(None), strict=False, base=Path(folder))
+        run = KitRun.load(KitOptions(plugin_dirs=(folder,)), base=Path(folder))
         plugin = run.plugins[0]
         for target in run.targets(plugin):
             if target.requirement.suite != "manifest":

@@ -15,15 +15,16 @@ import pytest
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from conformance.baseline import Baseline
 from conformance.catalog import Level, load_catalog, requirement
 from conformance.checks.fengyu_worker import no_reply_to_notifications, stdout_discipline
 from conformance.fengyu.probe import Exchange, Line, Transcript
 from conformance.findings import NotApplicable
-from conformance.kit import EndpointSettings, KitRun
-from conformance.properties import PropertySettings, find_counterexample
+from conformance.kit import KitRun
+from conformance.options import KitOptions
+from conformance.properties import find_counterexample
 from conformance.registry import CheckContext
 from conformance.rerun import rerun_command
+from conformance.search_settings import PropertySettings
 from tests.conformance.test_requirement_fixtures import served_backend, silent_url
 from tests.conftest import FIXTURE_PLUGINS, REPO, KitResult, failures
 
@@ -197,17 +198,18 @@ def test_rerun_line_of_an_erp_endpoint_reruns_and_fails_the_same_way(
 
 def test_rerun_line_carries_the_options_of_the_items_suite(tmp_path: Path) -> None:
     erp = FIXTURE_PLUGINS / "ERP-DYN-004-nothing-listens"
-    kit = KitRun.load(
-        [str(SAMPLE), str(erp)],
-        Baseline(None),
+    options = KitOptions(
+        plugin_dirs=(str(SAMPLE), str(erp)),
         strict=True,
-        base=REPO,
-        worker_override="python3 backend/serve.py",
-        settings=PropertySettings(examples=7),
-        endpoints=EndpointSettings("http://127.0.0.1:9", "acme", "bob"),
+        worker_cmd="python3 backend/serve.py",
+        examples=7,
+        base_url="http://127.0.0.1:9",
+        tenant="acme",
+        actor="bob",
         previous="previous/manifest.json",
         worker_env=("PYTHONPATH", "LANG*"),
     )
+    kit = KitRun.load(options, base=REPO)
     sample, backend = kit.plugins
     dirs = ["--plugin-dir", str(SAMPLE), "--plugin-dir", str(erp)]
     render = next(t for t in kit.targets(sample) if t.requirement.id == "FY-TOOL-001")
@@ -283,9 +285,7 @@ def test_named_providers_make_their_requirements_must_and_the_rerun_names_them(
 ) -> None:
     """--conformance-provider promotes only the named providers' requirements, leaves the
     host suite unblocked by them, and the rerun line carries the option."""
-    kit = KitRun.load(
-        [str(SAMPLE)], Baseline(None), strict=False, base=REPO, providers=frozenset({"gemini"})
-    )
+    kit = KitRun.load(KitOptions(plugin_dirs=(str(SAMPLE),), providers=frozenset({"gemini"})), REPO)
     (sample,) = kit.plugins
     levels = {r.id: r.level for r in kit.requirements_for(sample) if r.provider}
     assert levels["FY-PROV-003"] is Level.MUST

@@ -103,12 +103,12 @@ def _walk(want: list[str], got: list[str], cost: list[list[int]], minus: int) ->
     return steps
 
 
-def difference(shown: str, printed: str) -> str | None:
+def difference(shown: str, printed: str, where: str = "the tutorial") -> str | None:
     """None when the shown output matches the printed one, else a readable diff."""
     steps = align(shown, printed)
     if all(step.kind in " ~" for step in steps):
         return None
-    return "\n".join(["--- shown in the tutorial", "+++ printed by the command", *_render(steps)])
+    return "\n".join([f"--- shown in {where}", "+++ printed by the command", *_render(steps)])
 
 
 def _render(steps: list[Step]) -> list[str]:

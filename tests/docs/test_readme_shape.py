@@ -1,13 +1,16 @@
-"""The README stays short and its quick start stays runnable on a fresh machine: at most 250
-lines, two commands, the first of which installs the kit without the test extra and still has
-what the sample plugin's worker imports; the rest is in docs/, reachable from the README and
-from docs/README.md."""
+"""The README stays short and true: at most 250 lines; a quick start of two commands, the first
+of which installs the kit without the test extra and still has what the sample plugin's worker
+imports; a failure example that is what the kit prints; and the rest in docs/, reachable from
+the README and from docs/README.md."""
 
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shlex
+import shutil
+import subprocess
 import sys
 import tomllib
 from importlib import metadata
@@ -18,6 +21,7 @@ from packaging.utils import canonicalize_name
 
 from tests.conftest import REPO
 from tests.docs.markdown_links import links
+from tests.docs.shown_output import difference
 
 README = REPO / "README.md"
 MAX_LINES = 250
@@ -136,3 +140,49 @@ def test_the_readme_and_the_docs_index_link_every_page() -> None:
     guides = {p.resolve() for p in (docs / "guide").glob("*.md")}
     assert (docs / "README.md").resolve() in from_readme
     assert sorted(p.name for p in guides - from_readme) == []
+
+
+def shown_failure() -> str:
+    """The README's failure example, from pytest's FAILURES rule to its short summary."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## What a run looks like\n", 1)[1].split("\n## ", 1)[0]
+    (console,) = re.findall(r"^```console\n(.*?)\n```$", section, re.M | re.S)
+    return failure_part(console)
+
+
+def failure_part(output: str) -> str:
+    start = output.index("== FAILURES ==")
+    start = output.rindex("\n", 0, start) + 1
+    return output[start : output.index("short test summary info", start)]
+
+
+def test_the_failure_shown_is_what_the_kit_prints(tmp_path: Path) -> None:
+    """The README's example is the kit's output on the markdown sample with one aiTool's
+    method renamed, run as the README shows it (80-odd columns, outside CI). Shown as run in
+    /tmp/demo; the shown-output rules of the tutorials apply (`...`, rule lengths)."""
+    plugin = tmp_path / "markdown"
+    shutil.copytree(
+        REPO / "sample_plugins" / "fan.summer.markdown",
+        plugin,
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    manifest = plugin / "manifest.json"
+    text = manifest.read_text(encoding="utf-8")
+    wiring = text.index('"method": "render"', text.index('"aiTools"'))
+    manifest.write_text(
+        text[:wiring] + '"method": "renderGhost"' + text[wiring + len('"method": "render"') :],
+        encoding="utf-8",
+    )
+    environment = {k: v for k, v in os.environ.items() if k != "CI"} | {"COLUMNS": "88"}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--plugin-dir", "markdown", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    printed = failure_part(run.stdout).replace(str(plugin), "/tmp/demo/markdown")
+    problem = difference(shown_failure(), printed, "README.md")
+    assert problem is None, problem

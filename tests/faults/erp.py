@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reference_host.actors import Actor, ActorDirectory
+from reference_host.erp.actors import Actor, ActorDirectory
 from reference_host.host import Host
-from reference_host.plugins import Validator
+from reference_host.plugins.lifecycle import Validator
 from tests.conftest import MakeHost
 
 APP = "faults-app"

@@ -18,10 +18,10 @@ import time
 import types
 from pathlib import Path
 
-import reference_host.beneath
-import reference_host.plugins
+import reference_host.plugins.lifecycle
+import reference_host.support.beneath
 from reference_host.host import Host, HostConfig
-from reference_host.store import Store
+from reference_host.storage.database import Store
 
 
 def mark(text: str) -> None:
@@ -33,8 +33,8 @@ def main() -> None:
     data_dir, source = Path(sys.argv[1]), Path(sys.argv[2])
     copy_pause, tx_pause = float(sys.argv[3]), float(sys.argv[4])
 
-    copy_fd = reference_host.beneath.copy_fd
-    copy_plain_tree = reference_host.plugins.copy_plain_tree
+    copy_fd = reference_host.support.beneath.copy_fd
+    copy_plain_tree = reference_host.plugins.lifecycle.copy_plain_tree
 
     def copy_file(source_fd: int, target_fd: int) -> int:
         result = copy_fd(source_fd, target_fd)
@@ -56,9 +56,9 @@ def main() -> None:
     patched = types.ModuleType("shutil")
     patched.__dict__.update(shutil.__dict__)
     patched.rmtree = rmtree  # type: ignore[attr-defined]
-    reference_host.plugins.shutil = patched  # type: ignore[attr-defined]
-    reference_host.plugins.copy_plain_tree = copytree  # type: ignore[assignment]
-    reference_host.beneath.copy_fd = copy_file  # type: ignore[assignment]
+    reference_host.plugins.lifecycle.shutil = patched  # type: ignore[attr-defined]
+    reference_host.plugins.lifecycle.copy_plain_tree = copytree  # type: ignore[assignment]
+    reference_host.support.beneath.copy_fd = copy_file  # type: ignore[assignment]
 
     put_plugin = Store.put_plugin
 

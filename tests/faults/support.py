@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 
 from reference_host.host import Host
-from reference_host.tools import CallContext
+from reference_host.tools.callbacks import CallContext
 
 CONTEXT = CallContext("conv-faults", "run-faults", "acme", "alice")
 

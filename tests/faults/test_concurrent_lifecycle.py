@@ -23,12 +23,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-import reference_host.plugins
+import reference_host.plugins.lifecycle
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
-from reference_host.events import Event
 from reference_host.host import Host
-from reference_host.tools import CallContext, SentAsIs
+from reference_host.stream.events import Event
+from reference_host.tools.callbacks import CallContext, SentAsIs
 from sample_plugins.erp_backends import serve_backends
 from tests.conftest import MakeHost
 from tests.faults.conftest import GOOD_TOOL, ProcessGuard
@@ -232,14 +232,14 @@ async def test_a_disable_during_an_upgrade_is_not_undone(
     host = erp_host(make_host, erp_url)
     entered, release = threading.Event(), threading.Event()
 
-    copy = reference_host.plugins.copy_plain_tree
+    copy = reference_host.plugins.lifecycle.copy_plain_tree
 
     def paused_copy(source: Path, target: Path) -> None:
         entered.set()
         release.wait(10)
         copy(source, target)
 
-    monkeypatch.setattr(reference_host.plugins, "copy_plain_tree", paused_copy)
+    monkeypatch.setattr(reference_host.plugins.lifecycle, "copy_plain_tree", paused_copy)
     try:
         release.set()
         await host.install(write_erp_plugin(tmp_path / "erp-v1", V1_TOOLS))

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from conformance.fengyu.raw_worker import RawWorker
-from reference_host.process import WorkerSpec
 from reference_host.process.connection import WorkerConnection
+from reference_host.process.launch import WorkerSpec
 from tests.conftest import FIXTURE_PLUGINS
 
 DEPENDENT_SUITES = ("FY-WRK-", "FY-TOOL-", "FY-HOST-")

@@ -20,8 +20,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from conformance.install_validation import kit_validator
+from reference_host.erp.dispatch import dispatch
 from reference_host.host import Host
-from reference_host.rest import dispatch
 from sample_plugins.erp_backends import serve_backends
 from tests.conftest import MakeHost
 from tests.faults.erp import PREFIX, erp_host, write_erp_plugin

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from reference_host.sse import SSEComment, SSEEvent, SSEItem
+from reference_host.stream.sse_parser import SSEComment, SSEEvent, SSEItem
 
 
 def kinds(items: Sequence[SSEItem]) -> list[str]:

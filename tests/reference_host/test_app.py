@@ -2,7 +2,8 @@
 
 Each test gets its own server in a background thread, with its own event loop and a Host
 whose data dir and allowed root are under tmp_path; the chat model comes from a queue the
-test fills. Streams are checked byte for byte with reference_host.sse's spec-exact parser.
+test fills. Streams are checked byte for byte with reference_host.stream.sse_parser's spec-exact
+parser.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from httpx_sse import aconnect_sse
 from conformance.install_validation import kit_validator
 from plugin_spec.providers.judge import fits
 from plugin_spec.tool_definition import Effect, ToolDefinition
-from reference_host import events
+from reference_host.agent.approval import ApprovalPolicy
 from reference_host.agent.call_commands import CallCommandModel
 from reference_host.agent.models import (
     ChatModel,
@@ -40,14 +41,14 @@ from reference_host.agent.models import (
     ToolCall,
     TurnModel,
 )
-from reference_host.approval import ApprovalPolicy
-from reference_host.events import Event
 from reference_host.http import tools as tools_routes
 from reference_host.http.app import create_app
 from reference_host.http.streaming import PUMP_AHEAD, sse_frames
-from reference_host.loopback import serve_on_loopback
-from reference_host.sse import SSEComment, SSEEvent, SSEItem, SSEParser, parse
-from reference_host.tools import CallContext, SentAsIs
+from reference_host.stream import events
+from reference_host.stream.events import Event
+from reference_host.stream.sse_parser import SSEComment, SSEEvent, SSEItem, SSEParser, parse
+from reference_host.support.loopback import serve_on_loopback
+from reference_host.tools.callbacks import CallContext, SentAsIs
 from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
 from tests.reference_host.stream_items import data, kinds
 
@@ -75,7 +76,7 @@ class Echo(SentAsIs):
 @dataclass
 class Server:
     """create_app on uvicorn on 127.0.0.1:<free port>, its Host made (by the make_host
-    fixture) and closed in the server's own event loop (reference_host.loopback)."""
+    fixture) and closed in the server's own event loop (reference_host.support.loopback)."""
 
     make_host: MakeHost
     data: Path

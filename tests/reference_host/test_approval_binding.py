@@ -20,11 +20,11 @@ import httpx
 import pytest
 
 from plugin_spec.tool_definition import ToolDefinition
+from reference_host.agent.approval import ApprovalPolicy
 from reference_host.agent.models import Message, ModelTurn, ScriptedModel, TurnModel
-from reference_host.approval import ApprovalPolicy
-from reference_host.events import Event
 from reference_host.host import Host
-from reference_host.sse import SSEEvent, SSEItem, SSEParser
+from reference_host.stream.events import Event
+from reference_host.stream.sse_parser import SSEEvent, SSEItem, SSEParser
 from reference_host.workflow.canvas import Canvas
 from reference_host.workflow.runner import run_saved
 from tests.conftest import MakeHost

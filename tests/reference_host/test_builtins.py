@@ -43,8 +43,8 @@ from reference_host.builtins import (
     html_to_text,
 )
 from reference_host.builtins import web_fetch as web_fetch_module
-from reference_host.loopback import serve_on_loopback
-from reference_host.tools import CallContext, is_failure
+from reference_host.support.loopback import serve_on_loopback
+from reference_host.tools.callbacks import CallContext, is_failure
 
 CONTEXT = CallContext(conversation_id="c1", run_id="r1")
 MIB = 1024 * 1024

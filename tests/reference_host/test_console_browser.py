@@ -26,10 +26,10 @@ import pytest
 
 from conformance.install_validation import kit_validator
 from reference_host.__main__ import scripted_factory
-from reference_host.approval import ApprovalPolicy
+from reference_host.agent.approval import ApprovalPolicy
 from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
-from reference_host.loopback import serve_on_loopback
+from reference_host.support.loopback import serve_on_loopback
 from tests.conftest import REPO
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from conformance.install_validation import kit_validator
-from reference_host.actors import Actor, ActorDirectory
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
-from reference_host.approval import ApprovalPolicy, Decision
+from reference_host.erp.actors import Actor, ActorDirectory
 from reference_host.host import Host
-from reference_host.plugins import PluginError
+from reference_host.plugins.lifecycle import PluginError
 from sample_plugins.erp_backends import serve_backends
 from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
 
@@ -195,7 +195,7 @@ async def test_discovery_endpoint_over_http(host: Host) -> None:
 def test_actor_directory_reads_and_rereads_its_file(tmp_path: Path) -> None:
     import os
 
-    from reference_host.actors import DirectoryError
+    from reference_host.erp.actors import DirectoryError
 
     path = tmp_path / "actors.json"
     path.write_text(json.dumps({"actors": {"al": {"tenants": ["acme"], "permissions": ["P"]}}}))

@@ -18,13 +18,18 @@ import psutil
 import pytest
 
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.input_contract import InputContract
-from reference_host.process import PluginProcessManager, WorkerCancelled, WorkerHandshakeError
+from reference_host.plugins.input_contract import InputContract
 from reference_host.process.connection import stderr_record
-from reference_host.process.errors import WorkerPermissionDenied, rpc_error
 from reference_host.process.launch import manifest_spec
+from reference_host.process.manager import PluginProcessManager
 from reference_host.process.secrets import SECRETS
-from reference_host.sse import parse
+from reference_host.process.worker_errors import (
+    WorkerCancelled,
+    WorkerHandshakeError,
+    WorkerPermissionDenied,
+    rpc_error,
+)
+from reference_host.stream.sse_parser import parse
 from tests.conftest import FIXTURE_PLUGINS, MakeHost
 from tests.faults.support import call_tool
 from tests.reference_host.stream_items import data, kinds

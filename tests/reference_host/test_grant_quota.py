@@ -18,8 +18,8 @@ import pytest
 from plugin_spec.filerefs import FileRefError
 from reference_host.__main__ import build_parser
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.grant_quota import CopyLimits, QuotaError
-from reference_host.grants import GrantStore
+from reference_host.grants.grant_store import GrantStore
+from reference_host.grants.quota import CopyLimits, QuotaError
 from reference_host.http.app import create_app
 from tests.conftest import REPO, MakeHost
 

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.host import Host
 from reference_host.http.app import create_app
 from tests.conftest import REPO, MakeHost

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from plugin_spec.filerefs import FileClass, FileRefError
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn
-from reference_host.approval import ApprovalPolicy, Decision
-from reference_host.grants import GrantStore
+from reference_host.grants.grant_store import GrantStore
 from tests.conftest import MakeHost
 from tests.security.conftest import Dispatched, results, run_chat, turn
 

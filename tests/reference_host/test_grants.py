@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from plugin_spec.filerefs import FileClass, FileRefError
-from reference_host.grants import GrantStore
+from reference_host.grants.grant_store import GrantStore
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ import pytest
 
 from conformance.install_validation import kit_validator
 from plugin_spec.tool_definition import Effect, ToolDefinition
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall, TurnModel
-from reference_host.approval import ApprovalPolicy, Decision
-from reference_host.events import Event
 from reference_host.host import Host
-from reference_host.plugins import PluginError
-from reference_host.tools import CallContext, SentAsIs
+from reference_host.plugins.lifecycle import PluginError
+from reference_host.stream.events import Event
+from reference_host.tools.callbacks import CallContext, SentAsIs
 from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
 
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"

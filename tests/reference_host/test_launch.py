@@ -11,15 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from reference_host.process import (
-    WorkerLaunchError,
-    WorkerSpec,
-    effective_timeout,
-    manifest_spec,
-    worker_command,
-)
-from reference_host.process.launch import MissingArtifact
+from reference_host.process.launch import MissingArtifact, WorkerSpec, manifest_spec, worker_command
 from reference_host.process.sandbox import SandboxPolicy, support
+from reference_host.process.timeouts import effective_timeout
+from reference_host.process.worker_errors import WorkerLaunchError
 
 
 def make_worker(root: Path, mode: int = 0o755) -> Path:

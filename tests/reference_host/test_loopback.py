@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from reference_host.loopback import serve_on_loopback
+from reference_host.support.loopback import serve_on_loopback
 
 
 def app() -> Starlette:

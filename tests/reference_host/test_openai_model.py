@@ -1,6 +1,6 @@
 """OpenAICompatibleModel: the wire format, parsing and errors against respx, then the
 streaming answer over real HTTP on loopback (a fake OpenAI server on uvicorn), through the
-whole host (create_app + POST /api/chat, read with reference_host.sse)."""
+whole host (create_app + POST /api/chat, read with reference_host.stream.sse_parser)."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.agent.models import Delta, Message, ModelError, ModelTurn, ToolCall
 from reference_host.agent.openai_model import OpenAICompatibleModel
 from reference_host.http.app import create_app
-from reference_host.loopback import serve_on_loopback
-from reference_host.sse import SSEEvent, SSEItem, SSEParser, parse
-from reference_host.tools import CallContext, SentAsIs
+from reference_host.stream.sse_parser import SSEEvent, SSEItem, SSEParser, parse
+from reference_host.support.loopback import serve_on_loopback
+from reference_host.tools.callbacks import CallContext, SentAsIs
 from tests.conftest import MakeHost
 from tests.reference_host.stream_items import data, kinds
 

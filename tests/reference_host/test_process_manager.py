@@ -11,15 +11,15 @@ import psutil
 import pytest
 
 from plugin_spec.fengyu_decls import tool_decls
-from reference_host.process import (
-    PluginProcessManager,
+from reference_host.process.launch import WorkerSpec
+from reference_host.process.manager import PluginProcessManager
+from reference_host.process.timeouts import effective_timeout
+from reference_host.process.worker_errors import (
     WorkerCrashed,
     WorkerLaunchError,
     WorkerProtocolError,
     WorkerRpcError,
-    WorkerSpec,
     WorkerTimeout,
-    effective_timeout,
 )
 
 FAKE_WORKER = Path(__file__).with_name("fake_worker.py")

@@ -20,10 +20,12 @@ import pytest
 from plugin_spec.fengyu_decls import ResourceLimits, resource_limits
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.http.app import create_app
-from reference_host.loopback import serve_on_loopback
-from reference_host.process import PluginProcessManager, WorkerResourceLimit, WorkerSpec
+from reference_host.process.launch import WorkerSpec
 from reference_host.process.limits import LimitPolicy, Overrun, Usage, overruns, tree_usage
-from reference_host.sse import parse
+from reference_host.process.manager import PluginProcessManager
+from reference_host.process.worker_errors import WorkerResourceLimit
+from reference_host.stream.sse_parser import parse
+from reference_host.support.loopback import serve_on_loopback
 from tests.conftest import MakeHost
 from tests.faults.support import WORKERS, write_worker_plugin
 from tests.reference_host.stream_items import data, kinds

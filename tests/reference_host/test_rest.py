@@ -25,8 +25,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from plugin_spec.rest_handler import DispatchError, RestHandler, encode_segment
-from reference_host.rest import dispatch
-from reference_host.tools import is_failure
+from reference_host.erp.dispatch import dispatch
+from reference_host.tools.callbacks import is_failure
 from sample_plugins.erp_backends import load_tool, serve_backends, tool_files
 
 BASE = "http://erp.test"

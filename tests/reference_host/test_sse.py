@@ -1,5 +1,5 @@
-"""reference_host.sse against the WHATWG "server-sent events" parsing rules, one rule per test,
-and where httpx-sse (0.4.3) parts from those rules.
+"""reference_host.stream.sse_parser against the WHATWG "server-sent events" parsing rules, one
+rule per test, and where httpx-sse (0.4.3) parts from those rules.
 
 The httpx-sse tests pin its current behaviour: each one documents a gap that made us write our
 own parser for the tests. If httpx-sse changes, the test fails and the note can be revisited.
@@ -13,10 +13,10 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
-from reference_host import events
-from reference_host.events import CONNECTED, KEEP_ALIVE
-from reference_host.sse import SSEComment, SSEEvent, SSEParser, parse
-from reference_host.sse import events as only_events
+from reference_host.stream import events
+from reference_host.stream.events import CONNECTED, KEEP_ALIVE
+from reference_host.stream.sse_parser import SSEComment, SSEEvent, SSEParser, parse
+from reference_host.stream.sse_parser import events as only_events
 
 
 def message(data: str, type: str = "message", last_event_id: str = "") -> SSEEvent:

@@ -21,9 +21,9 @@ from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.__main__ import build_parser, positive_seconds
 from reference_host.agent.models import Delta, Message, ModelTurn, ScriptedModel, ToolCall, TurnPart
 from reference_host.agent.turn_limit import DEFAULT_TURN_TIME_LIMIT
-from reference_host.events import Event
 from reference_host.host import Host, HostConfig
-from reference_host.tools import CallContext, SentAsIs
+from reference_host.stream.events import Event
+from reference_host.tools.callbacks import CallContext, SentAsIs
 from tests.conftest import MakeHost
 from tests.reference_host.test_fengyu4_host import slow_package
 from tests.security.conftest import Dispatched

@@ -39,9 +39,9 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from reference_host.builtins import WebFetchTool
-from reference_host.loopback import serve_on_loopback
-from reference_host.sse import SSEEvent, SSEParser
-from reference_host.tools import CallContext
+from reference_host.stream.sse_parser import SSEEvent, SSEParser
+from reference_host.support.loopback import serve_on_loopback
+from reference_host.tools.callbacks import CallContext
 from tests.conftest import REPO
 
 CONTEXT = CallContext(conversation_id="c1", run_id="r1")

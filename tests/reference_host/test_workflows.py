@@ -21,16 +21,16 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from plugin_spec.catalog import CatalogEntry, from_manifest, revision
 from plugin_spec.tool_definition import Effect, ToolDefinition
+from plugin_spec.workflow_catalog import CatalogEntry, from_manifest, revision
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ScriptedModel
-from reference_host.approval import ApprovalPolicy, Decision
-from reference_host.events import Event
 from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
-from reference_host.sse import SSEEvent, parse
-from reference_host.store import Store
-from reference_host.tools import CallContext, SentAsIs
+from reference_host.storage.database import Store
+from reference_host.stream.events import Event
+from reference_host.stream.sse_parser import SSEEvent, parse
+from reference_host.tools.callbacks import CallContext, SentAsIs
 from reference_host.workflow.canvas import Canvas, WorkflowError
 from reference_host.workflow.runner import run_saved
 from reference_host.workflow.store import WorkflowStore

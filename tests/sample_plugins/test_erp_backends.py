@@ -1,5 +1,5 @@
 """The sample ERP plugins: their tool files, their backends over real HTTP, and every tool
-dispatched (reference_host.rest) against the running backends.
+dispatched (reference_host.erp.dispatch) against the running backends.
 
 The backends run with uvicorn on 127.0.0.1 (`serve_backends`): one module-wide server for
 the read-only tests, a fresh one (fresh seeded data) for each test that changes records.
@@ -23,8 +23,8 @@ from jsonschema import Draft202012Validator
 
 from conformance.schema_validation import schema_uri, validate
 from plugin_spec.rest_handler import RestHandler
-from reference_host.rest import dispatch
-from reference_host.tools import is_failure
+from reference_host.erp.dispatch import dispatch
+from reference_host.tools.callbacks import is_failure
 from sample_plugins.erp_backends import (
     PLUGINS,
     create_app,

@@ -20,7 +20,7 @@ import httpx
 
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.http.app import create_app
-from reference_host.loopback import serve_on_loopback
+from reference_host.support.loopback import serve_on_loopback
 from tests.conftest import MakeHost
 
 TIMEOUT = 30.0

@@ -23,8 +23,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
-from reference_host.events import Event
 from reference_host.host import Host
+from reference_host.stream.events import Event
 from sample_plugins.erp_backends import serve_backends
 from tests.conftest import REPO
 

@@ -9,7 +9,7 @@ import pytest
 
 from plugin_spec.filerefs import FileRefError
 from reference_host.__main__ import root_problem
-from reference_host.grants import GrantStore
+from reference_host.grants.grant_store import GrantStore
 
 
 def test_links_are_judged_by_their_target(tmp_path: Path) -> None:

@@ -31,8 +31,8 @@ from schemathesis.core.failures import Failure, FailureGroup
 from schemathesis.generation import GenerationMode
 
 from conformance.install_validation import kit_validator
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.host import DEFAULT_ALLOWED_HOSTS, Host
 from reference_host.http.app import create_app
 from tests.conftest import MakeHost

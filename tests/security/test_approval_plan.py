@@ -15,11 +15,11 @@ import pytest
 
 from conformance.install_validation import kit_validator
 from plugin_spec.tool_definition import Effect, ToolDefinition
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.approval import ApprovalPolicy, Decision
-from reference_host.events import Event
 from reference_host.host import Host
-from reference_host.tools import CallContext, CallPlan
+from reference_host.stream.events import Event
+from reference_host.tools.callbacks import CallContext, CallPlan
 from tests.conftest import MakeHost
 from tests.security.conftest import EXCEL, Dispatched, copy_sample, results, turn
 

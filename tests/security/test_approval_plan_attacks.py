@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.events import Event
 from reference_host.host import Host
+from reference_host.stream.events import Event
 from tests.security.conftest import Dispatched, results, turn
 from tests.security.test_approval_plan import XL, approvals, excel  # noqa: F401
 

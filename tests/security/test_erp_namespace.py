@@ -25,13 +25,13 @@ from typing import Any
 
 import pytest
 
-from conformance.baseline import Baseline
 from conformance.install_validation import kit_validator
 from conformance.kit import KitRun, Status, Verdict
-from reference_host.actors import ActorDirectory
-from reference_host.approval import ApprovalPolicy, Decision
+from conformance.options import KitOptions
+from reference_host.agent.approval import ApprovalPolicy, Decision
+from reference_host.erp.actors import ActorDirectory
 from reference_host.host import Host
-from reference_host.plugins import PluginError
+from reference_host.plugins.lifecycle import PluginError
 from tests.conftest import MakeHost
 from tests.security.conftest import (
     SEC_PLUGIN,
@@ -49,7 +49,7 @@ ROOT = {"root": {"tenants": ["acme"], "permissions": ["SEC_READ", "SEC_ADMIN"]}}
 
 
 def judge_manifest_suite(root: Path) -> dict[str, Verdict]:
-    run = KitRun.load([str(root)], Baseline(None), strict=False, base=root)
+    run = KitRun.load(KitOptions(plugin_dirs=(str(root),)), base=root)
     try:
         (plugin,) = run.plugins
         return {

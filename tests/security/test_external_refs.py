@@ -24,7 +24,7 @@ from conformance.checks.erp_tools import _unsendable_values
 from conformance.checks.fengyu_providers import _admits_null
 from conformance.checks.fengyu_sensitive import canary_targets
 from conformance.strategies import GeneratorGap, InputSpace, defaulted_properties
-from reference_host.input_contract import InputContract
+from reference_host.plugins.input_contract import InputContract
 from sample_plugins.erp_backends import serve_backends
 from tests.conftest import FIXTURE_PLUGINS, MakeHost
 from tests.faults.support import call_tool

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from conformance.install_validation import kit_validator
 from plugin_spec.filerefs import FileClass
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.approval import ApprovalPolicy, Decision
-from reference_host.grants import GrantStore
+from reference_host.grants.grant_store import GrantStore
 from reference_host.host import Host
 from reference_host.http.app import create_app
 from tests.conftest import MakeHost

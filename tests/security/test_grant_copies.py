@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from plugin_spec.filerefs import FileClass, FileRefError
-from reference_host import grant_copies
-from reference_host.grants import GrantStore
+from reference_host.grants import copies as grant_copies
+from reference_host.grants.grant_store import GrantStore
 from tests.conftest import MakeHost
 
 SECRET = "TOP-SECRET"

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from reference_host.approval import ApprovalPolicy, Decision
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.host import Host
-from reference_host.tools import CallContext
+from reference_host.tools.callbacks import CallContext
 from tests.conftest import MakeHost
 from tests.sample_plugins.excel_client import make_workbook
 from tests.security.conftest import EXCEL, MARKDOWN, copy_sample

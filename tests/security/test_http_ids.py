@@ -2,7 +2,7 @@
 
 Before: `conversationId` was copied into the X-Conversation-Id response header as sent: a
 non-Latin-1 id gave a 500, an id with CR/LF or NUL made the server drop the connection; a
-workflow run did the same. Now ids match reference_host.ids.ID_PATTERN (400 otherwise), in
+workflow run did the same. Now ids match reference_host.http.ids.ID_PATTERN (400 otherwise), in
 the request models, so the OpenAPI document shows the rule. On real uvicorn on loopback,
 where the header is actually written.
 """
@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from reference_host.ids import ID_PATTERN
+from reference_host.http.ids import ID_PATTERN
 from tests.conftest import MakeHost
 from tests.security.api_server import asgi_client, connection, served
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reference_host.host import DEFAULT_MAX_BODY_BYTES
-from reference_host.quoting import quoted, shortened
+from reference_host.support.quoting import quoted, shortened
 from tests.conftest import MakeHost
 from tests.security.api_server import asgi_client, connection, log_meter, served
 

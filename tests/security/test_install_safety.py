@@ -18,12 +18,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-import reference_host.plugins
+import reference_host.plugins.lifecycle
 from conformance.install_validation import kit_validator
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.host import Host
 from reference_host.http.app import create_app
-from reference_host.plugins import PluginError
+from reference_host.plugins.lifecycle import PluginError
 from tests.conftest import MakeHost
 from tests.security.conftest import (
     EXCEL,
@@ -412,14 +412,14 @@ async def test_a_manifest_changed_during_the_copy_is_refused(
     bare_host: Host, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What gets committed is what was checked: the staged manifest must be the one read."""
-    copy = reference_host.plugins.copy_plain_tree
+    copy = reference_host.plugins.lifecycle.copy_plain_tree
 
     def copy_then_change(source: Path, target: Path) -> None:
         copy(source, target)
         manifest = json.loads((target / "manifest.json").read_text())
         (target / "manifest.json").write_text(json.dumps({**manifest, "version": "6.6.6"}))
 
-    monkeypatch.setattr(reference_host.plugins, "copy_plain_tree", copy_then_change)
+    monkeypatch.setattr(reference_host.plugins.lifecycle, "copy_plain_tree", copy_then_change)
     with pytest.raises(PluginError, match="its manifest changed while it was copied"):
         await bare_host.install(copy_sample(MARKDOWN, tmp_path))
     assert list((bare_host.config.data_dir / "plugins").iterdir()) == []

@@ -28,9 +28,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.baseline import Baseline
 from conformance.catalog import load_catalog
 from conformance.kit import KitRun, Status
+from conformance.options import KitOptions
 from plugin_spec.json_files import MAX_FILE_BYTES
 from tests.conftest import REPO, TESTS
 
@@ -94,12 +94,12 @@ def judge_folder(files: dict[str, bytes]) -> list[tuple[str, Status]]:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
         started = time.monotonic()
-        run = KitRun.load([folder], Baseline(None), strict=False, base=root)
+        run = KitRun.load(KitOptions(plugin_dirs=(folder,)), base=root)
         outcomes = []
         try:
             (plugin,) = run.plugins
             assert isinstance(run.label(plugin), str)
-            json.dumps(run.summaries)  # what the reports write about the plugin
+            json.dumps(run.summaries())  # what the reports write about the plugin
             for target in run.targets(plugin):
                 if target.requirement.suite != "manifest":
                     continue
@@ -381,7 +381,7 @@ def test_a_fifo_manifest_does_not_hang_the_kit(tmp_path: Path) -> None:
     outcome: list[Any] = []
     worker = threading.Thread(
         target=lambda: outcome.append(
-            KitRun.load([str(tmp_path)], Baseline(None), strict=False, base=tmp_path)
+            KitRun.load(KitOptions(plugin_dirs=(str(tmp_path),)), base=tmp_path)
         ),
         daemon=True,
     )
@@ -402,9 +402,9 @@ def test_an_endless_manifest_is_refused_with_a_finding(tmp_path: Path) -> None:
         "import resource, sys\n"
         "resource.setrlimit(resource.RLIMIT_AS, (512 * 2**20, 512 * 2**20))\n"
         "from pathlib import Path\n"
-        "from conformance.baseline import Baseline\n"
         "from conformance.kit import KitRun\n"
-        "run = KitRun.load([sys.argv[1]], Baseline(None), strict=False, base=Path(sys.argv[1]))\n"
+        "from conformance.options import KitOptions\n"
+        "run = KitRun.load(KitOptions(plugin_dirs=(sys.argv[1],)), base=Path(sys.argv[1]))\n"
         "print(run.plugins[0].load_error)\n"
     )
     done = subprocess.run(
@@ -437,8 +437,8 @@ def test_an_unhashable_application_code_is_a_finding(code: Any) -> None:
 )
 def test_reports_survive_a_malformed_v1_manifest(tmp_path: Path, tools: list[Any]) -> None:
     (tmp_path / "manifest.json").write_text(json.dumps({**V1_BASES[0], "aiTools": tools}))
-    run = KitRun.load([str(tmp_path)], Baseline(None), strict=False, base=tmp_path)
+    run = KitRun.load(KitOptions(plugin_dirs=(str(tmp_path),)), base=tmp_path)
     try:
-        assert isinstance(run.summaries, list)
+        assert isinstance(run.summaries(), list)
     finally:
         run.close()

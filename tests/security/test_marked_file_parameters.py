@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.install_validation import kit_validator
-from reference_host.approval import ApprovalPolicy, Decision
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.host import Host
 from tests.conftest import MakeHost
 from tests.security.conftest import Dispatched, results, run_chat, turn

@@ -22,11 +22,11 @@ import pytest
 
 from conformance.install_validation import kit_validator
 from plugin_spec.tool_definition import ToolDefinition
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import Message, ModelTurn, ScriptedModel
-from reference_host.approval import ApprovalPolicy, Decision
 from reference_host.host import Host
 from reference_host.http.app import create_app
-from reference_host.sse import SSEEvent, parse
+from reference_host.stream.sse_parser import SSEEvent, parse
 from sample_plugins.erp_backends import serve_backends
 from tests.conftest import MakeHost
 from tests.security.conftest import (
@@ -308,7 +308,7 @@ async def test_strict_tools_recheck_at_call_time(erp: Erp, change: dict[str, Any
 
 async def test_strict_tool_called_in_another_tenant_context_is_refused(erp: Erp) -> None:
     """The callback itself checks the context it is called with, not the snapshot's."""
-    from reference_host.tools import CallContext
+    from reference_host.tools.callbacks import CallContext
 
     callback = erp.host.registry.snapshot().get(model_name(DELETE))
     assert callback is not None

@@ -16,9 +16,9 @@ import pytest
 
 from conformance.install_validation import kit_validator
 from plugin_spec.sensitive import MASK
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.approval import ApprovalPolicy, Decision
-from reference_host.sse import SSEEvent, SSEItem, SSEParser
+from reference_host.stream.sse_parser import SSEEvent, SSEItem, SSEParser
 from tests.conftest import MakeHost
 from tests.reference_host.stream_items import data, kinds
 from tests.reference_host.test_app import Server, call, install

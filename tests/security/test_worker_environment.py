@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from reference_host.__main__ import build_parser
-from reference_host.process import WorkerSpec
 from reference_host.process.environment import (
     DEFAULT_PASS_ENV,
     WorkerEnvError,
     check_names,
     passed_through,
 )
+from reference_host.process.launch import WorkerSpec
 from tests.conftest import MakeHost
 from tests.faults.support import call_tool, write_worker_plugin
 

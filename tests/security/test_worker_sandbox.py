@@ -20,7 +20,7 @@ import pytest
 from conformance.fengyu.services import effects_unseen
 from reference_host.host import Host
 from reference_host.process.sandbox import support
-from reference_host.tools import CallContext
+from reference_host.tools.callbacks import CallContext
 from tests.conftest import MakeHost
 from tests.faults.support import write_worker_plugin
 

@@ -16,8 +16,8 @@ from importlib.resources import files
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from reference_host.http.errors import ApiError
-from reference_host.quoting import quoted
+from reference_host.http.error_answers import ApiError
+from reference_host.support.quoting import quoted
 
 router = APIRouter(include_in_schema=False)
 

@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from reference_host import beneath
+from reference_host.support import beneath
 
 MAX_DEPTH = 100
 

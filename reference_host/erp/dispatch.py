@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from plugin_spec.rest_handler import DispatchError, RestHandler, query_items, substitute_path
-from reference_host.tools import failure
+from reference_host.tools.callbacks import failure
 
 IDEMPOTENT = frozenset({"GET", "PUT", "DELETE"})
 # How a server closing a pooled keep-alive connection shows before any answer is read.

@@ -2,7 +2,7 @@
 of defence for an error nobody expected.
 
 Every error is `{"error": message, "problems": [...]}`. The message and the problems are cut
-(reference_host.quoting), so no answer repeats a huge input, whatever part of the host wrote
+(reference_host.support.quoting), so no answer repeats a huge input, whatever part of the host wrote
 the message. FastAPI's validation errors (422 by default) are rewritten into a 400 of that
 shape, and a 405 names every method of the path in its Allow header.
 
@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from reference_host.quoting import quoted, shortened
+from reference_host.support.quoting import quoted, shortened
 from reference_host.workflow.canvas import WorkflowError
 
 log = logging.getLogger(__name__)

@@ -3,8 +3,8 @@ so the host's catalog and the workflow canvas above it share one definition."""
 
 from __future__ import annotations
 
-from plugin_spec.catalog import BUILTIN, CatalogEntry
-from reference_host.registry import Snapshot
+from plugin_spec.workflow_catalog import BUILTIN, CatalogEntry
+from reference_host.tools.snapshot import Snapshot
 
 
 def from_snapshot(snapshot: Snapshot) -> list[CatalogEntry]:

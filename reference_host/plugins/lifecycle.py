@@ -23,10 +23,10 @@ from typing import Any
 from plugin_spec.erp_decls import erp_decls, is_erp_folder, read_erp_manifest
 from plugin_spec.fengyu_decls import model_tool_names, tool_decls
 from plugin_spec.json_files import JsonFileError, read_json_object
-from reference_host.plugin_copy import UnsafeEntry, copy_plain_tree, verify_plain_tree
-from reference_host.quoting import quoted
-from reference_host.registry import ToolRegistry
-from reference_host.store import PluginRow, Store
+from reference_host.plugins.install_copy import UnsafeEntry, copy_plain_tree, verify_plain_tree
+from reference_host.storage.database import PluginRow, Store
+from reference_host.support.quoting import quoted
+from reference_host.tools.snapshot import ToolRegistry
 
 PLUGIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 

@@ -15,11 +15,18 @@ from collections.abc import Callable
 from plugin_spec.fengyu_decls import ToolDecl
 from plugin_spec.filerefs import FileRefError
 from plugin_spec.sensitive import secrets
-from reference_host.grants import GrantStore
-from reference_host.input_contract import InputContract
-from reference_host.process import PluginProcessManager, WorkerError
+from reference_host.grants.grant_store import GrantStore
+from reference_host.plugins.input_contract import InputContract
+from reference_host.process.manager import PluginProcessManager
 from reference_host.process.secrets import SECRETS
-from reference_host.tools import CallContext, CallPlan, failure, parse_arguments, unavailable
+from reference_host.process.worker_errors import WorkerError
+from reference_host.tools.callbacks import (
+    CallContext,
+    CallPlan,
+    failure,
+    parse_arguments,
+    unavailable,
+)
 
 
 class WorkerToolCallback:

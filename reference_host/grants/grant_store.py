@@ -4,10 +4,10 @@ and injection.
 Grants live in memory, as in FengYu. A grant's path is resolved (symlinks included) when it
 is attached and must lie under one of the host's allowed roots. At dispatch the target is
 opened again beneath that root's descriptor (opened once, when the store is made) without
-following any link, and the worker gets a copy made from what was opened (grant_copies): a
+following any link, and the worker gets a copy made from what was opened (copies.py): a
 link swapped in anywhere on the path refuses the call instead of being followed. Copies are
 kept per plugin and conversation in a folder the host owns, bounded by the host's read-copy
-quota (grant_quota), and a grant can be revoked, which deletes them.
+quota (quota.py), and a grant can be revoked, which deletes them.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from plugin_spec.filerefs import FileClass, FileRefError, is_file_ref, resolve_refs
-from reference_host import beneath
-from reference_host.grant_copies import GrantCopies, Staging, commit
-from reference_host.grant_quota import CopyLimits, CopyQuota
-from reference_host.tools import FileShown
+from reference_host.grants.copies import GrantCopies, Staging, commit
+from reference_host.grants.quota import CopyLimits, CopyQuota
+from reference_host.support import beneath
+from reference_host.tools.callbacks import FileShown
 
 ACCESS = ("read", "write", "read-write")
 REVOKED_KEPT = 10_000  # revoked ref ids remembered, to say so when one is used again
@@ -216,7 +216,7 @@ class GrantStore:
         handed: list[Staging] | None = None,
     ) -> str:
         """The path the worker gets for a granted FileRef: a fresh copy of a read grant, or
-        the staging folder of a writable folder (see grant_copies), now held by this call
+        the staging folder of a writable folder (see copies), now held by this call
         (added to handed when this hand-over is the one that took it)."""
         grant = self.granted(conversation_id, plugin_id, ref, write)
         if write and grant.kind != "directory":

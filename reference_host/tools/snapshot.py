@@ -15,8 +15,8 @@ from types import MappingProxyType
 from typing import Any
 
 from plugin_spec.tool_definition import ToolDefinition
-from reference_host.store import PluginRow, Store
-from reference_host.tools import ToolCallback
+from reference_host.storage.database import PluginRow, Store
+from reference_host.tools.callbacks import ToolCallback
 
 CallbackFactory = Callable[[PluginRow], list[ToolCallback]]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from reference_host.plugins import ValidationReport, Validator
+from reference_host.plugins.lifecycle import ValidationReport, Validator
 
 GROUP = "reference_host.validators"
 

@@ -7,7 +7,7 @@ could be a link swapped in after the host's check. Instead, under <host data>/gr
 
 - a read grant (file or folder) is copied, from descriptors opened without following links,
   to read/<ref id>/<name>, refreshed at every call that hands it over, bounded per copy and,
-  over the whole host, by the read-copy quota (grant_quota);
+  over the whole host, by the read-copy quota (quota.py);
 - a writable folder grant becomes an empty staging folder write/<ref id>/<name>; after a call
   that handed it over, what changed there during that call is copied into the granted folder
   through descriptors (links there are refused).
@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plugin_spec.filerefs import FileRefError
-from reference_host import beneath
-from reference_host.grant_quota import CopyQuota, Draw, size_text
+from reference_host.grants.quota import CopyQuota, Draw, size_text
+from reference_host.support import beneath
 
 HOST_FOLDER = "grants"  # in the host's data folder: every grant's copies and staging
 COPIES = "filerefs"  # in each plugin's data folder, where earlier hosts made copies (swept)

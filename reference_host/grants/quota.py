@@ -30,7 +30,7 @@ class CopyLimits:
 
     copies: int = DEFAULT_COPIES  # read copies held at once, over every conversation
     total_bytes: int = DEFAULT_TOTAL_BYTES  # bytes those copies hold together
-    # one copy, or one commit of a writable folder; None: grant_copies.MAX_BYTES (1 GiB)
+    # one copy, or one commit of a writable folder; None: copies.MAX_BYTES (1 GiB)
     copy_bytes: int | None = None
 
 
@@ -129,7 +129,7 @@ class CopyQuota:
 
 @dataclass
 class Draw:
-    """One copy's account with the quota: grant_copies.Budget draws through it."""
+    """One copy's account with the quota: copies.Budget draws through it."""
 
     quota: CopyQuota
     ref_id: str

@@ -14,9 +14,15 @@ import httpx
 
 from plugin_spec.erp_decls import ErpToolDecl
 from plugin_spec.namespace import namespace_problem
-from reference_host.actors import ActorDirectory
-from reference_host.rest import dispatch
-from reference_host.tools import CallContext, SentAsIs, failure, parse_arguments, unavailable
+from reference_host.erp.actors import ActorDirectory
+from reference_host.erp.dispatch import dispatch
+from reference_host.tools.callbacks import (
+    CallContext,
+    SentAsIs,
+    failure,
+    parse_arguments,
+    unavailable,
+)
 
 
 class RestToolCallback(SentAsIs):

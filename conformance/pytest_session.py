@@ -1,0 +1,329 @@
+"""A kit run inside pytest: its hooks, and one item per plugin x requirement.
+
+Imported only when --plugin-dir is given (pytest_plugin.py): the kit registers its checks and
+imports the host's process control, hypothesis and httpx, which a pytest run without
+--plugin-dir has no use for. Each (plugin, requirement) pair becomes one test item, so -k, -n,
+--junitxml and --lf work as pytest users expect. MUST findings fail, SHOULD findings warn.
+The run itself (a KitRun) is kept in config.stash for the hooks and items to share, and
+dropped at unconfigure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.baseline import BaselineError, ExpectedFailure
+from conformance.fengyu.code_first import BUILD_ADVICE
+from conformance.fengyu.manifest import FengYuPlugin
+from conformance.findings import Finding
+from conformance.kit import UNCHECKED, KitRun, KitUsageError, Status, Target, Verdict
+from conformance.options import SUITES, KitOptions, OptionError
+from conformance.report import report_paths, write_reports
+from conformance.rerun import rerun_command, rerun_key
+from conformance.upgrade import PreviousError
+from reference_host.process.environment import WorkerEnvError
+
+KIT_RUN = pytest.StashKey[KitRun]()
+SHOWN_REASONS = 3  # the most frequent skip reasons a run that checked nothing prints
+
+
+class ConformanceWarning(UserWarning):
+    """A SHOULD requirement the plugin does not meet."""
+
+
+class ConformanceFailure(Exception):
+    """Raised by an item whose verdict fails; repr_failure prints it without a traceback."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def start(config: pytest.Config) -> None:
+    """Load the run's plugins and register the hooks that check them."""
+    config.addinivalue_line("markers", "conformance(requirement): a conformance kit check")
+    for suite, what in SUITES.items():
+        config.addinivalue_line("markers", f"{suite}: {what}")
+    try:
+        kit = KitRun.load(KitOptions.from_config(config), config.invocation_params.dir)
+        for plugin in kit.plugins:
+            if plugin.load_error is None:
+                kit.upgrade(plugin)
+    except (OptionError, BaselineError, KitUsageError, PreviousError, WorkerEnvError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[KIT_RUN] = kit
+    session = KitSession(config)
+    kit.notify = session.tell_waiting
+    config.pluginmanager.register(session, "conformance-kit")
+
+
+class KitSession:
+    """The hooks that run only with --plugin-dir, holding the run and its records."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.records: list[dict[str, Any]] = []
+        self.is_worker = hasattr(config, "workerinput")
+        self.nothing_checked = False
+
+    def tell_waiting(self, text: str) -> None:
+        """A call the run has waited on for seconds, named on the terminal while it waits
+        (the harness tells it from the test's own thread). An xdist worker's terminal goes
+        nowhere, so it writes to its stderr, which reaches the terminal, naming itself."""
+        capture = self.config.pluginmanager.getplugin("capturemanager")
+        released = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        with released:
+            if self.is_worker or reporter is None:
+                worker = getattr(self.config, "workerinput", {}).get("workerid", "kit")
+                sys.stderr.write(f"\n[{worker}] {text}\n")
+                sys.stderr.flush()
+            else:
+                reporter.write_line(text, yellow=True)
+
+    @property
+    def kit(self) -> KitRun:
+        return self.config.stash[KIT_RUN]
+
+    def pytest_unconfigure(self) -> None:
+        del self.config.stash[KIT_RUN]
+
+    def pytest_ignore_collect(self, collection_path: Path) -> bool:
+        """The kit's items replace whatever the paths would have collected."""
+        return True
+
+    def pytest_report_header(self) -> list[str]:
+        lines = []
+        for plugin in self.kit.plugins:
+            lines.append(f"conformance: {self.kit.label(plugin)} [{plugin.profile}] {plugin.root}")
+            if isinstance(plugin, FengYuPlugin) and plugin.code_first is not None:
+                lines.append(f"  {BUILD_ADVICE}")
+        return lines
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, items: list[pytest.Item]
+    ) -> None:
+        """Replace the (empty) collection with one item per plugin x requirement, and report
+        them as collected so that pytest's own summary counts them."""
+        items[:] = [
+            ConformanceItem.from_parent(session, target=target)
+            for plugin in self.kit.plugins
+            for target in self.kit.targets(plugin)
+        ]
+
+        report = pytest.CollectReport("", "passed", None, list(items))
+        self.config.hook.pytest_collectreport(report=report)
+
+    @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+    def pytest_collection_modifyitems_stale(
+        self, session: pytest.Session, items: list[pytest.Item]
+    ) -> None:
+        """After -m and -k have deselected: a stale baseline entry fails whatever was
+        selected, as an item of its own, so the summary line counts it."""
+        items += [
+            StaleEntryItem.from_parent(session, entry=entry) for entry in self.kit.stale_entries()
+        ]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item) -> Any:
+        report = yield
+        ran = report.when == "call" or (report.when == "setup" and report.skipped)
+        if isinstance(item, ConformanceItem) and ran:
+            report.conformance_record = json.dumps({**item.record(), "seconds": report.duration})
+            if report.skipped and isinstance(report.longrepr, tuple):
+                # A skip is the plugin's, not a line of the kit: the summary names the plugin.
+                _, _, reason = report.longrepr
+                report.longrepr = (str(item.plugin.root), None, reason)
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "conformance_record", None)
+        if record is not None:
+            self.records.append(json.loads(record))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Every worker is ended before any report is written (this runs before junitxml's
+        hook): nothing a plugin started is left to touch them."""
+        self.kit.close()
+        if self.is_worker:
+            return
+        checked = {Status(r["status"]) for r in self.records} - UNCHECKED
+        if self.records and not checked and session.exitstatus == pytest.ExitCode.OK:
+            # Every item skipped or not applicable: a green run would claim what nobody checked.
+            self.nothing_checked = True
+            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+        if self.config.option.conformance_report:
+            write_reports(self._report_base(), self.kit.summaries(), self.records)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.is_worker:
+            return
+        write = terminalreporter.write_line
+        shown = [] if self.config.option.collectonly else self.kit.summaries()
+        for plugin in shown:
+            path_like = plugin.get("path_like_parameters", [])
+            if plugin["file_parameters"] or path_like:
+                terminalreporter.section(f"file-class parameters of {plugin['label']}", sep="-")
+                for f in plugin["file_parameters"]:
+                    write(
+                        f"{f['tool']}.{f['parameter']}: {f['class']}, route {f['route']}, "
+                        f"by its {f['by']}"
+                    )
+                for p in path_like:
+                    write(
+                        f"{p['tool']}.{p['parameter']}: NOT file-class, though {p['because']} "
+                        f"(FY-FILE-004: add {p['add']})"
+                    )
+        if self.nothing_checked:
+            terminalreporter.section("nothing checked", sep="-", yellow=True)
+            write(
+                f"all {len(self.records)} conformance items were skipped or not applicable: "
+                "no requirement was checked (exit status 5)"
+            )
+            reasons = Counter(str(r.get("reason") or "") for r in self.records)
+            for reason, count in reasons.most_common(SHOWN_REASONS):
+                write(f"  {count} x {reason}" if reason else f"  {count} x (no reason given)")
+        if self.config.option.conformance_report:
+            json_path, md_path = report_paths(self._report_base())
+            write(f"conformance report: {json_path} {md_path}")
+
+    def _report_base(self) -> Path:
+        return Path(self.config.invocation_params.dir, self.config.option.conformance_report)
+
+
+class KitItem(pytest.Item):
+    """An item of the kit: a ConformanceFailure prints as its text, without a traceback."""
+
+    @property
+    def kit(self) -> KitRun:
+        """The run, from the config's stash, where it lives as long as the session."""
+        return self.config.stash[KIT_RUN]
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, ConformanceFailure):
+            return excinfo.value.text
+        return super().repr_failure(excinfo, style)
+
+
+class ConformanceItem(KitItem):
+    """One requirement checked on one plugin (or tool), with the node id
+    `conformance.<plugin>.<suite>::<ID> <title>[<tool>]`: JUnit reports the part before "::"
+    as the classname, so CI dashboards group a run's cases by plugin and suite."""
+
+    def __init__(self, *, target: Target, **kw: Any) -> None:
+        plugin, requirement = target.plugin, target.requirement
+        name = f"{requirement.id} {requirement.title}"
+        if target.tool_name is not None:
+            name += f"[{target.tool_name}]"
+        kit = kw["parent"].config.stash[KIT_RUN]
+        nodeid = f"conformance.{kit.label(plugin)}.{requirement.suite}::{name}"
+        super().__init__(name=name, nodeid=nodeid, **kw)
+        self.target = target
+        self.plugin, self.requirement = plugin, requirement
+        self.add_marker(pytest.mark.conformance(requirement.id))
+        for suite in (requirement.suite, *requirement.also_in):
+            self.add_marker(getattr(pytest.mark, suite))
+        self.extra_keyword_matches.add(rerun_key(kit, target))
+        if reason := kit.skip_reason(plugin, requirement):
+            self.add_marker(pytest.mark.skip(reason=reason))
+        self.user_properties += [
+            ("requirement", requirement.id),
+            ("level", requirement.level.value),
+            ("plugin", kit.label(plugin)),
+        ]
+        if target.tool_name is not None:
+            self.user_properties.append(("tool", target.tool_name))
+        self.verdict: Verdict | None = None
+
+    def runtest(self) -> None:
+        verdict = self.verdict = self.kit.judge(self.target)
+        if verdict.status in UNCHECKED:
+            pytest.skip(verdict.reason)
+        if verdict.status is Status.EXPECTED:
+            pytest.xfail(f"listed in the baseline: {verdict.reason or 'no reason given'}")
+        if verdict.status is Status.STALE:
+            raise ConformanceFailure(
+                self._render(
+                    [],
+                    f"stale baseline entry: {self.requirement.id} now passes on "
+                    f"{self.kit.label(self.plugin)}; remove it from "
+                    f"{self.kit.baseline.path}",
+                )
+            )
+        if verdict.status is Status.FAILED:
+            raise ConformanceFailure(self._render(verdict.findings))
+        if verdict.status is Status.WARNED:
+            first = verdict.findings[0]
+            warnings.warn_explicit(
+                ConformanceWarning(self._render(verdict.findings)),
+                ConformanceWarning,
+                str(self.plugin.root / first.file),
+                first.line or 1,
+            )
+
+    def _render(self, findings: list[Finding], headline: str = "") -> str:
+        r = self.requirement
+        lines = [f"{r.id} ({r.level.value}) {r.title}: {r.text} [{r.doc}]"]
+        if headline:
+            lines.append(headline)
+        for finding in findings:
+            lines.append(f"  {finding.location}")
+            lines += [f"    {line}" for line in finding.message.splitlines()]
+        for fix in dict.fromkeys(f.fix or r.hint for f in findings):
+            lines.append(f"  fix ({r.id}): {fix}")
+        seed = self.verdict.seed if self.verdict else None
+        base = self.config.invocation_params.dir
+        lines.append(f"  rerun: {rerun_command(self.kit, self.target, base, seed)}")
+        return "\n".join(lines)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.plugin.root, 0, self.name
+
+    def record(self) -> dict[str, Any]:
+        r = self.requirement
+        verdict = self.verdict or self.kit.blocked(self.plugin, r)
+        return {
+            "plugin": self.kit.label(self.plugin),
+            "plugin_dir": str(self.plugin.root),
+            "requirement": r.id,
+            "suite": r.suite,
+            "tool": self.target.tool_name,
+            "level": r.level.value,
+            "title": r.title,
+            "status": verdict.status.value if verdict else Status.SKIPPED.value,
+            "reason": verdict.reason if verdict else "",
+            "blocked_by": list(verdict.blocked_by) if verdict else [],
+            "findings": [{**f.to_json(), "fix": f.fix or r.hint} for f in verdict.findings]
+            if verdict
+            else [],
+        }
+
+
+class StaleEntryItem(KitItem):
+    """A baseline entry naming no plugin x requirement of the run: it fails as an item of its
+    own, so the summary line counts it (node id `conformance.baseline::<plugin> <id>`)."""
+
+    def __init__(self, *, entry: ExpectedFailure, **kw: Any) -> None:
+        name = f"{entry.plugin} {entry.requirement}"
+        super().__init__(name=name, nodeid=f"conformance.baseline::{name}", **kw)
+        self.entry = entry
+        self.add_marker(pytest.mark.conformance(entry.requirement))
+
+    def runtest(self) -> None:
+        raise ConformanceFailure(
+            f"stale baseline entry: {self.entry.plugin} {self.entry.requirement}: the kit "
+            f"checks no such plugin x requirement; remove it from {self.kit.baseline.path}"
+        )
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return Path(self.kit.baseline.path or "."), None, self.name
