@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from benchmarks import first_token, kit, kit_tools, provider_fit, registry, rpc, sse
+from benchmarks import first_token, kit, kit_tools, provider_fit, registry, rpc, sse, startup
 from benchmarks.common import BENCHMARKS, Row, Settings, fmt_ratio, fmt_value, machine
 
 SECTIONS: dict[str, Callable[[Settings], tuple[list[Row], list[str]]]] = {
@@ -28,6 +28,7 @@ SECTIONS: dict[str, Callable[[Settings], tuple[list[Row], list[str]]]] = {
     "kit-tools": kit_tools.run,
     "first-token": first_token.run,
     "provider-fit": provider_fit.run,
+    "startup": startup.run,
 }
 HEADER = ["Benchmark", "Median", "Baseline (median)", "Ratio", "Target", "Met", "Notes"]
 
