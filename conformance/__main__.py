@@ -98,8 +98,9 @@ def _init(profile: str, folder: Path, plugin_id: str | None, source: str | None)
 
 
 def _providers(dirs: list[Path]) -> int:
-    """Each plugin judged on its own, with the host's built-ins, as the README shows it;
-    exit status 1 when a provider rejects a tool or refuses a plugin's request."""
+    """Each plugin judged on its own, with the host's built-ins, as
+    docs/guide/providers-matrix.md shows it; exit status 1 when a provider rejects a tool or
+    refuses a plugin's request."""
     missing = [d for d in dirs if not d.is_dir()]
     if missing:
         print(f"error: {missing[0]} is not a folder", file=sys.stderr)

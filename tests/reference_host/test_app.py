@@ -544,8 +544,9 @@ async def test_approval_round_trip_over_http(client: httpx.AsyncClient, server: 
 async def test_call_commands_show_the_injected_folder_in_the_approval(
     client: httpx.AsyncClient, server: Server
 ) -> None:
-    """The default scripted model over HTTP, as the README's curl transcript uses it: `/call`
-    lines run tools, the approval names the folder route B put in, the reply lists results."""
+    """The default scripted model over HTTP, as the curl transcript of
+    docs/guide/reference-host.md uses it: `/call` lines run tools, the approval names the
+    folder route B put in, the reply lists results."""
     out = await excel_with_grants(client, server, "cc")
     server.models.extend([CallCommandModel(), CallCommandModel()])
     message = '/call excel_analyze {}\n/call excel_configure {"mode": "BY_SHEET"}'
