@@ -45,10 +45,7 @@ HOST_VERSION = "4.1.0"
 HOST_CAPABILITIES = ("cancellation", "locale", "structuredLogs")
 DEFAULT_LOCALE = "en"
 
-# JSON-RPC 2.0's error codes, and the `data.code` values FengYu's host and SDKs give a meaning to.
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
+# The `data.code` values FengYu's host and SDKs give a meaning to (JSON-RPC's own codes: jsonrpc).
 METHOD_NOT_FOUND_CODE = "METHOD_NOT_FOUND"
 CANCELLED_CODE = "CANCELLED"
 PERMISSION_DENIED_CODE = "PERMISSION_DENIED"

@@ -26,18 +26,16 @@ from conformance.registry import CheckContext, check
 from plugin_spec.fengyu_runtime import (
     HANDSHAKE_METHOD,
     HANDSHAKE_SECONDS,
-    INVALID_REQUEST,
     LOG_LEVELS,
     LOG_PREFIX,
-    METHOD_NOT_FOUND,
     METHOD_NOT_FOUND_CODE,
-    PARSE_ERROR,
     SET_LEVEL_METHOD,
     UnsupportedRuntime,
     error_data_code,
     fengyu_launch,
     handshake_problems,
 )
+from plugin_spec.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 from reference_host.process.connection import stdout_problem
 from reference_host.process.launch import EXECUTABLE, artifact_problem
 

@@ -28,13 +28,12 @@ from plugin_spec.fengyu_runtime import (
     DEFAULT_LOCALE,
     HANDSHAKE_METHOD,
     HANDSHAKE_SECONDS,
-    INVALID_REQUEST,
-    PARSE_ERROR,
     SET_LEVEL_METHOD,
     envelope,
     handshake_params,
 )
 from plugin_spec.framing import MAX_FRAME_BYTES
+from plugin_spec.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from reference_host.process.launch import WorkerSpec
 
 SENTINEL_METHOD = "conformance/sentinel"

@@ -23,9 +23,10 @@ import itertools
 import json
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
+from plugin_spec import jsonrpc
 from plugin_spec.fengyu_runtime import (
     CANCEL_GRACE_SECONDS,
     CANCEL_METHOD,
@@ -82,8 +83,8 @@ def stdout_problem(message: dict[str, Any] | None) -> str | None:
     it is one."""
     if message is None:
         return "a stdout line that is not a JSON object"
-    if message.get("jsonrpc") != "2.0":
-        return 'a stdout object without jsonrpc "2.0"'
+    if message.get("jsonrpc") != jsonrpc.VERSION:
+        return f'a stdout object without jsonrpc "{jsonrpc.VERSION}"'
     if "id" not in message:
         return "a stdout object without id"
     if ("result" in message) == ("error" in message):
@@ -195,13 +196,7 @@ class WorkerConnection:
         request_id = str(next(self._ids))
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = future
-        request = {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "method": method,
-            "params": params,
-            **envelope(self.spec.locale),
-        }
+        request = {**jsonrpc.request(request_id, method, params), **envelope(self.spec.locale)}
         abandoned = False
         try:
             # The write is timed too: a worker that stops reading lets the pipe fill.
@@ -241,9 +236,7 @@ class WorkerConnection:
         for the answer (CANCELLED, or a result that was on its way); a worker that gives
         none is killed, to be restarted by the next call."""
         try:
-            await self._send(
-                {"jsonrpc": "2.0", "method": CANCEL_METHOD, "params": {"id": request_id}}
-            )
+            await self._send(jsonrpc.notification(CANCEL_METHOD, {"id": request_id}))
             answered = await _within(future, timeout=CANCEL_GRACE_SECONDS)
         except WorkerError:
             answered = True  # the worker is gone already: nothing left to stop
@@ -277,7 +270,7 @@ class WorkerConnection:
         killed (WorkerTimeout)."""
         try:
             async with asyncio.timeout(timeout):
-                await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+                await self._send(jsonrpc.notification(method, params))
         except TimeoutError:
             error = WorkerTimeout(
                 f"{method} could not be sent within {timeout:g} s; the worker was killed",
@@ -384,7 +377,7 @@ class WorkerConnection:
             task.cancel()
         await asyncio.gather(*self._readers, return_exceptions=True)
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, message: Mapping[str, Any]) -> None:
         if not self.alive:
             raise self._failure or WorkerCrashed("worker is not running", self.stderr)
         frame = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"

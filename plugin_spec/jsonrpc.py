@@ -1,0 +1,73 @@
+"""JSON-RPC 2.0 as a FengYu host and its worker speak it on stdin and stdout
+(spec: fengyu-worker.md#errors-and-error-codes, fengyu-worker.md#request-ids-and-notifications):
+the shapes of a request, a notification, a response and an error object, the error codes the
+JSON-RPC specification reserves, and one builder for each message a host sends.
+
+FengYu's additions live in fengyu_runtime: the frame-root `_fengyu` envelope, the control
+methods and the `data.code` strings. fengyu_worker, the one file a plugin vendors, keeps its own
+copy of the codes, since it may import nothing of this package.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, NotRequired, TypedDict
+
+VERSION: Final = "2.0"
+
+# JSON-RPC 2.0 section 5.1.
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+# -32000 to -32099 are left to implementations; FengYu's SDKs answer a handler's exception and
+# (Python) an unknown method with -32000 and a `data.code` saying which.
+SERVER_ERROR: Final = -32000
+
+RequestId = str | int
+
+
+class ErrorObject(TypedDict):
+    code: int
+    message: str
+    data: NotRequired[Any]
+
+
+class Request(TypedDict):
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: str
+    params: NotRequired[Any]
+
+
+class Notification(TypedDict):
+    """A request without an id: it never gets an answer, not even an error."""
+
+    jsonrpc: Literal["2.0"]
+    method: str
+    params: NotRequired[Any]
+
+
+class ResultResponse(TypedDict):
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: Any
+
+
+class ErrorResponse(TypedDict):
+    """An error answer; its id is null when the request's id could not be read."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId | None
+    error: ErrorObject
+
+
+Response = ResultResponse | ErrorResponse
+
+
+def request(request_id: RequestId, method: str, params: Any) -> Request:
+    return {"jsonrpc": VERSION, "id": request_id, "method": method, "params": params}
+
+
+def notification(method: str, params: Any) -> Notification:
+    return {"jsonrpc": VERSION, "method": method, "params": params}
