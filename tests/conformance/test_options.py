@@ -1,0 +1,107 @@
+"""One declaration of the kit's options (conformance/options.py) serves the flags, the run,
+the rerun lines and the options page: each is checked against it here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from conformance.options import ALL_SUITES, KitOptions, OptionError
+from tests.conftest import REPO
+
+OPTIONS_PAGE = REPO / "docs" / "guide" / "options.md"
+# Values unlike every default, so that each one is written in a rerun line and read back.
+CHANGED = KitOptions(
+    plugin_dirs=("a", "b"),
+    strict=True,
+    baseline="base line.json",
+    providers=frozenset({"gemini", "openai"}),
+    report="out/report",
+    worker_cmd="-python3 backend/serve.py",
+    worker_env=("PYTHONPATH", "LANG*"),
+    examples=7,
+    seed=42,
+    base_url="http://127.0.0.1:9",
+    tenant="t 1",
+    actor="bob",
+    previous="git:v1",
+)
+
+
+def test_every_field_declares_a_flag_with_help() -> None:
+    for name, flag in KitOptions.flags():
+        assert flag.name.startswith("--") and flag.help, name
+        assert set(flag.suites) <= set(ALL_SUITES), name
+    assert len({flag.name for _, flag in KitOptions.flags()}) == len(fields(KitOptions))
+
+
+@pytest.mark.parametrize("suite", ALL_SUITES)
+def test_a_rerun_line_reads_back_as_the_options_the_suite_ran_with(
+    pytester: pytest.Pytester, suite: str
+) -> None:
+    """to_argv() then from_config() gives back each option that changes the suite's items."""
+    argv = CHANGED.to_argv(suite, pytester.path)
+    again = KitOptions.from_config(pytester.parseconfig(*argv))
+
+    for name, flag in KitOptions.flags():
+        expected = getattr(CHANGED, name)
+        if flag.path and not str(expected).startswith("git:"):
+            expected = str(pytester.path / expected)
+        if suite in flag.suites and name != "seed":
+            assert getattr(again, name) == expected, name
+        elif suite not in flag.suites and name != "derandomize":
+            assert getattr(again, name) == getattr(KitOptions(), name), name
+    assert again.seed == (CHANGED.seed if suite in ("tools", "endpoints") else None)
+
+
+def test_the_seed_of_a_failing_search_is_written_when_none_was_given(tmp_path: Path) -> None:
+    argv = KitOptions(derandomize=True).to_argv("tools", tmp_path, seed=9)
+    assert argv == ["--conformance-examples", "25", "--conformance-seed", "9"]
+    assert KitOptions(derandomize=True).to_argv("tools", tmp_path) == [
+        "--conformance-examples",
+        "25",
+        "--conformance-derandomize",
+    ]
+
+
+def test_the_ini_file_gives_defaults_the_command_line_overrides(pytester: pytest.Pytester) -> None:
+    pytester.makeini(
+        "[pytest]\nconformance_worker_cmd = python3 w.py\nconformance_examples = 9\n"
+        "conformance_worker_env =\n    A\n    B*\n"
+    )
+    from_ini = KitOptions.from_config(pytester.parseconfig())
+    assert (from_ini.worker_cmd, from_ini.examples, from_ini.worker_env) == (
+        "python3 w.py",
+        9,
+        ("A", "B*"),
+    )
+    given = KitOptions.from_config(pytester.parseconfig("--worker-cmd", "x", "--worker-env", "C"))
+    assert (given.worker_cmd, given.worker_env) == ("x", ("C",))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--conformance-provider", "openai,mistral"], "unknown provider mistral"),
+        (["--conformance-examples", "0"], "0 is not at least 1"),
+    ],
+)
+def test_a_value_the_kit_cannot_run_with_is_an_option_error(
+    pytester: pytest.Pytester, argv: list[str], message: str
+) -> None:
+    with pytest.raises(OptionError, match=message):
+        KitOptions.from_config(pytester.parseconfig(*argv))
+
+
+def test_the_options_page_has_one_heading_per_flag_as_the_help_spells_it() -> None:
+    """docs/guide/options.md names each flag with its metavar in a heading, and no other."""
+    headings = re.findall(r"^### (.+)$", OPTIONS_PAGE.read_text(), re.MULTILINE)
+    documented = {part for heading in headings for part in re.findall(r"`([^`]+)`", heading)}
+    declared = {
+        f"{flag.name} {flag.metavar}" if flag.metavar and not flag.switch else flag.name
+        for _, flag in KitOptions.flags()
+    }
+    assert documented == declared
