@@ -14,7 +14,36 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
+
+FileKind = Literal["file", "directory"]
+
+
+class Access(StrEnum):
+    """What a grant lets the plugin do with its file or folder (spec: host.md#fileref-grants);
+    `read-write` is also the value of FengYu's `x-fengyu-file-access` for a folder to write."""
+
+    READ = "read"
+    WRITE = "write"
+    READ_WRITE = "read-write"
+
+    @property
+    def writes(self) -> bool:
+        return self is not Access.READ
+
+
+class FileRef(TypedDict):
+    """A granted file or folder as the host lists it to the model and the model passes it back
+    in a call's arguments (spec: host.md#fileref-grants); FengYu knows one by its id, ref_...
+
+    A FileRef that arrives in arguments is only a Mapping until it is looked up by its id
+    (is_file_ref): the host trusts the grant it names, never the other members it carries."""
+
+    id: str
+    name: str
+    kind: FileKind
+    access: Access
+    size: int  # bytes of a file; 0 for a folder
 
 
 class FileClass(StrEnum):
@@ -24,7 +53,7 @@ class FileClass(StrEnum):
     FILE_LIST = "file-list"
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> FileKind:
         """The FileRef kind a grant must have to fill this parameter."""
         directories = (FileClass.READ_DIRECTORY, FileClass.WRITE_DIRECTORY)
         return "directory" if self in directories else "file"
@@ -55,7 +84,7 @@ def marked_class(schema: Any) -> FileClass | None:
     if marker == FILE_FORMAT:
         return FileClass.READ_FILE
     if marker == DIRECTORY_FORMAT:
-        writes = schema.get(FILE_ACCESS) == "read-write"
+        writes = schema.get(FILE_ACCESS) == Access.READ_WRITE
         return FileClass.WRITE_DIRECTORY if writes else FileClass.READ_DIRECTORY
     items = schema.get("items")
     if isinstance(items, Mapping) and items.get("format") == FILE_FORMAT:

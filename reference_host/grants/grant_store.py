@@ -26,13 +26,20 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from plugin_spec.filerefs import FileClass, FileRefError, is_file_ref, resolve_refs
+from plugin_spec.filerefs import (
+    Access,
+    FileClass,
+    FileKind,
+    FileRef,
+    FileRefError,
+    is_file_ref,
+    resolve_refs,
+)
 from reference_host.grants.copies import GrantCopies, Staging, commit
 from reference_host.grants.quota import CopyLimits, CopyQuota
 from reference_host.support import beneath
 from reference_host.tools.callbacks import FileShown
 
-ACCESS = ("read", "write", "read-write")
 REVOKED_KEPT = 10_000  # revoked ref ids remembered, to say so when one is used again
 UNKNOWN = "Unknown or unauthorized file reference"  # FengYu's words for a ref it cannot use
 
@@ -41,18 +48,18 @@ UNKNOWN = "Unknown or unauthorized file reference"  # FengYu's words for a ref i
 class Grant:
     conversation_id: str
     plugin_id: str
-    ref: dict[str, Any]
+    ref: FileRef
     path: Path
     root: Path  # the allowed root it lies under, the deepest one
     parts: tuple[str, ...]  # path relative to root, component by component
 
     @property
-    def kind(self) -> str:
-        return str(self.ref["kind"])
+    def kind(self) -> FileKind:
+        return self.ref["kind"]
 
     @property
     def writable(self) -> bool:
-        return self.ref["access"] in ("write", "read-write")
+        return self.ref["access"].writes
 
     @property
     def stages(self) -> bool:
@@ -105,11 +112,15 @@ class GrantStore:
             self._scratch.cleanup()
 
     def attach(
-        self, conversation_id: str, plugin_id: str, path: Path | str, access: str
-    ) -> dict[str, Any]:
+        self, conversation_id: str, plugin_id: str, path: Path | str, access: Access | str
+    ) -> FileRef:
         """Grant path to plugin for one conversation; returns the FileRef object."""
-        if access not in ACCESS:
-            raise FileRefError(f"access must be one of {', '.join(ACCESS)}, not {access!r}")
+        try:
+            access = Access(access)
+        except ValueError:
+            raise FileRefError(
+                f"access must be one of {', '.join(Access)}, not {access!r}"
+            ) from None
         try:
             # ValueError: a path the OS cannot take (a NUL byte) is a bad request too
             real = Path(path).resolve(strict=True)
@@ -124,7 +135,7 @@ class GrantStore:
             raise FileRefError("this platform cannot open files without following links")
         if self._root_fd(root) is None:
             raise FileRefError(f"{path}: the allowed folder {root} cannot be opened")
-        kind = "directory" if stat.S_ISDIR(status.st_mode) else "file"
+        kind: FileKind = "directory" if stat.S_ISDIR(status.st_mode) else "file"
         if kind == "file" and status.st_nlink > 1:
             raise FileRefError(
                 f"{path} has other hard links, which may lie outside the folders this host "
@@ -132,13 +143,13 @@ class GrantStore:
             )
         ref_id = f"ref_{uuid.uuid4()}"
         size = status.st_size if kind == "file" else 0
-        ref = {"id": ref_id, "name": real.name, "kind": kind, "access": access, "size": size}
+        ref = FileRef(id=ref_id, name=real.name, kind=kind, access=access, size=size)
         grant = Grant(conversation_id, plugin_id, ref, real, root, real.relative_to(root).parts)
         if not grant.stages:  # it will be copied: its slot and size are taken now (QuotaError)
             self.quota.reserve(ref_id, size, f"granting {path}")
         with self._lock:
             self._grants[ref_id] = grant
-        return dict(ref)
+        return ref.copy()
 
     def revoke(self, conversation_id: str, ref_id: str) -> bool:
         """Withdraw a grant of this conversation: its copy and staging are deleted (their
@@ -419,9 +430,9 @@ class GrantStore:
         )
 
 
-def _name(ref: Mapping[str, Any]) -> str:
+def _name(ref: FileRef) -> str:
     """The name a grant's copy has for the worker: the granted file's or folder's own."""
-    return str(ref["name"] or "root")
+    return ref["name"] or "root"
 
 
 def _close_all(fds: dict[Path, int]) -> None:

@@ -50,7 +50,7 @@ async def attach_grant(
 ) -> dict[str, Any]:
     require_plugin(host, body.plugin_id)
     try:
-        return host.grants.attach(conversation_id, body.plugin_id, body.path, body.access)
+        return dict(host.grants.attach(conversation_id, body.plugin_id, body.path, body.access))
     except QuotaError as exc:
         raise ApiError(409, str(exc)) from None
     except FileRefError as exc:

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from plugin_spec.filerefs import Access, FileKind
 from plugin_spec.tool_definition import Effect, ToolDefinition
 
 
@@ -37,8 +38,8 @@ class FileShown:
     parameter: str
     id: str
     name: str
-    kind: str
-    access: str
+    kind: FileKind
+    access: Access
     path: str
     injected: bool
 
