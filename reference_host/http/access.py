@@ -33,8 +33,8 @@ from starlette.datastructures import Headers
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from reference_host.http.body_limits import limit_bodies
 from reference_host.http.error_answers import ContainErrors, error_response
-from reference_host.http.limits import limit_bodies
 
 TOKEN_ENV = "REFERENCE_HOST_TOKEN"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -143,7 +143,7 @@ def guard(
     public_paths: Iterable[str] = (),
 ) -> None:
     """Wrap app in the checks, outermost first: errors contained, Host, token (not for a GET
-    of public_paths) and Origin, the body limit (reference_host.http.limits)."""
+    of public_paths) and Origin, the body limit (reference_host.http.body_limits)."""
     hosts = [host_entry(h) for h in allowed_hosts]
     limit_bodies(app, max_body_bytes)
     app.add_middleware(RequestGuard, allowed_hosts=hosts, token=token, public_paths=public_paths)

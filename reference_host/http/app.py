@@ -8,7 +8,7 @@ Status codes: 400 for a request the host refuses (invalid body, a plugin that fa
 validation, a path outside the allowed roots, an id that does not match reference_host.http.ids),
 404 for an unknown plugin or approval, 409 for a conflict with the current state (tool names
 that clash with what is already offered), 413 for a body over the limit (HostConfig
-max_body_bytes, 1 MiB by default; reference_host.http.limits), 405
+max_body_bytes, 1 MiB by default; reference_host.http.body_limits), 405
 with an Allow header naming every method of the path, 500 (still JSON, never a traceback)
 for anything unexpected (reference_host.http.error_answers). Access (Host, Origin, token) is
 reference_host.http.access; the OpenAPI document at /openapi.json says all of this
