@@ -46,6 +46,13 @@ def run_kit_process(argv: list[str], timeout: float) -> tuple[float, list[str]]:
     return elapsed, lines
 
 
+# The pytest plugins only this project's test extra installs, left out of kit runs as a
+# plugin author's environment has them: schemathesis alone imports hypothesis whole (half a
+# second) at every pytest start, in the run and in each xdist worker, which no change to the
+# kit can move.
+NOT_AN_AUTHORS = ("-p", "no:schemathesis", "-p", "no:respx", "-p", "no:anyio")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Sizes of one run; `quick` shrinks everything for a smoke test (< 60 s in all)."""

@@ -5,10 +5,8 @@ imported at its end, with the kit installed and with `-p no:conformance`; the di
 what every run of a plugin author's own tests pays for having the kit installed.
 
 Start-up + collection: `pytest --plugin-dir sample_plugins/fan.summer.excel --collect-only`
-against the same collection without the kit (`-p no:conformance`, an empty folder). Both run
-with the pytest plugins that only this project's test extra brings (schemathesis, respx,
-anyio) left out, as a plugin author's environment has them: schemathesis alone imports
-hypothesis whole, half a second, on every pytest run, which no change to the kit can move.
+against the same collection without the kit (`-p no:conformance`, an empty folder), both
+without the pytest plugins of this project's test extra (common.NOT_AN_AUTHORS).
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import REPO, Row, Settings, median, run_kit_process
+from benchmarks.common import NOT_AN_AUTHORS, REPO, Row, Settings, median, run_kit_process
 
 SECTION = "8 kit start-up"
 PLUGIN = REPO / "sample_plugins" / "fan.summer.excel"
@@ -26,7 +24,6 @@ TARGET_MODULES = 25  # at most this many more modules with the kit installed
 OURS = ("conformance.", "reference_host", "plugin_spec.")
 # The kit's own modules a run without --plugin-dir may import: its options, nothing else.
 HEAVY = ("reference_host", "conformance.checks", "conformance.kit", "conformance.fengyu")
-NOT_AN_AUTHORS = ("-p", "no:schemathesis", "-p", "no:respx", "-p", "no:anyio")
 RUN_TIMEOUT = 120.0
 COUNT = (
     "import json, sys, pytest\n"

@@ -96,6 +96,16 @@ class KitSession:
     def pytest_unconfigure(self) -> None:
         del self.config.stash[KIT_RUN]
 
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """With `-n`, and no --dist other than xdist's default, items go to xdist workers
+        grouped by the state they share (xdist_scopes.py)."""
+        if config.getvalue("dist") != "load":
+            return None
+        from conformance.xdist_scopes import KitScheduling  # xdist is optional
+
+        return KitScheduling(config, log)
+
     def pytest_ignore_collect(self, collection_path: Path) -> bool:
         """The kit's items replace whatever the paths would have collected."""
         return True

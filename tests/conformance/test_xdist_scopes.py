@@ -1,0 +1,57 @@
+"""`-n N` groups a kit run's items by the state they share (conformance/xdist_scopes.py):
+one scope per plugin and suite, and each plugin's tools dealt out into one scope per xdist
+worker, so that a tool's effect items run where its calls were made."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import pytest
+
+from conformance.xdist_scopes import KitScheduling
+from tests.conftest import REPO
+
+SAMPLE = REPO / "sample_plugins" / "fan.summer.markdown"
+RAN = re.compile(r"^\[(gw\d+)\].* (PASSED|FAILED|SKIPPED|XFAIL) (\S+::.+)$", re.MULTILINE)
+
+
+def test_scopes_are_plugin_and_suite_and_per_tool_items_are_dealt_out(
+    pytester: pytest.Pytester,
+) -> None:
+    scheduling = KitScheduling(pytester.parseconfig("--tx", "2*popen"))
+    scope = scheduling._split_scope
+
+    assert (
+        scope("conformance.a.b.manifest::FY-MAN-001 manifest loads") == "conformance.a.b.manifest"
+    )
+    assert scope("conformance.a.b.worker::FY-WRK-007 stdout discipline") == "conformance.a.b.worker"
+    tools = [f"conformance.a.b.tools::FY-TOOL-001 valid inputs answered[t{i}]" for i in range(3)]
+    assert [scope(nodeid) for nodeid in tools] == [
+        "conformance.a.b.tools#0",
+        "conformance.a.b.tools#1",
+        "conformance.a.b.tools#0",
+    ]
+    assert scope("conformance.a.b.tools::FY-EFF-001 read tools change no file[t1]") == (
+        "conformance.a.b.tools#1"
+    )
+
+
+def test_each_tools_items_run_in_one_worker_with_the_serial_verdicts(
+    pytester: pytest.Pytester,
+) -> None:
+    common = ("--plugin-dir", str(SAMPLE), "-m", "tools", "-p", "no:cacheprovider")
+    serial = pytester.runpytest(*common, "-v")
+    parallel = pytester.runpytest(*common, "-n", "2", "-v")
+
+    workers: dict[str, set[str]] = defaultdict(set)
+    outcomes = {}
+    for worker, outcome, nodeid in RAN.findall(parallel.stdout.str()):
+        workers[nodeid.rpartition("[")[2]].add(worker)
+        outcomes[nodeid] = outcome
+    assert workers and all(len(ran_in) == 1 for ran_in in workers.values()), dict(workers)
+    assert len({next(iter(ran_in)) for ran_in in workers.values()}) == 2  # both were used
+    counted = ("passed", "failed", "skipped", "xfailed")
+    assert {k: v for k, v in parallel.parseoutcomes().items() if k in counted} == {
+        k: v for k, v in serial.parseoutcomes().items() if k in counted
+    }
