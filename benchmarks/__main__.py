@@ -17,12 +17,12 @@ from pathlib import Path
 
 import psutil
 
-from benchmarks import first_token, kit, kit_tools, provider_fit, registry, rpc, sse, startup
+from benchmarks import first_token, kit, kit_tools, provider_fit, rpc, sse, startup, tool_snapshot
 from benchmarks.common import BENCHMARKS, Row, Settings, fmt_ratio, fmt_value, machine
 
 SECTIONS: dict[str, Callable[[Settings], tuple[list[Row], list[str]]]] = {
     "rpc": rpc.run,
-    "registry": registry.run,
+    "registry": tool_snapshot.run,
     "sse": sse.run,
     "kit": kit.run,
     "kit-tools": kit_tools.run,

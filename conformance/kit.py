@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.baseline import Baseline, ExpectedFailure, load_baseline
 from conformance.catalog import Level, Requirement, load_catalog
+from conformance.check_registry import CheckContext, run_checks
 from conformance.erp.plugin import ErpPlugin
 from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
 from conformance.fengyu.migrate import MigrationError, migrate_v1
 from conformance.findings import Finding, NotApplicable, named_requirements
 from conformance.options import KitOptions
+from conformance.previous_version import Upgrade, compare, current_manifest, read_previous
 from conformance.profiles import Plugin, Tool, load_plugin
-from conformance.registry import CheckContext, run_checks
 from conformance.run_store import RunStore
 from conformance.search_settings import PropertySettings, failing_seeds
-from conformance.upgrade import Upgrade, compare, current_manifest, read_previous
 from plugin_spec.json_files import JsonFileError
 from plugin_spec.plugin_folders import expand
 from reference_host.process.environment import check_names

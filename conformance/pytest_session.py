@@ -26,9 +26,9 @@ from conformance.fengyu.manifest import FengYuPlugin
 from conformance.findings import Finding
 from conformance.kit import UNCHECKED, KitRun, KitUsageError, Status, Target, Verdict
 from conformance.options import SUITES, KitOptions, OptionError
+from conformance.previous_version import PreviousError
 from conformance.report import report_paths, write_reports
 from conformance.rerun import rerun_command, rerun_key
-from conformance.upgrade import PreviousError
 from reference_host.process.environment import WorkerEnvError
 
 KIT_RUN = pytest.StashKey[KitRun]()

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from conformance.check_registry import CheckContext, check
 from conformance.erp.endpoints import Answer, EndpointServices
 from conformance.erp.plugin import ErpTool
 from conformance.erp.routes import NOT_FOUND, RouteCheck, route_check, valid_inputs
 from conformance.findings import Finding, NotApplicable
 from conformance.properties import Counterexample, find_counterexample
-from conformance.registry import CheckContext, check
 from conformance.strategies import ExternalRefs, GeneratorGap, InputSpace
 from plugin_spec.rest_handler import RestHandler
 

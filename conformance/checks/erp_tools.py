@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from conformance.check_registry import CheckContext, check
 from conformance.erp.plugin import MUTATING, ErpPlugin, model_name
 from conformance.findings import Finding, shown
-from conformance.registry import CheckContext, check
 from conformance.schema_messages import explain
 from conformance.schema_validation import annotated_requirements, schema_uri, validate
 from conformance.sources import pointer

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from conformance.check_registry import CheckContext, check
 from conformance.fengyu.code_first import BASE_MANIFEST, CONTRACT_KEYS, SIDECARS
 from conformance.fengyu.manifest import MANIFEST
 from conformance.findings import Finding, NotApplicable
-from conformance.registry import CheckContext, check
 from conformance.sources import pointer
 
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from conformance.check_registry import CheckContext, check
 from conformance.fengyu.schema_walk import plugin_schema_nodes
 from conformance.fengyu.version_range import range_problem
 from conformance.findings import Finding, NotApplicable, shown
-from conformance.registry import CheckContext, check
 from conformance.schema_messages import explain, label
 from conformance.sources import pointer
 from plugin_spec.schema_refs import DOCUMENT_ONLY

@@ -14,12 +14,12 @@ from typing import Protocol
 
 from hypothesis import strategies as st
 
+from conformance.check_registry import CheckContext, check
 from conformance.checks.fengyu_tools import ToolRun
 from conformance.fengyu.effects import Observation
 from conformance.fengyu.manifest import AiTool
 from conformance.findings import Finding, NotApplicable
 from conformance.properties import Counterexample, find_counterexample
-from conformance.registry import CheckContext, check
 
 SHOWN_CHANGES = 10
 REFUSED_NOTE = (

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from conformance.check_registry import CheckContext, check
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.fengyu.path_like import looks_like_path
 from conformance.findings import Finding
-from conformance.registry import CheckContext, check
 from conformance.sources import pointer
 from plugin_spec.filerefs import FILE_ACCESS, FileClass, classify_parameters, is_marked
 

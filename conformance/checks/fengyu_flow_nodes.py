@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from conformance.check_registry import CheckContext, check
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.fengyu.schema_walk import input_properties
 from conformance.findings import Finding, NotApplicable, shown
-from conformance.registry import CheckContext, check
 from conformance.sources import pointer
 
 # The property types each widget can edit; an untyped property takes any widget.

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from conformance.check_registry import CheckContext, check
 from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool
 from conformance.fengyu.services import WorkerServices
 from conformance.fengyu.tool_files import ToolFiles
 from conformance.findings import Finding, NotApplicable
-from conformance.registry import CheckContext, check
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.filerefs import FileClass, classify_parameters
 from reference_host.tools.callbacks import CallContext

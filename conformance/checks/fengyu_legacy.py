@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from conformance.check_registry import CheckContext, check
 from conformance.fengyu.manifest import FENGYU_V1
 from conformance.findings import Finding
-from conformance.registry import CheckContext, check
 from conformance.schema_messages import label
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from conformance.check_registry import CheckContext, check
 from conformance.fengyu.code_first import Sidecar
 from conformance.fengyu.manifest import FENGYU_V1, SCHEMA_FILES, FengYuPlugin
 from conformance.findings import Finding
-from conformance.registry import CheckContext, check
 from conformance.schema_validation import annotated_requirements, schema_uri, validate
 from plugin_spec.builtin_names import BUILTIN_TOOL_NAMES
 

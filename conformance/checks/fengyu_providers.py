@@ -19,11 +19,11 @@ from hypothesis import assume
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from conformance.check_registry import CheckContext, check
 from conformance.checks.fengyu_tools import ToolRun
 from conformance.fengyu.harness import CallOutcome
 from conformance.findings import Finding, NotApplicable
 from conformance.properties import Counterexample, find_counterexample
-from conformance.registry import CheckContext, check
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.filerefs import by_id, resolve_refs
 from plugin_spec.providers.judge import Judgement, Noted, judge_tool

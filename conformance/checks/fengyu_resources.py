@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+from conformance.check_registry import CheckContext, check
 from conformance.fengyu.resource_watch import KIT_INTERVAL, SeenOverrun
 from conformance.findings import Finding, NotApplicable
-from conformance.registry import CheckContext, check
 
 SETTLE_SAMPLES = 3  # samples after the last call, so an overrun it caused is seen
 

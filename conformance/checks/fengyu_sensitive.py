@@ -19,12 +19,12 @@ from hypothesis import assume
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from conformance.check_registry import CheckContext, check
 from conformance.checks.fengyu_tools import ToolRun
 from conformance.fengyu.harness import CallOutcome, ToolHarness
 from conformance.fengyu.manifest import AiTool
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.properties import Counterexample, find_counterexample
-from conformance.registry import CheckContext, check
 from conformance.sources import pointer
 from plugin_spec.filerefs import by_id, resolve_refs
 from plugin_spec.schema_refs import DOCUMENT_ONLY

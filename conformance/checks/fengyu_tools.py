@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from conformance.check_registry import CheckContext, check
 from conformance.fengyu.harness import CallOutcome
 from conformance.fengyu.manifest import AiTool
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.properties import Counterexample, find_counterexample
-from conformance.registry import CheckContext, check
 from conformance.schema_messages import explain
 from conformance.sources import pointer
 from conformance.strategies import ExternalRefs, GeneratorGap, defaulted_properties

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from conformance.check_registry import CheckContext, check
 from conformance.fengyu.probe import (
     BIG_FRAME_ID,
     CRLF_ID,
@@ -22,7 +23,6 @@ from conformance.fengyu.probe import (
 from conformance.fengyu.raw_worker import Line
 from conformance.fengyu.services import WorkerServices
 from conformance.findings import Finding, NotApplicable, shown
-from conformance.registry import CheckContext, check
 from plugin_spec.fengyu_runtime import (
     HANDSHAKE_METHOD,
     HANDSHAKE_SECONDS,

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from conformance.check_registry import CheckContext, check
 from conformance.checks.erp_tools import PORTABLE_NAME
 from conformance.erp.plugin import ErpPlugin, ErpTool, model_name
 from conformance.findings import Finding, NotApplicable
 from conformance.profiles import Plugin
-from conformance.registry import CheckContext, check
 from conformance.run_store import RunStore
 from plugin_spec.providers.judge import Judgement, Noted, judge_tool, request_refusals
 from plugin_spec.providers.rules import Provider, all_providers, load_provider

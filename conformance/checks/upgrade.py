@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from conformance.check_registry import CheckContext, check
 from conformance.findings import Finding, NotApplicable
-from conformance.registry import CheckContext, check
-from conformance.upgrade import Upgrade
+from conformance.previous_version import Upgrade
 
 
 def upgrade(ctx: CheckContext) -> Upgrade:

@@ -16,13 +16,13 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.catalog import Level, load_catalog, requirement
+from conformance.check_registry import CheckContext
 from conformance.checks.fengyu_worker import no_reply_to_notifications, stdout_discipline
 from conformance.fengyu.probe import Exchange, Line, Transcript
 from conformance.findings import NotApplicable
 from conformance.kit import KitRun
 from conformance.options import KitOptions
 from conformance.properties import find_counterexample
-from conformance.registry import CheckContext
 from conformance.rerun import rerun_command
 from conformance.search_settings import PropertySettings
 from tests.conformance.test_requirement_fixtures import served_backend, silent_url

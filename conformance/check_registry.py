@@ -21,7 +21,7 @@ from conformance.run_store import RunStore
 if TYPE_CHECKING:  # services start workers and HTTP clients: only their types are needed here
     from conformance.erp.endpoints import EndpointServices
     from conformance.fengyu.services import WorkerServices
-    from conformance.upgrade import Upgrade
+    from conformance.previous_version import Upgrade
 
 CheckFn = Callable[["CheckContext"], Iterable[Finding]]
 
