@@ -51,6 +51,34 @@ def assert_good(results: list[Any]) -> None:
     assert len({r["pid"] for r in results}) == 1, results
 
 
+async def during_good_calls(
+    host: Host, tool: str, params: dict[str, Any], good_count: int
+) -> tuple[Any, list[Any], float]:
+    """Call the faulty tool with params while the well-behaved plugin is called good_count
+    times; returns the faulty call's result, the good calls' results and the seconds it took."""
+    started = time.monotonic()
+    result, good = await asyncio.gather(call_tool(host, tool, params), good_calls(host, good_count))
+    return result, good, time.monotonic() - started
+
+
+async def next_call_restarts(host: Host, tool: str, old_pid: int) -> int:
+    """The next call to the faulty tool works, answered by a new worker; returns its pid."""
+    again = await call_tool(host, tool, {"n": 1})
+    assert again["success"] is True and again["pid"] != old_pid
+    return again["pid"]
+
+
+async def recovers(
+    host: Host, guard: ProcessGuard, tool: str, old_pid: int, good: list[Any], *gone: int
+) -> None:
+    """After a fault that killed worker old_pid: the good calls worked during it, old_pid and
+    gone are gone, the next call starts a new worker, and close_and_check passes."""
+    assert_good(good)
+    assert wait_gone([old_pid, *gone]) == []
+    again = await next_call_restarts(host, tool, old_pid)
+    await close_and_check(host, guard, again, during=good)
+
+
 async def close_and_check(
     host: Host, guard: ProcessGuard, *pids: int, during: list[Any] | None = None
 ) -> None:
@@ -78,10 +106,9 @@ async def test_crash_mid_call_fails_the_pending_calls_and_the_next_call_restarts
     assert is_failure_envelope(crashed) and "exited with code 3" in crashed["error"]
     assert is_failure_envelope(in_flight) and "exited with code 3" in in_flight["error"]
     assert_good(good)
-    again = await call_tool(host, tool, {"n": 1})
-    assert again["success"] is True and again["pid"] != first["pid"]
     assert not alive(first["pid"])
-    await close_and_check(host, guard, first["pid"], again["pid"], during=good)
+    again = await next_call_restarts(host, tool, first["pid"])
+    await close_and_check(host, guard, first["pid"], again, during=good)
 
 
 async def test_hang_times_out_kills_the_worker_and_the_next_call_restarts(
@@ -89,17 +116,11 @@ async def test_hang_times_out_kills_the_worker_and_the_next_call_restarts(
 ) -> None:
     tool = await install_fault(host, tmp_path, "hang", "hang", tool_timeout=1)
     first = await call_tool(host, tool, {})
-    started = time.monotonic()
-    hung, good = await asyncio.gather(call_tool(host, tool, {"hang": True}), good_calls(host, 8))
-    elapsed = time.monotonic() - started
+    hung, good, elapsed = await during_good_calls(host, tool, {"hang": True}, 8)
     assert 0.9 < elapsed < 3, elapsed
     assert is_failure_envelope(hung)
     assert "did not answer within 1 s" in hung["error"] and "killed" in hung["error"]
-    assert_good(good)
-    assert wait_gone([first["pid"]]) == []
-    again = await call_tool(host, tool, {"n": 1})
-    assert again["success"] is True and again["pid"] != first["pid"]
-    await close_and_check(host, guard, again["pid"], during=good)
+    await recovers(host, guard, tool, first["pid"], good)
 
 
 async def test_exit_at_start_fails_each_call_until_the_worker_can_start(
@@ -135,9 +156,7 @@ async def test_stderr_flood_neither_blocks_the_worker_nor_the_host(
     crash gives the failure envelope, and the next call works."""
     tool = await install_fault(host, tmp_path, "flood", "stderr_flood", tool_timeout=10)
     started = time.monotonic()
-    flooded, good = await asyncio.gather(
-        call_tool(host, tool, {"flood": 30, "long": 17}), good_calls(host, 5)
-    )
+    flooded, good, _ = await during_good_calls(host, tool, {"flood": 30, "long": 17}, 5)
     assert flooded["success"] is True, flooded
     assert_good(good)
     pid = flooded["pid"]
@@ -149,9 +168,8 @@ async def test_stderr_flood_neither_blocks_the_worker_nor_the_host(
     died = await call_tool(host, tool, {"flood": 20, "die": True})
     assert is_failure_envelope(died) and "exited with code 5" in died["error"]
     assert time.monotonic() - started < 10
-    again = await call_tool(host, tool, {"n": 1})
-    assert again["success"] is True and again["pid"] != pid
-    await close_and_check(host, guard, pid, again["pid"], during=good)
+    again = await next_call_restarts(host, tool, pid)
+    await close_and_check(host, guard, pid, again, during=good)
 
 
 async def test_frame_over_16_mib_kills_the_worker_and_the_next_call_restarts(
@@ -159,15 +177,10 @@ async def test_frame_over_16_mib_kills_the_worker_and_the_next_call_restarts(
 ) -> None:
     tool = await install_fault(host, tmp_path, "bigframe", "big_frame", tool_timeout=10)
     first = await call_tool(host, tool, {})
-    started = time.monotonic()
-    big, good = await asyncio.gather(call_tool(host, tool, {"big": True}), good_calls(host, 5))
-    assert time.monotonic() - started < 5
+    big, good, elapsed = await during_good_calls(host, tool, {"big": True}, 5)
+    assert elapsed < 5
     assert is_failure_envelope(big) and "over 16 MiB" in big["error"]
-    assert_good(good)
-    assert wait_gone([first["pid"]]) == []
-    again = await call_tool(host, tool, {"n": 1})
-    assert again["success"] is True and again["pid"] != first["pid"]
-    await close_and_check(host, guard, again["pid"], during=good)
+    await recovers(host, guard, tool, first["pid"], good)
 
 
 async def test_garbage_on_stdout_before_the_answer_is_skipped(
@@ -202,7 +215,7 @@ async def test_worker_ignoring_stdin_eof_is_killed_when_the_host_closes(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
     tool = await install_fault(host, tmp_path, "noeof", "ignores_eof")
-    first, good = await asyncio.gather(call_tool(host, tool, {"n": 0}), good_calls(host, 2))
+    first, good, _ = await during_good_calls(host, tool, {"n": 0}, 2)
     assert first["success"] is True
     assert_good(good)
     pid = first["pid"]
@@ -220,18 +233,13 @@ async def test_children_of_a_timed_out_worker_are_killed_with_it(
     and hangs: the timeout kills the whole tree, not only the worker."""
     tool = await install_fault(host, tmp_path, "forks", "forks", tool_timeout=1)
     first = await call_tool(host, tool, {})
-    started = time.monotonic()
-    forked, good = await asyncio.gather(call_tool(host, tool, {"fork": True}), good_calls(host, 5))
-    assert time.monotonic() - started < 4
+    forked, good, elapsed = await during_good_calls(host, tool, {"fork": True}, 5)
+    assert elapsed < 4
     assert is_failure_envelope(forked) and "did not answer within 1 s" in forked["error"]
-    assert_good(good)
     children = read_pids(tmp_path / "host" / "plugin-data" / "test.faults.forks" / "children")
     guard.track(children)
     assert len(children) == 5
-    assert wait_gone([first["pid"], *children]) == []
-    again = await call_tool(host, tool, {"n": 1})
-    assert again["success"] is True and again["pid"] != first["pid"]
-    await close_and_check(host, guard, again["pid"], during=good)
+    await recovers(host, guard, tool, first["pid"], good, *children)
 
 
 async def test_children_left_by_a_worker_do_not_outlive_the_host(
