@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,50 +70,35 @@ PAGE = """<!doctype html>
 # --------------------------------------------------------------------------- the fake web
 
 
-async def page(request: Request) -> Response:
-    return HTMLResponse(PAGE)
+def answers(make: Callable[[], Response]) -> Callable[[Request], Awaitable[Response]]:
+    """An endpoint that answers every request with a fresh make()."""
+
+    async def endpoint(request: Request) -> Response:
+        return make()
+
+    return endpoint
 
 
-async def plain(request: Request) -> Response:
-    return PlainTextResponse("  Just   plain <b>text</b>\nsecond line  \n")
+LATIN1 = "<title>Caf\u00e9</title><p>na\u00efve r\u00e9sum\u00e9</p>".encode("latin-1")
+CP1252 = '<meta charset="windows-1252"><title>x</title><p>\u20ac 5</p>'.encode("cp1252")
 
-
-async def long_text(request: Request) -> Response:
-    return PlainTextResponse("abcdefghij" * 15_000)  # 150,000 characters
-
-
-async def latin1(request: Request) -> Response:
-    body = "<title>Caf\u00e9</title><p>na\u00efve r\u00e9sum\u00e9</p>".encode("latin-1")
-    return Response(body, media_type="text/html; charset=iso-8859-1")
-
-
-async def meta_charset(request: Request) -> Response:
-    body = '<meta charset="windows-1252"><title>x</title><p>\u20ac 5</p>'.encode("cp1252")
-    return Response(body, headers={"content-type": "text/html"})
-
-
-async def redirect(request: Request) -> Response:
-    return RedirectResponse("/redirect-2", status_code=302)
-
-
-async def redirect_2(request: Request) -> Response:
-    return RedirectResponse("/page", status_code=301)
-
-
-async def redirect_loop(request: Request) -> Response:
-    return RedirectResponse("/redirect-loop", status_code=302)
-
-
-async def redirect_ftp(request: Request) -> Response:
-    return RedirectResponse("ftp://127.0.0.1/file.txt", status_code=302)
-
-
-async def missing(request: Request) -> Response:
-    return HTMLResponse("<h1>Not here</h1>", status_code=404)
-
-
-async def broken(request: Request) -> Response:
-    return PlainTextResponse("internal", status_code=500)
+# The pages that always answer the same: path -> how the answer is made.
+FIXED: dict[str, Callable[[], Response]] = {
+    "/page": lambda: HTMLResponse(PAGE),
+    "/plain": lambda: PlainTextResponse("  Just   plain <b>text</b>\nsecond line  \n"),
+    "/long": lambda: PlainTextResponse("abcdefghij" * 15_000),  # 150,000 characters
+    "/latin1": lambda: Response(LATIN1, media_type="text/html; charset=iso-8859-1"),
+    "/meta-charset": lambda: Response(CP1252, headers={"content-type": "text/html"}),
+    "/redirect": lambda: RedirectResponse("/redirect-2", status_code=302),
+    "/redirect-2": lambda: RedirectResponse("/page", status_code=301),
+    "/redirect-loop": lambda: RedirectResponse("/redirect-loop", status_code=302),
+    "/redirect-ftp": lambda: RedirectResponse("ftp://127.0.0.1/file.txt", status_code=302),
+    "/missing": lambda: HTMLResponse("<h1>Not here</h1>", status_code=404),
+    "/broken": lambda: PlainTextResponse("internal", status_code=500),
+    "/huge-declared": lambda: Response(b"y" * (5 * MIB), media_type="text/plain"),
+    "/binary": lambda: Response(b"\x89PNG\r\n\x1a\n" + bytes(64), media_type="image/png"),
+    "/untyped": lambda: Response(b"who knows"),
+}
 
 
 async def huge_streamed(request: Request) -> Response:
@@ -122,18 +107,6 @@ async def huge_streamed(request: Request) -> Response:
             yield b"x" * (64 * 1024)
 
     return StreamingResponse(chunks(), media_type="text/plain")
-
-
-async def huge_declared(request: Request) -> Response:
-    return Response(b"y" * (5 * MIB), media_type="text/plain")
-
-
-async def binary(request: Request) -> Response:
-    return Response(b"\x89PNG\r\n\x1a\n" + bytes(64), media_type="image/png")
-
-
-async def untyped(request: Request) -> Response:
-    return Response(b"who knows")
 
 
 async def slow(request: Request) -> Response:
@@ -170,21 +143,8 @@ async def searx(request: Request) -> Response:
 
 APP = Starlette(
     routes=[
-        Route("/page", page),
-        Route("/plain", plain),
-        Route("/long", long_text),
-        Route("/latin1", latin1),
-        Route("/meta-charset", meta_charset),
-        Route("/redirect", redirect),
-        Route("/redirect-2", redirect_2),
-        Route("/redirect-loop", redirect_loop),
-        Route("/redirect-ftp", redirect_ftp),
-        Route("/missing", missing),
-        Route("/broken", broken),
+        *(Route(path, answers(make)) for path, make in FIXED.items()),
         Route("/huge-streamed", huge_streamed),
-        Route("/huge-declared", huge_declared),
-        Route("/binary", binary),
-        Route("/untyped", untyped),
         Route("/slow", slow),
         Route("/searx/search", searx),
     ]
