@@ -21,7 +21,7 @@ from plugin_spec.fengyu_decls import call_timeout, resource_limits, tool_decls
 from plugin_spec.workflow_catalog import CatalogEntry
 from reference_host.agent.approval import ApprovalBroker, ApprovalPolicy
 from reference_host.agent.approval_binding import ApprovalBinder
-from reference_host.agent.loop import RunSettings, run_agent
+from reference_host.agent.loop import RunScope, RunSettings, run_agent
 from reference_host.agent.models import ChatModel, Message
 from reference_host.agent.turn_limit import DEFAULT_TURN_TIME_LIMIT
 from reference_host.erp.actors import ActorDirectory
@@ -229,16 +229,22 @@ class Host:
         Tools that need a permission (ERP tools) are offered only when the actor has it.
         """
         conversation = conversation_id or f"conv_{uuid.uuid4()}"
-        snapshot = self.registry.snapshot().only(
-            lambda callback: self.permitted(callback, tenant, actor)
-        )
+        scope = self.run_scope(conversation, tenant, actor)
         system = "\n\n".join(
             p for p in (SYSTEM_PROMPT, self.grants.system_prompt(conversation)) if p
         )
         messages = [Message("system", system), *(history or []), Message("user", message)]
-        context = CallContext(conversation, f"run_{uuid.uuid4()}", tenant, actor)
-        async for event in run_agent(model, snapshot, messages, context, self.run_settings()):
+        async for event in run_agent(model, messages, scope):
             yield event
+
+    def run_scope(self, conversation_id: str, tenant: str = "", actor: str = "") -> RunScope:
+        """The scope of one chat turn or workflow run: a fresh snapshot narrowed to what the
+        actor may use, a new run id, and this host's run settings."""
+        snapshot = self.registry.snapshot().only(
+            lambda callback: self.permitted(callback, tenant, actor)
+        )
+        context = CallContext(conversation_id, f"run_{uuid.uuid4()}", tenant, actor)
+        return RunScope(snapshot, context, self.run_settings())
 
     def run_settings(self) -> RunSettings:
         """How chat turns and workflow runs treat their calls: this host's approval policy,

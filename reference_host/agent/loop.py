@@ -45,27 +45,30 @@ class RunSettings:
     max_calls: int = MAX_CALLS_PER_TURN
 
 
+@dataclass(frozen=True)
+class RunScope:
+    """What one chat turn or workflow run calls tools through, built once per run by the host
+    (Host.run_scope) for both: the registry snapshot narrowed to what the actor may use, the
+    call context (conversation, run, tenant, actor) and how the run treats its calls."""
+
+    snapshot: Snapshot
+    context: CallContext
+    settings: RunSettings
+
+
 async def run_agent(
-    model: ChatModel,
-    snapshot: Snapshot,
-    messages: list[Message],
-    context: CallContext,
-    settings: RunSettings,
+    model: ChatModel, messages: list[Message], scope: RunScope
 ) -> AsyncIterator[Event]:
     """Run until the model answers without tool calls, or until the turn's time limit;
     messages grows with the run."""
-    steps = _steps(model, snapshot, messages, context, settings)
-    async for event in within_time_limit(steps, settings.time_limit):
+    async for event in within_time_limit(_steps(model, messages, scope), scope.settings.time_limit):
         yield event
 
 
 async def _steps(
-    model: ChatModel,
-    snapshot: Snapshot,
-    messages: list[Message],
-    context: CallContext,
-    settings: RunSettings,
+    model: ChatModel, messages: list[Message], scope: RunScope
 ) -> AsyncGenerator[Event, None]:
+    snapshot, settings = scope.snapshot, scope.settings
     started = time.monotonic()
     tokens = 0
     seen_ids: set[str] = set()
@@ -99,7 +102,7 @@ async def _steps(
                 shown = shown_arguments(snapshot.get(call.name), call.arguments)
                 yield events.tool_call(call.id, call.name, shown)
                 output = ""
-                async for item in execute_call(call, snapshot, context, settings):
+                async for item in execute_call(call, scope):
                     if isinstance(item, Event):
                         yield item
                     else:
@@ -113,9 +116,7 @@ async def _steps(
         yield events.error(f"internal error: {type(exc).__name__}: {exc}")
 
 
-async def execute_call(
-    call: ToolCall, snapshot: Snapshot, context: CallContext, settings: RunSettings
-) -> AsyncIterator[Event | str]:
+async def execute_call(call: ToolCall, scope: RunScope) -> AsyncIterator[Event | str]:
     """Approval events (if any), then the call's output text as the last item.
 
     The call is planned first (route B fills in granted files), the approval shows that plan,
@@ -124,7 +125,8 @@ async def execute_call(
     shown (plugin version, install, definition): if it changed while the approval waited,
     checked when the decision arrives and again right before the call, nothing runs.
     """
-    callback = snapshot.get(call.name)
+    context, settings = scope.context, scope.settings
+    callback = scope.snapshot.get(call.name)
     if callback is None:
         yield failure(f"unknown tool: {call.name}")
         return

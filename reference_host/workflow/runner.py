@@ -1,13 +1,14 @@
 """Running a saved workflow (spec: host.md#saved-workflows) exactly as chat runs tools.
 
-Nodes run one at a time in dependency order, through the callbacks of a fresh registry
-snapshot and the agent loop's own call path (`execute_call`: the approval policy and broker, then
-the callback), so a node is indistinguishable from a tool call the model made. An approval
-holds there too only for the tool it showed: a node whose plugin was upgraded, reinstalled or
-removed while its approval waited is not run, and the run ends there with the reason. The stream has
-chat's events: per node a tool call and a tool result whose id is the node id (with an
-approval between them when the policy asks), then `done`; anything that stops the run is an
-`error` naming the node, and `error` is always last.
+Nodes run one at a time in dependency order, in the run scope a chat turn gets (Host.run_scope:
+a fresh registry snapshot narrowed to the actor) and through the agent loop's own call path
+(`execute_call`: the approval policy and broker, then the callback), so a node is
+indistinguishable from a tool call the model made. An approval holds there too only for the tool
+it showed: a node whose plugin was upgraded, reinstalled or removed while its approval waited is
+not run, and the run ends there with the reason. The stream has chat's events: per node a tool
+call and a tool result whose id is the node id (with an approval between them when the policy
+asks), then `done`; anything that stops the run is an `error` naming the node, and `error` is
+always last.
 
 A node's input is its literal inputs plus its bound values: the upstream result parsed as
 JSON, whole or one field of it. That result has its call's sensitive values masked, so a secret
@@ -22,15 +23,14 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from reference_host.agent.loop import RunSettings, execute_call, shown_arguments
+from reference_host.agent.loop import RunScope, execute_call, shown_arguments
 from reference_host.agent.models import ToolCall
 from reference_host.stream import events
 from reference_host.stream.events import Event
-from reference_host.tools.callbacks import CallContext, is_failure
+from reference_host.tools.callbacks import is_failure
 from reference_host.tools.catalog_entries import from_snapshot
 from reference_host.tools.snapshot import Snapshot
 from reference_host.workflow.canvas import WorkflowError, reconcile_info, topological_order
@@ -52,14 +52,10 @@ def tool_names(snapshot: Snapshot) -> dict[str, tuple[str, Any]]:
     }
 
 
-async def run_workflow(
-    workflow: dict[str, Any],
-    snapshot: Snapshot,
-    context: CallContext,
-    settings: RunSettings,
-) -> AsyncIterator[Event]:
-    """Run a stored workflow's nodes on snapshot; yields chat's events, done or error last."""
+async def run_workflow(workflow: dict[str, Any], scope: RunScope) -> AsyncIterator[Event]:
+    """Run a stored workflow's nodes in scope; yields chat's events, done or error last."""
     started = time.monotonic()
+    snapshot = scope.snapshot
     try:
         nodes = workflow.get("nodes", [])
         try:
@@ -80,7 +76,7 @@ async def run_workflow(
             yield events.tool_call(node["id"], name, shown)
             output = ""
             call = ToolCall(node["id"], name, arguments)
-            async for item in execute_call(call, snapshot, context, settings):
+            async for item in execute_call(call, scope):
                 if isinstance(item, Event):
                     yield item
                 else:
@@ -163,16 +159,9 @@ async def run_saved(
     tenant: str = "",
     actor: str = "",
 ) -> AsyncIterator[Event]:
-    """A run on the host: a fresh snapshot narrowed to what the actor may use (as chat does),
-    the host's approval policy, broker and binder (its time limit is chat's alone)."""
-    snapshot = host.registry.snapshot().only(
-        lambda callback: host.permitted(callback, tenant, actor)
-    )
-    context = CallContext(
-        conversation_id or f"workflow_{workflow.get('id', '')}",
-        f"run_{uuid.uuid4()}",
-        tenant,
-        actor,
-    )
-    async for event in run_workflow(workflow, snapshot, context, host.run_settings()):
+    """A run on the host, in the scope chat's turns get too (Host.run_scope: the snapshot
+    narrowed to the actor, the call context, the approval policy, broker and binder; the
+    time limit is chat's alone)."""
+    conversation = conversation_id or f"workflow_{workflow.get('id', '')}"
+    async for event in run_workflow(workflow, host.run_scope(conversation, tenant, actor)):
         yield event
