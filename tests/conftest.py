@@ -139,6 +139,19 @@ def tools_manifest(
         }
         for i, tool in enumerate(tools)
     ]
+    return v2_manifest(plugin_id, name, description, methods, ai_tools)
+
+
+def v2_manifest(
+    plugin_id: str,
+    name: str,
+    description: str,
+    methods: dict[str, Any],
+    ai_tools: list[dict[str, Any]],
+    **members: Any,
+) -> dict[str, Any]:
+    """A FengYu v2 manifest with the kit's usual version, author, icon, category and ui entry
+    around the given rpc methods and aiTools; members adds top-level ones (backend, ...)."""
     return {
         "schemaVersion": 2,
         "id": plugin_id,
@@ -151,7 +164,24 @@ def tools_manifest(
         "ui": {"entry": "ui/index.html"},
         "rpc": {"methods": methods},
         "aiTools": ai_tools,
+        **members,
     }
+
+
+def python_plugin(
+    folder: Path, manifest: dict[str, Any], worker: str, permissions: list[str]
+) -> Path:
+    """A python-runtime plugin in folder (made here): the manifest, run by backend/worker.py
+    with the given source (protocol version 4), asking for permissions."""
+    manifest = {
+        **manifest,
+        "backend": {"runtime": "python", "protocolVersion": 4},
+        "permissions": permissions,
+    }
+    (folder / "backend").mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    (folder / "backend" / "worker.py").write_text(worker)
+    return folder
 
 
 def copy_plugin(source: Path, tmp_path: Path) -> Path:

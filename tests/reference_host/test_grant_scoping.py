@@ -11,7 +11,6 @@ conversation held the staging. The last test runs the attack with a real worker.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from plugin_spec.filerefs import FileClass, FileRefError
 from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn
 from reference_host.grants.grant_store import GrantStore
-from tests.conftest import MakeHost
+from tests.conftest import MakeHost, python_plugin, v2_manifest
 from tests.security.conftest import Dispatched, results, run_chat, turn
 
 PLUGIN = "fixture.scoped-files"
@@ -155,43 +154,33 @@ def scoped_plugin(folder: Path) -> Path:
         "x-fengyu-file-access": "read-write",
         "description": "Writable DirectoryRef for output.",
     }
-    manifest = {
-        "schemaVersion": 2,
-        "id": PLUGIN,
-        "name": "Scoped files",
-        "description": "Saves text; peeks.",
-        "version": "1.0.0",
-        "author": "ai-plugin-conformance",
-        "icon": "puzzle-outline",
-        "category": "other",
-        "ui": {"entry": "ui/index.html"},
-        "backend": {"runtime": "python", "protocolVersion": 4},
-        "rpc": {
-            "methods": {
-                "save": {
-                    "description": "Save a text file.",
-                    "inputSchema": {
-                        "type": "object",
-                        "properties": {
-                            "out": out,
-                            "name": {"type": "string"},
-                            "text": {"type": "string"},
-                        },
-                        "required": ["out", "name", "text"],
+    manifest = v2_manifest(
+        PLUGIN,
+        "Scoped files",
+        "Saves text; peeks.",
+        {
+            "save": {
+                "description": "Save a text file.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "out": out,
+                        "name": {"type": "string"},
+                        "text": {"type": "string"},
                     },
+                    "required": ["out", "name", "text"],
                 },
-                "peek": {
-                    "description": "Read nothing.",
-                    "inputSchema": {"type": "object", "properties": {}},
-                },
-            }
+            },
+            "peek": {
+                "description": "Read nothing.",
+                "inputSchema": {"type": "object", "properties": {}},
+            },
         },
-        "aiTools": [
+        [
             {"name": "scoped_save", "description": "Save.", "method": "save", "effect": "write"},
             {"name": "scoped_peek", "description": "Peek.", "method": "peek", "effect": "read"},
         ],
-        "permissions": ["files.read", "files.write"],
-    }
+    )
     worker = """import sys
 sys.dont_write_bytecode = True
 from pathlib import Path
@@ -220,10 +209,7 @@ def peek(params):
 
 run({"save": save, "peek": peek})
 """
-    (folder / "backend").mkdir(parents=True)
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    (folder / "backend" / "worker.py").write_text(worker)
-    return folder
+    return python_plugin(folder, manifest, worker, ["files.read", "files.write"])
 
 
 def save(name: str) -> ModelTurn:

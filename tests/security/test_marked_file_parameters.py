@@ -4,14 +4,13 @@ description says, and takes only granted FileRefs."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from conformance.install_validation import kit_validator
 from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.host import Host
-from tests.conftest import MakeHost
+from tests.conftest import MakeHost, python_plugin, v2_manifest
 from tests.security.conftest import Dispatched, results, run_chat, turn
 
 PLUGIN = "fixture.marked-files"
@@ -19,26 +18,17 @@ PLUGIN = "fixture.marked-files"
 
 def marked_plugin(folder: Path, parameter: dict[str, Any], effect: str = "read") -> Path:
     """A python-runtime plugin whose one tool takes `target`, schema as given."""
-    manifest = {
-        "schemaVersion": 2,
-        "id": PLUGIN,
-        "name": "Marked files",
-        "description": "Reads one granted file.",
-        "version": "1.0.0",
-        "author": "ai-plugin-conformance",
-        "icon": "puzzle-outline",
-        "category": "other",
-        "ui": {"entry": "ui/index.html"},
-        "backend": {"runtime": "python", "protocolVersion": 4},
-        "rpc": {
-            "methods": {
-                "inspect": {
-                    "description": "Inspect the target.",
-                    "inputSchema": {"type": "object", "properties": {"target": parameter}},
-                }
+    manifest = v2_manifest(
+        PLUGIN,
+        "Marked files",
+        "Reads one granted file.",
+        {
+            "inspect": {
+                "description": "Inspect the target.",
+                "inputSchema": {"type": "object", "properties": {"target": parameter}},
             }
         },
-        "aiTools": [
+        [
             {
                 "name": "marked_inspect",
                 "description": "Inspect the target.",
@@ -46,14 +36,13 @@ def marked_plugin(folder: Path, parameter: dict[str, Any], effect: str = "read")
                 "effect": effect,
             }
         ],
-        "permissions": ["files.read", "files.write"],
-    }
-    (folder / "backend").mkdir(parents=True)
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    (folder / "backend" / "worker.py").write_text(
-        "import sys\nsys.dont_write_bytecode = True\nfrom misbehaving_worker import run\n\nrun()\n"
     )
-    return folder
+    return python_plugin(
+        folder,
+        manifest,
+        "import sys\nsys.dont_write_bytecode = True\nfrom misbehaving_worker import run\n\nrun()\n",
+        ["files.read", "files.write"],
+    )
 
 
 async def host_with(

@@ -19,7 +19,7 @@ from plugin_spec.sensitive import MASK
 from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.stream.sse_parser import SSEEvent, SSEItem, SSEParser
-from tests.conftest import MakeHost
+from tests.conftest import MakeHost, python_plugin, v2_manifest
 from tests.reference_host.stream_items import data, kinds
 from tests.reference_host.test_app import Server, call, install
 from tests.security.conftest import run_chat, turn
@@ -79,38 +79,29 @@ def sensitive_plugin(folder: Path) -> Path:
             },
         },
     }
-    manifest = {
-        "schemaVersion": 2,
-        "id": PLUGIN,
-        "name": "Sensitive mail",
-        "description": "Connects to a mail server with a secret key.",
-        "version": "1.0.0",
-        "author": "ai-plugin-conformance",
-        "icon": "puzzle-outline",
-        "category": "other",
-        "ui": {"entry": "ui/index.html"},
-        "backend": {"runtime": "python", "protocolVersion": 4},
-        "rpc": {
-            "methods": {
-                "connect": {
-                    "description": "Connect to the mail server.",
-                    "inputSchema": {
-                        "type": "object",
-                        "properties": properties,
-                        "required": ["server", "apiKey"],
+    manifest = v2_manifest(
+        PLUGIN,
+        "Sensitive mail",
+        "Connects to a mail server with a secret key.",
+        {
+            "connect": {
+                "description": "Connect to the mail server.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": properties,
+                    "required": ["server", "apiKey"],
+                },
+                "outputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "success": {"type": "boolean"},
+                        "summary": {"type": "string"},
                     },
-                    "outputSchema": {
-                        "type": "object",
-                        "properties": {
-                            "success": {"type": "boolean"},
-                            "summary": {"type": "string"},
-                        },
-                        "required": ["success", "summary"],
-                    },
-                }
+                    "required": ["success", "summary"],
+                },
             }
         },
-        "aiTools": [
+        [
             {
                 "name": "mail_connect",
                 "description": "Connect to the mail server.",
@@ -118,12 +109,8 @@ def sensitive_plugin(folder: Path) -> Path:
                 "effect": "write",
             }
         ],
-        "permissions": ["network.email"],
-    }
-    (folder / "backend").mkdir(parents=True)
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    (folder / "backend" / "worker.py").write_text(WORKER)
-    return folder
+    )
+    return python_plugin(folder, manifest, WORKER, ["network.email"])
 
 
 async def stream_approving(
