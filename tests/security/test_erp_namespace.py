@@ -222,12 +222,7 @@ VALUES = [
 async def test_a_path_parameter_stays_in_its_segment(
     tmp_path: Path, host: Host, hits: Recorder, value: str
 ) -> None:
-    await host.install(
-        write_erp_plugin(
-            tmp_path / "plugin",
-            erp_tool(f"{SEC_PLUGIN}.item.get", f"{ITEMS}/{{id}}", path_params=("id",)),
-        )
-    )
+    await host.install(plugin_with_path(tmp_path, f"{ITEMS}/{{id}}", path_params=("id",)))
     events = await call_tool(host, "sec-plugin_item_get", {"id": value})
     assert "admin" not in hits.routes()
     (output,) = results(events)
@@ -243,12 +238,7 @@ async def test_a_path_parameter_stays_in_its_segment(
 async def test_an_encoded_slash_never_reaches_a_sibling_route(
     tmp_path: Path, host: Host, hits: Recorder
 ) -> None:
-    await host.install(
-        write_erp_plugin(
-            tmp_path / "plugin",
-            erp_tool(f"{SEC_PLUGIN}.item.get", f"{ITEMS}/{{id}}", path_params=("id",)),
-        )
-    )
+    await host.install(plugin_with_path(tmp_path, f"{ITEMS}/{{id}}", path_params=("id",)))
     await call_tool(host, "sec-plugin_item_get", {"id": "1/secret"})
     assert "sibling" not in hits.routes()
 
@@ -311,12 +301,7 @@ def servlet_host(servlet_url: str, make_host: MakeHost) -> Host:
 async def test_servlet_erp_keeps_values_in_their_segment(
     tmp_path: Path, servlet_host: Host, hits: Recorder, value: str
 ) -> None:
-    await servlet_host.install(
-        write_erp_plugin(
-            tmp_path / "plugin",
-            erp_tool(f"{SEC_PLUGIN}.item.get", f"{ITEMS}/{{id}}", path_params=("id",)),
-        )
-    )
+    await servlet_host.install(plugin_with_path(tmp_path, f"{ITEMS}/{{id}}", path_params=("id",)))
     await call_tool(servlet_host, "sec-plugin_item_get", {"id": value})
     assert "admin" not in hits.routes()
 
