@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 from conformance.catalog import format_catalog
-from conformance.checks.providers import provider_matrix
 from conformance.explain import UnknownRequirement, explain
 from conformance.fengyu.manifest import MANIFEST
 from conformance.fengyu.migrate import MigrationError, migrate_v1
@@ -26,6 +25,7 @@ from conformance.init_plugin import PROFILES, InitError, init, kit_source
 from conformance.package_data import SCHEMAS
 from conformance.profiles import load_plugin
 from conformance.provider_report import provider_matrix_markdown, refused
+from conformance.provider_view import provider_matrix
 from conformance.reference_page import reference_page
 from conformance.run_store import RunStore
 from conformance.sources import JsonLoadError, load_json_file

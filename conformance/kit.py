@@ -259,8 +259,9 @@ class KitRun:
         return [self.store.once(self._summary, p) for p in self.plugins]
 
     def _summary(self, plugin: Plugin) -> dict[str, Any]:
-        from conformance.checks.fengyu_files import file_parameters, path_like_parameters
-        from conformance.checks.providers import provider_matrix
+        # Imported at the end of the run (the host's built-ins come with the providers' view).
+        from conformance.fengyu.file_parameters import file_parameters, path_like_parameters
+        from conformance.provider_view import provider_matrix
 
         summary: dict[str, Any] = {
             "label": self.label(plugin),

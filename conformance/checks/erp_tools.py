@@ -11,6 +11,7 @@ from jsonschema.exceptions import SchemaError
 from conformance.check_registry import CheckContext, check
 from conformance.erp.plugin import MUTATING, ErpPlugin, model_name
 from conformance.findings import Finding, shown
+from conformance.provider_view import PORTABLE_NAME
 from conformance.schema_messages import explain
 from conformance.schema_validation import annotated_requirements, schema_uri, validate
 from conformance.sources import pointer
@@ -20,7 +21,6 @@ from plugin_spec.rest_handler import DispatchError, encode_segment, placeholder_
 from plugin_spec.schema_refs import DOCUMENT_ONLY, external_refs
 
 TOOL_SCHEMA = "erp-tool.schema.json"
-PORTABLE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 PLACEHOLDER = re.compile(r"\{([^{}/]+)\}")
 # Values a path parameter's schema is probed with: each is one the host refuses to send.
 UNSENDABLE_PROBES = ("a/b", "/", "1/2", "..", ".", "a\\b", "..;", "\uff0e\uff0e")

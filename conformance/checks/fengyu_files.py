@@ -4,58 +4,18 @@ will inject and resolve."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from conformance.check_registry import CheckContext, check
-from conformance.fengyu.manifest import AiTool, FengYuPlugin
-from conformance.fengyu.path_like import looks_like_path
+from conformance.fengyu.file_parameters import (
+    FileParameter,
+    PathLikeParameter,
+    file_classes,
+    file_parameters,
+    path_like_parameters,
+)
 from conformance.findings import Finding
-from conformance.sources import pointer
-from plugin_spec.filerefs import FILE_ACCESS, FileClass, classify_parameters, is_marked
-
-
-@dataclass(frozen=True)
-class FileParameter:
-    """One file-class parameter of one tool, and the injection route the host will take."""
-
-    tool: str
-    parameter: str
-    file_class: FileClass
-    schema_pointer: str
-    schema: Any
-    route: str
-
-    @property
-    def by(self) -> str:
-        """What classed it: FengYu's marker, or (unmarked) the words of its description."""
-        return "marker" if is_marked(self.schema) else "description"
-
-    def to_json(self) -> dict[str, str]:
-        return {
-            "tool": self.tool,
-            "parameter": self.parameter,
-            "class": self.file_class.value,
-            "route": self.route,
-            "by": self.by,
-        }
-
-
-def file_parameters(plugin: FengYuPlugin) -> list[FileParameter]:
-    """Every file-class parameter of every tool; route B needs exactly one per tool
-    (spec: host.md#route-b-injection)."""
-    found = []
-    for tool in plugin.tools:
-        site = tool.input_schema
-        if site is None:
-            continue  # no schema, no file-class parameters
-        classes = _classes(tool)
-        route = "B (host injects a matching grant)" if len(classes) == 1 else "A (model fills it)"
-        for name, file_class in classes.items():
-            at = site.pointer + pointer("properties", name)
-            schema = site.data["properties"][name]
-            found.append(FileParameter(str(tool.name), name, file_class, at, schema, route))
-    return found
+from plugin_spec.filerefs import FILE_ACCESS, FileClass
 
 
 @check("FY-FILE-001")
@@ -76,7 +36,7 @@ def file_parameters_typed_as_paths(ctx: CheckContext) -> Iterator[Finding]:
 @check("FY-FILE-002")
 def writing_tools_need_approval(ctx: CheckContext) -> Iterator[Finding]:
     for tool in ctx.fengyu.tools:
-        writes = [name for name, cls in _classes(tool).items() if cls.writes]
+        writes = [name for name, cls in file_classes(tool).items() if cls.writes]
         if writes and tool.effect == "read":
             yield ctx.manifest_finding(
                 f"{tool.pointer}/effect",
@@ -105,43 +65,6 @@ def file_permissions_declared(ctx: CheckContext) -> Iterator[Finding]:
 P = TypeVar("P", "FileParameter", "PathLikeParameter")
 
 
-@dataclass(frozen=True)
-class PathLikeParameter:
-    """A parameter that looks like a path but that the host will not treat as a file."""
-
-    tool: str
-    parameter: str
-    schema_pointer: str
-    because: str
-    add: str
-
-    def to_json(self) -> dict[str, str]:
-        return {
-            "tool": self.tool,
-            "parameter": self.parameter,
-            "because": self.because,
-            "add": self.add,
-        }
-
-
-def path_like_parameters(plugin: FengYuPlugin) -> list[PathLikeParameter]:
-    """Every top-level parameter that is not file-class but looks like a path."""
-    found = []
-    for tool in plugin.tools:
-        site = tool.input_schema
-        data = site.data if site is not None else None
-        properties = data.get("properties") if isinstance(data, dict) else None
-        if site is None or not isinstance(properties, dict):
-            continue
-        classes = _classes(tool)
-        for name, schema in properties.items():
-            if name in classes or (seen := looks_like_path(name, schema)) is None:
-                continue
-            at = site.pointer + pointer("properties", name)
-            found.append(PathLikeParameter(str(tool.name), name, at, seen.because, seen.add))
-    return found
-
-
 @check("FY-FILE-004")
 def path_like_parameters_are_file_class(ctx: CheckContext) -> Iterator[Finding]:
     for parameter in _once_per_schema(path_like_parameters(ctx.fengyu)):
@@ -163,10 +86,6 @@ def _once_per_schema(parameters: list[P]) -> Iterator[P]:
         if parameter.schema_pointer not in seen:
             seen.add(parameter.schema_pointer)
             yield parameter
-
-
-def _classes(tool: AiTool) -> dict[str, FileClass]:
-    return classify_parameters(tool.input_schema.data) if tool.input_schema else {}
 
 
 def _type_of(schema: object) -> str:
