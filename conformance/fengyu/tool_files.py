@@ -26,7 +26,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from plugin_spec.filerefs import FileClass
+from plugin_spec.filerefs import Access, FileClass, FileKind, FileRef
 
 EXAMPLES = Path("conformance") / "examples"
 DEFAULT_INPUT = "conformance kit input"  # the one line of the file handed without examples
@@ -103,25 +103,25 @@ class ToolFiles:
         spliced = command.replace(prefix, "'\"$w\"'/")
         return f"w=$(mktemp -d) && mkdir -p {' '.join(folders)} && {fill} && {spliced}"
 
-    def ref(self, path: Path, kind: str, access: str) -> dict[str, Any]:
+    def ref(self, path: Path, kind: FileKind, access: Access) -> FileRef:
         """A FileRef granted for this run, as the host would put it in the params."""
         ref_id = f"ref_{uuid.uuid4()}"
         self.grants[ref_id] = path
         size = path.stat().st_size if path.is_file() else 0
-        return {"id": ref_id, "name": path.name, "kind": kind, "access": access, "size": size}
+        return FileRef(id=ref_id, name=path.name, kind=kind, access=access, size=size)
 
     def value(self, file_class: FileClass, draw: Any) -> Any:
         """A FileRef (or a list of them) of the right kind for file_class."""
         if file_class is FileClass.READ_FILE:
-            return self.ref(draw(st.sampled_from(self.files)), "file", "read")
+            return self.ref(draw(st.sampled_from(self.files)), "file", Access.READ)
         if file_class is FileClass.READ_DIRECTORY:
-            return self.ref(self.inputs, "directory", "read")
+            return self.ref(self.inputs, "directory", Access.READ)
         if file_class is FileClass.WRITE_DIRECTORY:
             out = Path(tempfile.mkdtemp(prefix="out-", dir=self.workdir))
             self.writable.append(out)
-            return self.ref(out, "directory", "write")
+            return self.ref(out, "directory", Access.WRITE)
         chosen = draw(st.lists(st.sampled_from(self.files), min_size=1, max_size=3))
-        return [self.ref(path, "file", "read") for path in chosen]
+        return [self.ref(path, "file", Access.READ) for path in chosen]
 
     def substitute(
         self,
