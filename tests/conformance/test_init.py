@@ -170,6 +170,16 @@ def test_a_new_erp_plugin_passes_against_its_own_backend(tmp_path: Path, run_kit
     assert result.statuses()["ERP-DYN-003"] == "passed"
 
 
+def run_init(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m conformance init` with args, as a user runs it; its output as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "conformance", "init", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def test_init_writes_nothing_into_a_folder_that_is_not_empty(tmp_path: Path) -> None:
     (tmp_path / "keep.txt").write_text("mine")
     with pytest.raises(InitError, match="is not an empty folder: nothing was written"):
@@ -188,24 +198,14 @@ def test_init_refuses_an_id_the_profile_does_not_allow(
 
 def test_the_command_names_the_files_and_the_next_step(tmp_path: Path) -> None:
     folder = tmp_path / "my-tools"
-    result = subprocess.run(
-        [sys.executable, "-m", "conformance", "init", "fengyu", str(folder)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_init("fengyu", str(folder))
     assert result.returncode == 0, result.stderr
     assert f"wrote {folder / 'manifest.json'}" in result.stdout
     assert result.stdout.endswith(
         f"next: cd {folder} && pytest --plugin-dir . --conformance-strict\n"
     )
     assert '"id": "my.tools"' in (folder / "manifest.json").read_text()
-    again = subprocess.run(
-        [sys.executable, "-m", "conformance", "init", "fengyu", str(folder)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    again = run_init("fengyu", str(folder))
     assert again.returncode == 2 and "nothing was written" in again.stderr
 
 
@@ -351,12 +351,7 @@ def test_the_command_installs_the_kit_from_where_it_came_from_and_says_so(
     """This kit is installed from its own folder (pip install -e): the workflow installs it
     from there, and init warns that the source exists on this machine only."""
     folder = tmp_path / "notes"
-    done = subprocess.run(
-        [sys.executable, "-m", "conformance", "init", "fengyu", str(folder)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_init("fengyu", str(folder))
     assert done.returncode == 0, done.stderr
     assert _install_line(folder) == f"pip install 'ai-plugin-conformance @ {REPO.as_uri()}'"
     assert "warning: the CI workflow installs the kit from" in done.stderr
@@ -367,12 +362,7 @@ def test_the_command_installs_the_kit_from_where_it_came_from_and_says_so(
 def test_kit_source_option_sets_the_workflow_install_line(tmp_path: Path) -> None:
     url = "git+https://github.com/acme/ai-plugin-conformance@v0.1.0"
     folder = tmp_path / "greeter"
-    done = subprocess.run(
-        [sys.executable, "-m", "conformance", "init", "erp", str(folder), "--kit-source", url],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_init("erp", str(folder), "--kit-source", url)
     assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
     assert _install_line(folder) == f"pip install 'ai-plugin-conformance @ {url}'"
     generated = "".join(p.read_text("utf-8") for p in folder.rglob("*") if p.is_file())
