@@ -84,18 +84,41 @@ def not_run(reason: str) -> str:
     return f"not run: {reason} while the approval waited; ask again"
 
 
+class Approver:
+    """An at_approval for chat(): approves every approval it is shown, after awaiting
+    before() and then after(), the changes a test makes around the decision; it keeps what
+    it was shown (asked) and the verdicts of its decisions."""
+
+    def __init__(
+        self,
+        host: Host,
+        before: Callable[[], Awaitable[None]] | None = None,
+        after: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.host, self.before, self.after = host, before, after
+        self.asked: list[Asked] = []
+        self.verdicts: list[Any] = []
+
+    async def __call__(self, asked: Asked) -> None:
+        self.asked.append(asked)
+        if self.before is not None:
+            await self.before()
+        self.verdicts.append(self.host.approvals.decide(asked["id"], True))
+        if self.after is not None:
+            await self.after()
+
+
+async def upgrade(host: Host, tmp_path: Path) -> None:
+    await host.install(greeter(tmp_path, "v4", "4.0.0"))
+
+
 async def test_an_upgrade_while_the_approval_waits_is_not_run(
     host: tuple[Host, Dispatched], tmp_path: Path
 ) -> None:
     the_host, sent = host
-    verdicts = []
-
-    async def upgrade_then_approve(asked: Asked) -> None:
-        await the_host.install(greeter(tmp_path, "v4", "4.0.0"))
-        verdicts.append(the_host.approvals.decide(asked["id"], True))
-
-    events = await chat(the_host, upgrade_then_approve)
-    (verdict,) = verdicts
+    approver = Approver(the_host, before=lambda: upgrade(the_host, tmp_path))
+    events = await chat(the_host, approver)
+    (verdict,) = approver.verdicts
     assert verdict.approved and verdict.changed == UPGRADED  # told when the decision arrives
     assert the_failure(events) == not_run(UPGRADED)
     assert sent.calls == []  # neither version's worker got the call
@@ -106,14 +129,9 @@ async def test_a_change_between_the_decision_and_the_call_is_caught_before_the_c
 ) -> None:
     """Approved while nothing had changed; the upgrade lands before the run goes on."""
     the_host, sent = host
-    verdicts = []
-
-    async def approve_then_upgrade(asked: Asked) -> None:
-        verdicts.append(the_host.approvals.decide(asked["id"], True))
-        await the_host.install(greeter(tmp_path, "v4", "4.0.0"))
-
-    events = await chat(the_host, approve_then_upgrade)
-    assert verdicts[0].changed is None
+    approver = Approver(the_host, after=lambda: upgrade(the_host, tmp_path))
+    events = await chat(the_host, approver)
+    assert approver.verdicts[0].changed is None
     assert the_failure(events) == not_run(UPGRADED)
     assert sent.calls == []
 
@@ -157,12 +175,7 @@ async def test_any_change_of_the_plugin_while_the_approval_waits_is_named_and_no
     host: tuple[Host, Dispatched], tmp_path: Path, change: Change, reason: str
 ) -> None:
     the_host, sent = host
-
-    async def change_then_approve(asked: Asked) -> None:
-        await change(the_host, tmp_path)
-        the_host.approvals.decide(asked["id"], True)
-
-    events = await chat(the_host, change_then_approve)
+    events = await chat(the_host, Approver(the_host, before=lambda: change(the_host, tmp_path)))
     assert the_failure(events) == not_run(reason)
     assert sent.calls == []
 
@@ -171,14 +184,9 @@ async def test_an_unchanged_approval_names_what_it_holds_for_and_runs(
     host: tuple[Host, Dispatched],
 ) -> None:
     the_host, sent = host
-    asked: list[Asked] = []
-
-    async def approve(data: Asked) -> None:
-        asked.append(data)
-        the_host.approvals.decide(data["id"], True)
-
-    events = await chat(the_host, approve)
-    (shown,) = asked
+    approver = Approver(the_host)
+    events = await chat(the_host, approver)
+    (shown,) = approver.asked
     assert (shown["plugin"], shown["version"]) == (PLUGIN, "3.0.0")
     assert re.fullmatch(r"[0-9a-f]{64}", shown["digest"])
     result = [e.data for e in events if e.type == "tool" and e.data["phase"] == "result"]
@@ -205,15 +213,10 @@ async def test_a_tool_that_changed_after_the_turn_began_is_not_even_asked_for(
     host: tuple[Host, Dispatched], tmp_path: Path
 ) -> None:
     the_host, sent = host
-    asked: list[Asked] = []
-
-    async def approve(data: Asked) -> None:
-        asked.append(data)
-        the_host.approvals.decide(data["id"], True)
-
+    approver = Approver(the_host)
     model = UpgradingModel(the_host, greeter(tmp_path, "v4", "4.0.0"))
-    events = await chat(the_host, approve, model)
-    assert asked == []
+    events = await chat(the_host, approver, model)
+    assert approver.asked == []
     assert the_failure(events) == f"not run: {PLUGIN} changed after this turn began; ask again"
     assert sent.calls == []
 
