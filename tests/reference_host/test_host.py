@@ -16,7 +16,13 @@ from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall, Turn
 from reference_host.host import Host
 from reference_host.plugins.lifecycle import PluginError
 from reference_host.stream.events import Event
-from reference_host.tools.callbacks import CallContext, SentAsIs
+from reference_host.tools.callbacks import (
+    CallContext,
+    CallPlan,
+    SentAsIs,
+    ToolResult,
+    plan_and_call,
+)
 from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
 
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
@@ -32,6 +38,16 @@ def host(tmp_path: Path, make_host: MakeHost) -> Host:
     )
     (tmp_path / "files").mkdir()
     return host
+
+
+def markdown_copy(tmp_path: Path, folder: str, **manifest_members: str) -> Path:
+    """A copy of the markdown sample in tmp_path/folder, its manifest members changed."""
+    copy = tmp_path / folder
+    shutil.copytree(MARKDOWN, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest.update(manifest_members)
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    return copy
 
 
 def call(name: str, arguments: dict, call_id: str = "call-1") -> ModelTurn:
@@ -70,8 +86,8 @@ async def test_disable_removes_tools_and_old_snapshot_answers_unavailable(host: 
     old = host.registry.snapshot()
     await host.disable("fan.summer.markdown")
     assert "markdown_render" not in host.registry.snapshot().names()
-    output = await old.get("markdown_render").call('{"markdown": "x"}', _context())
-    assert json.loads(output) == {
+    output = await plan_and_call(old.get("markdown_render"), {"markdown": "x"}, _context())
+    assert output.output == {
         "success": False,
         "error": "Plugin tool is no longer available: fan.summer.markdown",
     }
@@ -89,13 +105,8 @@ async def test_rejected_install_leaves_no_trace(host: Host, tmp_path: Path) -> N
 
 async def test_tool_name_clash_is_an_install_error(host: Host, tmp_path: Path) -> None:
     await host.install(MARKDOWN)
-    copy = tmp_path / "copy"
-    shutil.copytree(MARKDOWN, copy)
-    manifest = json.loads((copy / "manifest.json").read_text())
-    manifest["id"] = "fan.summer.markdown2"
-    (copy / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(PluginError) as raised:
-        await host.install(copy)
+        await host.install(markdown_copy(tmp_path, "copy", id="fan.summer.markdown2"))
     assert raised.value.problems[0] == (
         "tool name 'markdown_render' is already offered by plugin fan.summer.markdown"
     )
@@ -104,12 +115,7 @@ async def test_tool_name_clash_is_an_install_error(host: Host, tmp_path: Path) -
 
 async def test_upgrade_is_an_install_of_the_same_id(host: Host, tmp_path: Path) -> None:
     await host.install(MARKDOWN)
-    copy = tmp_path / "v2"
-    shutil.copytree(MARKDOWN, copy)
-    manifest = json.loads((copy / "manifest.json").read_text())
-    manifest["version"] = "1.1.0"
-    (copy / "manifest.json").write_text(json.dumps(manifest))
-    info = await host.install(copy)
+    info = await host.install(markdown_copy(tmp_path, "v2", version="1.1.0"))
     assert info.version == "1.1.0" and len(host.plugins.list()) == 1
 
 
@@ -172,9 +178,9 @@ class SendTool(SentAsIs):
     owner = "builtin"
     calls = 0
 
-    async def call(self, input_json: str, context: CallContext) -> str:
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
         SendTool.calls += 1
-        return '{"success": true}'
+        return ToolResult.of({"success": True})
 
 
 async def test_unknown_tool_and_denied_external_tool(tmp_path: Path, make_host: MakeHost) -> None:
