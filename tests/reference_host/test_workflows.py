@@ -175,6 +175,12 @@ async def run(host: Host, workflow_id: str) -> list[Event]:
     return await collect(run_saved(host, canvas.raw(workflow_id)))
 
 
+async def save_and_run(host: Host, *nodes: dict[str, Any]) -> list[Event]:
+    """Save workflow wf1 of nodes on host's canvas and run it; the run's events."""
+    Canvas.for_host(host).save(workflow(*nodes))
+    return await run(host, "wf1")
+
+
 def tool_events(events: list[Event]) -> list[tuple[str, str]]:
     return [(e.data["phase"], e.data["id"]) for e in events if e.type == "tool"]
 
@@ -451,16 +457,13 @@ async def test_disappearing_tool_is_kept_unavailable_then_reconciled(
 async def test_render_chain_with_field_and_whole_result_bindings(
     md_host: Host, tools: dict[str, Fake]
 ) -> None:
-    canvas = Canvas.for_host(md_host)
-    canvas.save(
-        workflow(  # listed downstream first: the run follows the bindings, not the list
-            node("whole", "builtin:collect", {"label": "all"}, value=("render", None)),
-            node("outline", "builtin:outline", {"depth": 2}, html=("render", "html")),
-            node("again", RENDER, markdown=("render", "summary")),
-            node("render", RENDER, {"markdown": "# Title\n\n## Part\n\ntext"}),
-        )
+    events = await save_and_run(  # listed downstream first: the run follows the bindings
+        md_host,
+        node("whole", "builtin:collect", {"label": "all"}, value=("render", None)),
+        node("outline", "builtin:outline", {"depth": 2}, html=("render", "html")),
+        node("again", RENDER, markdown=("render", "summary")),
+        node("render", RENDER, {"markdown": "# Title\n\n## Part\n\ntext"}),
     )
-    events = await run(md_host, "wf1")
     assert [e.type for e in events][-1] == "done", events[-1]
     ids = [i for phase, i in tool_events(events) if phase == "call"]
     assert ids[0] == "render" and set(ids) == {"render", "whole", "outline", "again"}
@@ -483,11 +486,9 @@ async def test_render_chain_with_field_and_whole_result_bindings(
 async def test_failed_upstream_ends_the_run_naming_the_node(
     host: Host, tools: dict[str, Fake]
 ) -> None:
-    canvas = Canvas.for_host(host)
-    canvas.save(
-        workflow(node("b", "builtin:boom"), node("c", "builtin:collect", value=("b", "text")))
+    events = await save_and_run(
+        host, node("b", "builtin:boom"), node("c", "builtin:collect", value=("b", "text"))
     )
-    events = await run(host, "wf1")
     assert [e.type for e in events] == ["tool", "tool", "error"]
     assert events[1].data["success"] is False
     assert events[-1].data == {"message": "node 'b' (builtin:boom) failed: the boom tool broke"}
@@ -511,8 +512,7 @@ async def test_unavailable_node_ends_the_run(md_host: Host, tools: dict[str, Fak
 
 
 async def test_unmet_required_input_ends_the_run(host: Host) -> None:
-    Canvas.for_host(host).save(workflow(node("o", "builtin:outline", {"depth": 1})))
-    events = await run(host, "wf1")
+    events = await save_and_run(host, node("o", "builtin:outline", {"depth": 1}))
     assert [e.type for e in events] == ["error"]
     assert events[0].data["message"] == (
         "node 'o': required input 'html' has no value (neither literal nor bound)"
@@ -522,10 +522,9 @@ async def test_unmet_required_input_ends_the_run(host: Host) -> None:
 async def test_a_result_that_is_not_json_binds_whole_as_text(
     host: Host, tools: dict[str, Fake]
 ) -> None:
-    Canvas.for_host(host).save(
-        workflow(node("p", "builtin:plain"), node("c", "builtin:collect", value=("p", None)))
+    events = await save_and_run(
+        host, node("p", "builtin:plain"), node("c", "builtin:collect", value=("p", None))
     )
-    events = await run(host, "wf1")
     assert events[-1].type == "done"
     assert tools["collect"].received == [{"value": "not json either way"}]
 
@@ -536,13 +535,11 @@ async def test_a_bound_field_missing_from_the_result_ends_the_run(
     tools = fakes()
     tools["collect"].reply = lambda args: {"success": True}  # declares count, omits it
     host = flow_host(tmp_path / "h", tools)
-    Canvas.for_host(host).save(
-        workflow(
-            node("a", "builtin:collect", {"value": 1}),
-            node("b", "builtin:collect", value=("a", "count")),
-        )
+    events = await save_and_run(
+        host,
+        node("a", "builtin:collect", {"value": 1}),
+        node("b", "builtin:collect", value=("a", "count")),
     )
-    events = await run(host, "wf1")
     assert tool_events(events) == [("call", "a"), ("result", "a")]
     assert events[-1].data == {
         "message": "node 'b': input 'value': the result of node 'a' has no field 'count'"
@@ -604,8 +601,7 @@ async def test_approval_in_a_run(tmp_path: Path, flow_host: FlowHost) -> None:
 async def test_denied_by_policy_without_asking(tmp_path: Path, flow_host: FlowHost) -> None:
     tools = fakes()
     host = flow_host(tmp_path / "h", tools, ApprovalPolicy(write=Decision.DENY))
-    Canvas.for_host(host).save(workflow(node("w", "builtin:write", {"text": 1})))
-    events = await run(host, "wf1")
+    events = await save_and_run(host, node("w", "builtin:write", {"text": 1}))
     assert [e.type for e in events] == ["tool", "tool", "error"]
     assert tools["write"].received == []
 
