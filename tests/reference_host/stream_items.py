@@ -1,12 +1,16 @@
-"""Reading a chat or workflow stream in tests: items named for comparison, event data."""
+"""Reading a chat or workflow stream in tests: items named for comparison, event data, and a
+whole stream read over HTTP while its approvals are decided."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from reference_host.stream.sse_parser import SSEComment, SSEEvent, SSEItem
+import httpx
+
+from reference_host.stream.sse_parser import SSEComment, SSEEvent, SSEItem, SSEParser
 
 
 def kinds(items: Sequence[SSEItem]) -> list[str]:
@@ -25,3 +29,44 @@ def data(item: SSEItem) -> dict[str, Any]:
     assert isinstance(item, SSEEvent), item
     result: dict[str, Any] = json.loads(item.data)
     return result
+
+
+@dataclass
+class Decided:
+    """A whole event stream, read while each approval in it was decided as it arrived."""
+
+    raw: bytes
+    items: list[SSEItem]
+    decisions: list[httpx.Response]  # the app's answers to the decisions posted, in order
+
+
+async def stream_deciding(
+    client: httpx.AsyncClient,
+    url: str,
+    body: dict[str, Any],
+    *,
+    approved: bool = True,
+    before_deciding: Callable[[], Awaitable[Any]] | None = None,
+    method: str = "POST",
+) -> Decided:
+    """Stream url (answered 200) and post `approved` to each approval as it arrives, after
+    awaiting before_deciding() if given; the raw bytes, items and the decisions' answers."""
+    raw = bytearray()
+    items: list[SSEItem] = []
+    decisions: list[httpx.Response] = []
+    parser = SSEParser()
+    async with client.stream(method, url, json=body) as response:
+        assert response.status_code == 200
+        async for chunk in response.aiter_bytes():
+            raw += chunk
+            for item in parser.feed(chunk):
+                items.append(item)
+                if isinstance(item, SSEEvent) and item.type == "approval":
+                    if before_deciding is not None:
+                        await before_deciding()
+                    decision = {"approved": approved}
+                    decisions.append(
+                        await client.post(f"/api/approvals/{data(item)['id']}", json=decision)
+                    )
+    items += parser.close()
+    return Decided(bytes(raw), items, decisions)

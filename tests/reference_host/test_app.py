@@ -46,11 +46,11 @@ from reference_host.http.app import create_app
 from reference_host.http.streaming import PUMP_AHEAD, sse_frames
 from reference_host.stream import events
 from reference_host.stream.events import Event
-from reference_host.stream.sse_parser import SSEComment, SSEEvent, SSEItem, SSEParser, parse
+from reference_host.stream.sse_parser import SSEComment, SSEEvent, SSEParser, parse
 from reference_host.support.loopback import serve_on_loopback
 from reference_host.tools.callbacks import CallContext, SentAsIs
 from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
-from tests.reference_host.stream_items import data, kinds
+from tests.reference_host.stream_items import data, kinds, stream_deciding
 
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
 EXCEL = REPO / "sample_plugins" / "fan.summer.excel"
@@ -504,20 +504,9 @@ async def test_approval_round_trip_over_http(client: httpx.AsyncClient, server: 
             ]
         )
     )
-    items: list[SSEItem] = []
-    decisions: list[httpx.Response] = []
-    parser = SSEParser()
     body = {"message": "split it", "conversationId": "cx"}
-    async with client.stream("POST", "/api/chat", json=body) as response:
-        async for chunk in response.aiter_bytes():
-            for item in parser.feed(chunk):
-                items.append(item)
-                if isinstance(item, SSEEvent) and item.type == "approval":
-                    decision = await client.post(
-                        f"/api/approvals/{data(item)['id']}", json={"approved": True}
-                    )
-                    decisions.append(decision)
-    items += parser.close()
+    streamed = await stream_deciding(client, "/api/chat", body)
+    items, decisions = streamed.items, streamed.decisions
     assert kinds(items) == [
         ":connected",
         *["tool.call", "tool.result"] * 2,
@@ -554,17 +543,10 @@ async def test_call_commands_show_the_injected_folder_in_the_approval(
     assert kinds(prepared) == [":connected", *["tool.call", "tool.result"] * 2, "token", "done"]
     assert all(data(item)["success"] for item in prepared[2:5:2])
     assert data(prepared[-1])["text"].startswith("excel_analyze: Analyzed 'sales.xlsx'")
-    items: list[SSEItem] = []
-    parser = SSEParser()
     body = {"message": "/call excel_execute {}", "conversationId": "cc"}
-    async with client.stream("POST", "/api/chat", json=body) as response:
-        async for chunk in response.aiter_bytes():
-            for item in parser.feed(chunk):
-                items.append(item)
-                if isinstance(item, SSEEvent) and item.type == "approval":
-                    url = f"/api/approvals/{data(item)['id']}"
-                    assert (await client.post(url, json={"approved": True})).status_code == 200
-    items += parser.close()
+    streamed = await stream_deciding(client, "/api/chat", body)
+    assert all(decision.status_code == 200 for decision in streamed.decisions)
+    items = streamed.items
     assert kinds(items) == [":connected", "tool.call", "approval", "tool.result", "token", "done"]
     approval = data(items[2])
     assert approval["injected"] == ["outputDir"]
@@ -582,16 +564,13 @@ async def test_denied_approval_and_unknown_approval(
 ) -> None:
     await install(client, EXCEL)
     server.models.append(ScriptedModel([call("excel_execute", {"outputDir": "/tmp"})]))
-    outputs = []
-    parser = SSEParser()
-    async with client.stream("POST", "/api/chat", json={"message": "x"}) as response:
-        async for chunk in response.aiter_bytes():
-            for item in parser.feed(chunk):
-                if isinstance(item, SSEEvent) and item.type == "approval":
-                    url = f"/api/approvals/{data(item)['id']}"
-                    assert (await client.post(url, json={"approved": False})).status_code == 200
-                if isinstance(item, SSEEvent) and data(item).get("phase") == "result":
-                    outputs.append(json.loads(data(item)["output"]))
+    streamed = await stream_deciding(client, "/api/chat", {"message": "x"}, approved=False)
+    assert all(decision.status_code == 200 for decision in streamed.decisions)
+    outputs = [
+        json.loads(data(item)["output"])
+        for item in streamed.items
+        if isinstance(item, SSEEvent) and data(item).get("phase") == "result"
+    ]
     assert outputs == [{"success": False, "error": "the call to excel_execute was not approved"}]
     unknown = await client.post("/api/approvals/approval_nope", json={"approved": True})
     assert unknown.status_code == 404

@@ -24,11 +24,11 @@ from reference_host.agent.approval import ApprovalPolicy
 from reference_host.agent.models import Message, ModelTurn, ScriptedModel, TurnModel
 from reference_host.host import Host
 from reference_host.stream.events import Event
-from reference_host.stream.sse_parser import SSEEvent, SSEItem, SSEParser
+from reference_host.stream.sse_parser import SSEEvent
 from reference_host.workflow.canvas import Canvas
 from reference_host.workflow.runner import run_saved
 from tests.conftest import MakeHost
-from tests.reference_host.stream_items import data
+from tests.reference_host.stream_items import data, stream_deciding
 from tests.reference_host.test_app import Server, client, install, serve, server
 from tests.reference_host.test_fengyu4_host import package
 from tests.security.conftest import Dispatched, the_failure, turn
@@ -244,18 +244,14 @@ async def test_over_http_an_approval_of_a_changed_tool_is_answered_409(
 ) -> None:
     await install(client, greeter(tmp_path, "v3"))
     server.models.append(ScriptedModel([GREET, ModelTurn(text="done")]))
-    items: list[SSEItem] = []
-    decisions: list[httpx.Response] = []
-    parser = SSEParser()
-    async with client.stream("POST", "/api/chat", json={"message": "hi"}) as response:
-        async for chunk in response.aiter_bytes():
-            for item in parser.feed(chunk):
-                items.append(item)
-                if isinstance(item, SSEEvent) and item.type == "approval":
-                    await install(client, greeter(tmp_path, "v4", "4.0.0"))
-                    url = f"/api/approvals/{data(item)['id']}"
-                    decisions.append(await client.post(url, json={"approved": True}))
-    (decision,) = decisions
+    streamed = await stream_deciding(
+        client,
+        "/api/chat",
+        {"message": "hi"},
+        before_deciding=lambda: install(client, greeter(tmp_path, "v4", "4.0.0")),
+    )
+    items = streamed.items
+    (decision,) = streamed.decisions
     assert decision.status_code == 409, decision.text
     assert UPGRADED in decision.json()["error"]
     assert "the call was not run" in decision.json()["error"]

@@ -18,9 +18,9 @@ from conformance.install_validation import kit_validator
 from plugin_spec.sensitive import MASK
 from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel
-from reference_host.stream.sse_parser import SSEEvent, SSEItem, SSEParser
+from reference_host.stream.sse_parser import SSEEvent, SSEItem
 from tests.conftest import MakeHost, python_plugin, v2_manifest
-from tests.reference_host.stream_items import data, kinds
+from tests.reference_host.stream_items import data, kinds, stream_deciding
 from tests.reference_host.test_app import Server, call, install
 from tests.security.conftest import run_chat, turn
 
@@ -117,22 +117,9 @@ async def stream_approving(
     client: httpx.AsyncClient, method: str, url: str, body: dict[str, Any]
 ) -> tuple[bytes, list[SSEItem]]:
     """A whole event stream, approving each approval as it arrives; its raw bytes and items."""
-    raw = bytearray()
-    items: list[SSEItem] = []
-    parser = SSEParser()
-    async with client.stream(method, url, json=body) as response:
-        assert response.status_code == 200
-        async for chunk in response.aiter_bytes():
-            raw += chunk
-            for item in parser.feed(chunk):
-                items.append(item)
-                if isinstance(item, SSEEvent) and item.type == "approval":
-                    decided = await client.post(
-                        f"/api/approvals/{data(item)['id']}", json={"approved": True}
-                    )
-                    assert decided.status_code == 200
-    items += parser.close()
-    return bytes(raw), items
+    streamed = await stream_deciding(client, url, body, method=method)
+    assert all(decided.status_code == 200 for decided in streamed.decisions)
+    return streamed.raw, streamed.items
 
 
 def stored_bytes(server: Server, skip: Path) -> bytes:
