@@ -22,11 +22,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from conformance.install_validation import kit_validator
+from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.host import Host
 from reference_host.stream.events import Event
 from sample_plugins.erp_backends import serve_backends
-from tests.conftest import REPO
+from tests.conftest import REPO, MakeHost
 
 SAMPLES = REPO / "sample_plugins"
 MARKDOWN = SAMPLES / "fan.summer.markdown"
@@ -112,6 +114,21 @@ class Dispatched:
             for text in strings_in(params):
                 for bad in forbidden:
                     assert bad not in text, f"{plugin_id}.{method} received {text!r}"
+
+
+def watched_host(
+    make_host: MakeHost, files: Path, write: Decision = Decision.ALLOW
+) -> tuple[Host, Dispatched]:
+    """A host that validates installs with the kit, has files as its one allowed root, decides
+    write calls by `write` and denies external ones; and what its workers are sent."""
+    host = make_host(
+        allowed_roots=(files,),
+        approval=ApprovalPolicy(write=write, external=Decision.DENY),
+        validator=kit_validator,
+    )
+    sent = Dispatched()
+    host.manager.observers.append(sent)
+    return host, sent
 
 
 # --------------------------------------------------------------------------- ERP plugins

@@ -13,15 +13,21 @@ from typing import Any
 
 import pytest
 
-from conformance.install_validation import kit_validator
 from plugin_spec.tool_definition import Effect, ToolDefinition
-from reference_host.agent.approval import ApprovalPolicy, Decision
+from reference_host.agent.approval import Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.host import Host
 from reference_host.stream.events import Event
 from reference_host.tools.callbacks import CallContext, CallPlan
 from tests.conftest import MakeHost
-from tests.security.conftest import EXCEL, Dispatched, copy_sample, results, turn
+from tests.security.conftest import (
+    EXCEL,
+    Dispatched,
+    copy_sample,
+    results,
+    turn,
+    watched_host,
+)
 
 XL = "fan.summer.excel"
 
@@ -45,13 +51,7 @@ def approvals(events: list[Event]) -> list[dict[str, Any]]:
 async def excel(tmp_path: Path, make_host: MakeHost) -> tuple[Host, Path, Dispatched]:
     files = tmp_path / "files"
     (files / "out").mkdir(parents=True)
-    host = make_host(
-        allowed_roots=(files,),
-        approval=ApprovalPolicy(write=Decision.ASK, external=Decision.DENY),
-        validator=kit_validator,
-    )
-    sent = Dispatched()
-    host.manager.observers.append(sent)
+    host, sent = watched_host(make_host, files, Decision.ASK)
     await host.install(copy_sample(EXCEL, tmp_path))
     return host, files / "out", sent
 

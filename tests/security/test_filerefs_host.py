@@ -20,9 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.install_validation import kit_validator
 from plugin_spec.filerefs import FileClass
-from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.grants.grant_store import GrantStore
 from reference_host.host import Host
@@ -37,6 +35,7 @@ from tests.security.conftest import (
     run_chat,
     the_failure,
     turn,
+    watched_host,
 )
 
 MD = "fan.summer.markdown"
@@ -74,13 +73,7 @@ async def setup(tmp_path: Path, make_host: MakeHost) -> Setup:
     doc.write_text("# Public\n", "utf-8")
     secret = outside / "secret.md"
     secret.write_text("# TOP-SECRET\n", "utf-8")
-    host = make_host(
-        allowed_roots=(files,),
-        approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.DENY),
-        validator=kit_validator,
-    )
-    sent = Dispatched()
-    host.manager.observers.append(sent)
+    host, sent = watched_host(make_host, files)
     await host.install(copy_sample(MARKDOWN, tmp_path))
     await host.install(copy_sample(EXCEL, tmp_path))
     return Setup(host, files, outside, doc, secret, sent)

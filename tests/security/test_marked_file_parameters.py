@@ -7,11 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.install_validation import kit_validator
-from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.host import Host
 from tests.conftest import MakeHost, python_plugin, v2_manifest
-from tests.security.conftest import Dispatched, results, run_chat, turn
+from tests.security.conftest import Dispatched, results, run_chat, turn, watched_host
 
 PLUGIN = "fixture.marked-files"
 
@@ -50,13 +48,7 @@ async def host_with(
 ) -> tuple[Host, Path, Dispatched]:
     files = tmp_path / "files"
     files.mkdir()
-    host = make_host(
-        allowed_roots=(files,),
-        approval=ApprovalPolicy(write=Decision.ALLOW, external=Decision.DENY),
-        validator=kit_validator,
-    )
-    sent = Dispatched()
-    host.manager.observers.append(sent)
+    host, sent = watched_host(make_host, files)
     await host.install(marked_plugin(tmp_path / "plugin", parameter, effect))
     return host, files, sent
 
