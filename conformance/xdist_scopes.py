@@ -2,12 +2,14 @@
 
 Items of one plugin and suite share what their process built for them: the worker suite one
 probe transcript, the host suite one host, the manifest suite the plugin's schema findings;
-xdist's scope scheduling keeps each such group in one worker. The per-tool items of the tools
-and endpoints suites are dealt out by tool into one group per xdist worker: a tool's items
-share its input space, and its effect items (FY-EFF) judge the calls made in their own
-process once the worker has lingered and been ended. Dealt out this way, each xdist worker
-calls its own tools, ends their worker once, after the last of them, and judges what it saw;
-dealt out item by item, each effect item would call its tool again and wait out the linger.
+each such group is one xdist scope, run by one worker. The per-tool items of the tools and
+endpoints suites are dealt out by tool into one group per xdist worker: a tool's items share
+its input space, and its effect items (FY-EFF) judge the calls made in their own process,
+once the tool worker has lingered after its latest call and been ended. So a group's effect
+items go to the worker that made the group's calls, and only when it has nothing else to
+run: the linger then passes while it runs other groups, and each worker ends its tool worker
+once. Dealt out item by item, each effect item called its tool again and waited out the
+linger.
 """
 
 from __future__ import annotations
@@ -18,15 +20,19 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 PER_TOOL_SUITES = ("tools", "endpoints")
+EFFECTS = "FY-EFF-"  # the requirements that judge the calls of their own process
+AFTER = "!effects"  # the suffix of a group's effect scope
 
 
 class KitScheduling(LoadScopeScheduling):
     """xdist's scope scheduling, with the kit's scopes (node id
-    `conformance.<plugin>.<suite>::<ID> <title>[<tool>]`)."""
+    `conformance.<plugin>.<suite>::<ID> <title>[<tool>]`) and effect scopes kept for the
+    worker that ran their group."""
 
     def __init__(self, config: pytest.Config, log: Any = None) -> None:
         super().__init__(config, log)
         self._tools: dict[str, dict[str, int]] = {}  # each plugin-suite's tools, numbered
+        self._ran: dict[str, Any] = {}  # group scope -> the xdist worker given it
 
     def _split_scope(self, nodeid: str) -> str:
         scope, _, name = nodeid.partition("::")
@@ -36,4 +42,35 @@ class KitScheduling(LoadScopeScheduling):
         tool = name[name.rindex("[") + 1 : -1]
         tools = self._tools.setdefault(scope, {})
         number = tools.setdefault(tool, len(tools))
-        return f"{scope}#{number % max(1, self.numnodes)}"
+        group = f"{scope}#{number % max(1, self.numnodes)}"
+        return group + AFTER if name.startswith(EFFECTS) else group
+
+    def _assign_work_unit(self, node: Any) -> None:
+        """Give node the first scope it may run: any but an effect scope, else the effect
+        scope of a group it ran (or whose worker is gone); none while neither is left."""
+        others = [scope for scope in self.workqueue if not scope.endswith(AFTER)]
+        own = [
+            scope for scope in self.workqueue if scope.endswith(AFTER) and self._may(node, scope)
+        ]
+        chosen = (others or own or [None])[0]
+        if chosen is None:
+            return
+        work_unit = self.workqueue.pop(chosen)
+        self._ran.setdefault(chosen, node)
+        self.assigned_work.setdefault(node, {})[chosen] = work_unit
+        collection = self.registered_collections[node]
+        node.send_runtest_some(
+            [collection.index(nodeid) for nodeid, done in work_unit.items() if not done]
+        )
+
+    def _may(self, node: Any, effects: str) -> bool:
+        ran = self._ran.get(effects.removesuffix(AFTER))
+        return ran is node or ran is None or ran not in self.assigned_work
+
+    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        """Also look again at idle workers: an effect scope one could not take may now be
+        the last scope left, and a worker with nothing left is shut down."""
+        super().mark_test_complete(node, item_index, duration)
+        for other in self.nodes:
+            if other is not node and not self._pending_of(self.assigned_work.get(other, {})):
+                self._reschedule(other)

@@ -345,7 +345,11 @@ class WorkerServices:
 
     def end_workers(self) -> None:
         """Stop the tool and host workers, as a host stops them, reading what they write
-        until they exit; a later item starts them again."""
+        until they exit; a later item starts them again. The tool worker is ended as the
+        effect checks end it (effects.settle: LINGER seconds after its latest call), so what
+        it does meanwhile is laid at its calls' door whichever item ends it first."""
+        if not self.effects.unwatched:
+            self.effects.settle()
         if self._harness is not None:
             self._harness.close()
             self._harness = None
