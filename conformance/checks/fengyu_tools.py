@@ -25,6 +25,7 @@ from conformance.properties import Counterexample, find_counterexample
 from conformance.schema_messages import explain
 from conformance.sources import pointer
 from conformance.strategies import ExternalRefs, GeneratorGap, defaulted_properties
+from plugin_spec import jsonrpc
 from plugin_spec.fengyu_runtime import CANCEL_GRACE_SECONDS, CANCEL_METHOD
 from plugin_spec.filerefs import by_id, classify_parameters, resolve_refs
 from plugin_spec.schema_refs import DOCUMENT_ONLY, external_refs
@@ -52,7 +53,6 @@ INTERNAL_FIX = (
     "the inputSchema so it does not admit this input, or answer a business error instead: "
     "{success: false, summary}, or an RpcError with a data.code of your own"
 )
-INTERNAL_CODE = -32603
 INTERNAL_DATA_CODE = "INTERNAL_ERROR"
 HANG_FIX = (
     "answer within the tool's timeout (timeoutSeconds): fail fast, or split long work into "
@@ -175,8 +175,8 @@ def internal_error(outcome: CallOutcome) -> str:
     data = error.get("data")
     if isinstance(data, dict) and data.get("code") == INTERNAL_DATA_CODE:
         return f"code {error.get('code')}, data.code {INTERNAL_DATA_CODE}"
-    if error.get("code") == INTERNAL_CODE:
-        return f"code {INTERNAL_CODE}"
+    if error.get("code") == jsonrpc.INTERNAL_ERROR:
+        return f"code {jsonrpc.INTERNAL_ERROR}"
     return ""
 
 
@@ -316,8 +316,8 @@ def cancelled_calls_answered(ctx: CheckContext) -> Iterator[Finding]:
             f"the call does not answer within {run.timeout:g} s even when left alone: "
             "FY-TOOL-001's finding, not the cancel's"
         )
-    request = {"jsonrpc": "2.0", "id": "1", "method": run.tool.method, "params": params}
-    cancel = {"jsonrpc": "2.0", "method": CANCEL_METHOD, "params": {"id": "1"}}
+    request = jsonrpc.request("1", str(run.tool.method), params)
+    cancel = jsonrpc.notification(CANCEL_METHOD, {"id": "1"})
     yield ctx.manifest_finding(
         run.tool.pointer,
         f"tool {run.tool.name!r}: the call was cancelled right after it was sent, and no answer "

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from conformance.fengyu.resource_watch import REPORT_ONLY, Reporter
 from conformance.findings import shown
 from conformance.loop_thread import LoopThread
+from plugin_spec import jsonrpc
 from plugin_spec.fengyu_decls import ResourceLimits
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.manager import PluginProcessManager
@@ -51,7 +52,7 @@ class CallOutcome:
     value: Any
     message: str
     stderr: str
-    request: dict[str, Any]
+    request: jsonrpc.Request
 
     @property
     def succeeded(self) -> bool:
@@ -107,7 +108,7 @@ class ToolHarness:
                 lambda _, line, problem: stray(line, problem, self.doing())
             )
         self._warm = False
-        self._calls: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
+        self._calls: tuple[jsonrpc.Request | None, jsonrpc.Request | None] = (None, None)
 
     def doing(self) -> str:
         """The call under way, else the last one made: what an overrun or a stray stdout
@@ -122,7 +123,7 @@ class ToolHarness:
             return "while the worker started"
         return f"while {what}" if current else f"after {what}"
 
-    def named(self, request: dict[str, Any]) -> str:
+    def named(self, request: jsonrpc.Request) -> str:
         """A request as messages name it: the tool (and method) and its params."""
         method = request["method"]
         tool = self.tools.get(method)
@@ -142,13 +143,13 @@ class ToolHarness:
     def call(self, method: str, params: Any, timeout: float) -> CallOutcome:
         """Call method as a host would; the first call of a method that times out is kept
         in hangs."""
-        request = {"jsonrpc": "2.0", "id": "repro-1", "method": method, "params": params}
+        request = jsonrpc.request("repro-1", method, params)
         outcome = self._call(request, timeout)
         if outcome.kind == "timeout":
             self.hangs.setdefault(method, outcome)
         return outcome
 
-    def _call(self, request: dict[str, Any], timeout: float) -> CallOutcome:
+    def _call(self, request: jsonrpc.Request, timeout: float) -> CallOutcome:
         method, params = request["method"], request["params"]
         invoke = self.manager.invoke(self.spec.plugin_id, method, params, tool_timeout=timeout)
         self._calls = (request, self._calls[1])
@@ -176,10 +177,10 @@ class ToolHarness:
         call does; whether the worker answered the host's `$/cancelRequest` within FengYu's
         second (a call that finished first, or a worker that died meanwhile, counts as
         answered: that is another requirement's finding), or was killed for its silence."""
-        request = {"jsonrpc": "2.0", "id": "repro-1", "method": method, "params": params}
+        request = jsonrpc.request("repro-1", method, params)
         return self._wait(self._abandon(method, params, timeout), request, timeout)
 
-    def _wait(self, work: Coroutine[Any, Any, T], request: dict[str, Any], timeout: float) -> T:
+    def _wait(self, work: Coroutine[Any, Any, T], request: jsonrpc.Request, timeout: float) -> T:
         """Run work on the loop and wait for it, telling the waiting notices what is waited
         on once NOTICE_SECONDS have passed, and every NOTICE_EVERY seconds after."""
         future = asyncio.run_coroutine_threadsafe(work, self._loop.loop)
@@ -219,7 +220,7 @@ class ToolHarness:
         await connection.settled()
         return request_id not in connection.unanswered_cancels
 
-    def reproduction(self, request: dict[str, Any], timeout: float | None = None) -> str:
+    def reproduction(self, request: jsonrpc.Request, timeout: float | None = None) -> str:
         """A one-line shell command that sends request to the worker by hand, in the sandbox
         the kit ran it in (launch.py: pasted unconfined, a refused write would succeed, and
         in the author's folder). For a call that timed out (timeout: the tool's), stdin

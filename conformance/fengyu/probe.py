@@ -24,6 +24,7 @@ from typing import Any
 
 from conformance.fengyu.raw_worker import Line, LogLines, RawWorker
 from conformance.findings import cut
+from plugin_spec import jsonrpc
 from plugin_spec.fengyu_runtime import (
     DEFAULT_LOCALE,
     HANDSHAKE_METHOD,
@@ -198,7 +199,7 @@ def owner(line: Line, current: Exchange, earlier: list[Exchange]) -> Exchange:
 
 def request(rid: Any, method: str, params: Any = None) -> dict[str, Any]:
     """A request as FengYu frames it: with the `_fengyu` envelope's locale."""
-    message = {"jsonrpc": "2.0", "id": rid, "method": method}
+    message: dict[str, Any] = {"jsonrpc": jsonrpc.VERSION, "id": rid, "method": method}
     if params is not None:
         message["params"] = params
     return {**message, **envelope(DEFAULT_LOCALE)}
@@ -250,8 +251,8 @@ def script(methods: dict[str, float]) -> list[Planned]:
         Planned(
             Step.NOTIFICATIONS,
             [
-                frame({"jsonrpc": "2.0", "method": NO_SUCH_METHOD, "params": {}}),
-                frame({"jsonrpc": "2.0", "method": first_method, "params": {}}),
+                frame(jsonrpc.notification(NO_SUCH_METHOD, {})),
+                frame(jsonrpc.notification(first_method, {})),
             ],
             methods.get(first_method, REPLY_SECONDS),
             notifies=True,
@@ -264,15 +265,7 @@ def script(methods: dict[str, float]) -> list[Planned]:
         ),
         Planned(
             Step.SET_LEVEL,
-            [
-                frame(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": SET_LEVEL_METHOD,
-                        "params": {"level": "DEBUG"},
-                    }
-                )
-            ],
+            [frame(jsonrpc.notification(SET_LEVEL_METHOD, {"level": "DEBUG"}))],
             REPLY_SECONDS,
             notifies=True,
         ),
