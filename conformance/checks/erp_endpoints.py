@@ -3,7 +3,9 @@ inputs sent as the host sends them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from hypothesis import assume
 from hypothesis import strategies as st
@@ -13,7 +15,7 @@ from conformance.erp.endpoints import Answer, EndpointServices
 from conformance.erp.plugin import ErpTool
 from conformance.erp.routes import NOT_FOUND, RouteCheck, route_check, valid_inputs
 from conformance.findings import Finding, NotApplicable
-from conformance.properties import Counterexample, find_counterexample
+from conformance.properties import Attempt, Counterexample, find_counterexample
 from conformance.strategies import ExternalRefs, GeneratorGap, InputSpace
 from plugin_spec.rest_handler import RestHandler
 
@@ -80,10 +82,35 @@ def backend_answers(ctx: CheckContext) -> Iterator[Finding]:
         yield ctx.finding(message, str(services.base_url))
 
 
-@check("ERP-DYN-001")
-def no_server_errors(ctx: CheckContext) -> Iterator[Finding]:
-    services, tool, handler, space = _routed(ctx)
+def _searched(
+    make_attempt: Callable[[EndpointServices, RestHandler, InputSpace], Attempt],
+) -> Callable[[CheckContext], Iterator[Finding]]:
+    """An endpoint check that searches the routed tool's inputs for one counterexample:
+    make_attempt gets the tool's services, handler and input space and gives the attempt to
+    search with; what it finds is the check's one finding."""
 
+    @functools.wraps(make_attempt)
+    def search(ctx: CheckContext) -> Iterator[Finding]:
+        services, tool, handler, space = _routed(ctx)
+        attempt = make_attempt(services, handler, space)
+        yield from _report(ctx, tool, find_counterexample(attempt, services.settings))
+
+    return search
+
+
+def _valid_and_mutations(
+    data: st.DataObject, space: InputSpace, handler: RestHandler
+) -> tuple[Any, list[tuple[str, Any]]]:
+    """A valid input drawn from space, and the ways to break it (URL text as _textual says)."""
+    params = space.draw_valid(data.draw)
+    return params, space.mutations(params, _textual(handler))
+
+
+@check("ERP-DYN-001")
+@_searched
+def no_server_errors(
+    services: EndpointServices, handler: RestHandler, space: InputSpace
+) -> Attempt:
     def attempt(data: st.DataObject) -> Counterexample | None:
         answer = services.call(handler, space.draw_valid(data.draw))
         if answer.status is None and answer.request is not None:
@@ -92,16 +119,14 @@ def no_server_errors(ctx: CheckContext) -> Iterator[Finding]:
             return Counterexample(f"a valid input got HTTP {answer.status}", answer)
         return None
 
-    yield from _report(ctx, tool, find_counterexample(attempt, services.settings))
+    return attempt
 
 
 @check("ERP-DYN-002")
-def json_answers(ctx: CheckContext) -> Iterator[Finding]:
-    services, tool, handler, space = _routed(ctx)
-
+@_searched
+def json_answers(services: EndpointServices, handler: RestHandler, space: InputSpace) -> Attempt:
     def attempt(data: st.DataObject) -> Counterexample | None:
-        params = space.draw_valid(data.draw)
-        mutations = space.mutations(params, _textual(handler))
+        params, mutations = _valid_and_mutations(data, space, handler)
         if bool(mutations) and data.draw(st.booleans()):
             params = data.draw(st.sampled_from(mutations))[1]
         answer = services.call(handler, params)
@@ -112,16 +137,16 @@ def json_answers(ctx: CheckContext) -> Iterator[Finding]:
             )
         return None
 
-    yield from _report(ctx, tool, find_counterexample(attempt, services.settings))
+    return attempt
 
 
 @check("ERP-DYN-003")
-def invalid_input_rejected(ctx: CheckContext) -> Iterator[Finding]:
-    services, tool, handler, space = _routed(ctx)
-
+@_searched
+def invalid_input_rejected(
+    services: EndpointServices, handler: RestHandler, space: InputSpace
+) -> Attempt:
     def attempt(data: st.DataObject) -> Counterexample | None:
-        params = space.draw_valid(data.draw)
-        mutations = space.mutations(params, _textual(handler))
+        _, mutations = _valid_and_mutations(data, space, handler)
         assume(mutations)
         why, broken = data.draw(st.sampled_from(mutations))
         answer = services.call(handler, broken)
@@ -138,7 +163,7 @@ def invalid_input_rejected(ctx: CheckContext) -> Iterator[Finding]:
             )
         return None
 
-    yield from _report(ctx, tool, find_counterexample(attempt, services.settings))
+    return attempt
 
 
 @check("ERP-DYN-005")
