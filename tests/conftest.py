@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from typing import Any
 import hypothesis  # noqa: F401  (imported once here: in-process kit runs would re-import it)
 import pytest
 
+from reference_host.grants.grant_store import GrantStore
 from reference_host.host import Host, HostConfig
 
 pytest_plugins = ["pytester"]
@@ -182,6 +183,19 @@ def python_plugin(
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
     (folder / "backend" / "worker.py").write_text(worker)
     return folder
+
+
+def file_texts(folder: Path) -> dict[str, str]:
+    """Every file below folder, by its path relative to folder, with its text."""
+    return {str(p.relative_to(folder)): p.read_text() for p in folder.rglob("*") if p.is_file()}
+
+
+def grant_store(roots: list[Path], data: Path) -> Iterator[GrantStore]:
+    """For a fixture to `yield from`: a GrantStore over roots keeping its copies in data,
+    closed when the fixture ends."""
+    grants = GrantStore(roots, data)
+    yield grants
+    grants.close()
 
 
 def copy_plugin(source: Path, tmp_path: Path) -> Path:

@@ -20,7 +20,7 @@ from plugin_spec.filerefs import FileClass, FileRefError
 from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn
 from reference_host.grants.grant_store import GrantStore
-from tests.conftest import MakeHost, python_plugin, v2_manifest
+from tests.conftest import MakeHost, file_texts, grant_store, python_plugin, v2_manifest
 from tests.security.conftest import Dispatched, results, run_chat, turn
 
 PLUGIN = "fixture.scoped-files"
@@ -37,13 +37,7 @@ def shared(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(shared: Path, tmp_path: Path) -> Iterator[GrantStore]:
-    grants = GrantStore([shared], tmp_path / "grants")
-    yield grants
-    grants.close()
-
-
-def files_in(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): p.read_text() for p in folder.rglob("*") if p.is_file()}
+    yield from grant_store([shared], tmp_path / "grants")
 
 
 def under(path: str | Path, folders: tuple[Path, ...]) -> bool:
@@ -113,19 +107,19 @@ def test_a_commit_copies_only_what_changed_while_a_call_held_the_staging(
     staging = Path(store.prepare("S1", "p", {"out": ref}, OUT)["out"])
     (staging / "a.txt").write_text("the call's output")
     store.commit("S1", "p")
-    assert files_in(shared / "out") == {"a.txt": "the call's output"}
+    assert file_texts(shared / "out") == {"a.txt": "the call's output"}
 
     # between calls: a worker serving another conversation writes here
     (staging / "planted.txt").write_text("from S2")
     (staging / "a.txt").write_text("overwritten by S2")
     store.commit("S1", "p")  # a call of S1 that was not handed the staging
-    assert files_in(shared / "out") == {"a.txt": "the call's output"}
+    assert file_texts(shared / "out") == {"a.txt": "the call's output"}
 
     # the next call handed the staging: only what it changes is its output
     store.prepare("S1", "p", {"out": ref}, OUT)
     (staging / "b.txt").write_text("the next call's output")
     store.commit("S1", "p")
-    assert files_in(shared / "out") == {
+    assert file_texts(shared / "out") == {
         "a.txt": "the call's output",
         "b.txt": "the next call's output",
     }
@@ -142,7 +136,7 @@ def test_a_call_refused_before_the_worker_does_not_hold_the_staging(
     staging = Path(store.copy_path("p", ref, write=True))
     (staging / "planted.txt").write_text("from S2")
     store.commit("S1", "p")
-    assert files_in(shared / "out") == {}
+    assert file_texts(shared / "out") == {}
 
 
 def scoped_plugin(folder: Path) -> Path:
@@ -238,6 +232,6 @@ async def test_a_read_tool_in_another_conversation_cannot_get_a_file_committed(
     await run_chat(host, turn("scoped_peek", {}), conversation="S2")
     # S1's next calls: a read tool, then a write tool that is handed the staging again
     await run_chat(host, turn("scoped_peek", {}, call_id="call-2"), conversation="S1")
-    assert files_in(shared / "out") == {"a.txt": "a.txt from S1"}
+    assert file_texts(shared / "out") == {"a.txt": "a.txt from S1"}
     await run_chat(host, save("b.txt"), conversation="S1")
-    assert files_in(shared / "out") == {"a.txt": "a.txt from S1", "b.txt": "b.txt from S1"}
+    assert file_texts(shared / "out") == {"a.txt": "a.txt from S1", "b.txt": "b.txt from S1"}

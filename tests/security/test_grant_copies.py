@@ -17,7 +17,7 @@ import pytest
 from plugin_spec.filerefs import FileClass, FileRefError
 from reference_host.grants import copies as grant_copies
 from reference_host.grants.grant_store import GrantStore
-from tests.conftest import MakeHost
+from tests.conftest import MakeHost, file_texts, grant_store
 
 SECRET = "TOP-SECRET"
 
@@ -42,13 +42,7 @@ def outside(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(shared: Path, tmp_path: Path) -> Iterator[GrantStore]:
-    grants = GrantStore([shared], tmp_path / "data")
-    yield grants
-    grants.close()
-
-
-def texts(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): p.read_text() for p in folder.rglob("*") if p.is_file()}
+    yield from grant_store([shared], tmp_path / "data")
 
 
 def test_a_read_folder_is_copied_without_its_links_and_special_files(
@@ -62,7 +56,7 @@ def test_a_read_folder_is_copied_without_its_links_and_special_files(
     params = store.prepare("c", "p", {"d": ref}, {"d": FileClass.READ_DIRECTORY})
     copy = Path(params["d"])
     assert copy == Path(store.copy_path("p", ref))
-    assert texts(copy) == {"a.md": "# a\n", "sub/b.md": "# b\n"}
+    assert file_texts(copy) == {"a.md": "# a\n", "sub/b.md": "# b\n"}
     assert not any(p.is_symlink() for p in copy.rglob("*"))
 
 
@@ -101,7 +95,7 @@ def test_a_read_folder_raced_with_link_swaps_never_copies_outside_content(
     leaks = 0
     try:
         for _ in range(300):
-            leaks += SECRET in str(texts(Path(store.hand_over("c", "p", ref))))
+            leaks += SECRET in str(file_texts(Path(store.hand_over("c", "p", ref))))
     finally:
         stop.set()
         swapper.join(timeout=60)
@@ -121,7 +115,7 @@ def test_a_link_written_into_staging_is_refused_and_nothing_is_committed(
     assert list((shared / "out").iterdir()) == []
     (staging / "link.txt").unlink()
     store.commit("c", "p")
-    assert texts(shared / "out") == {"a.txt": "mine"}
+    assert file_texts(shared / "out") == {"a.txt": "mine"}
 
 
 def test_output_reaches_the_granted_folder_and_later_writes_follow(
@@ -137,7 +131,7 @@ def test_output_reaches_the_granted_folder_and_later_writes_follow(
     (staging / "later.txt").write_text("2")
     (staging / "deep" / "er" / "x.txt").write_text("changed")
     store.commit("c", "p")
-    assert texts(shared / "out") == {"deep/er/x.txt": "changed", "later.txt": "2"}
+    assert file_texts(shared / "out") == {"deep/er/x.txt": "changed", "later.txt": "2"}
 
 
 def test_a_hard_link_in_the_granted_folder_is_replaced_not_written_through(
@@ -218,12 +212,12 @@ def test_a_hard_link_to_an_outside_file_is_never_copied(
         store.attach("c", "p", docs / "linked.md", "read")
     ref = store.attach("c", "p", docs / "a.md", "read")
     folder = store.attach("c", "p", docs, "read")
-    assert SECRET not in str(texts(Path(store.hand_over("c", "p", folder))))
+    assert SECRET not in str(file_texts(Path(store.hand_over("c", "p", folder))))
     os.replace(docs / "linked.md", docs / "a.md")
     with pytest.raises(FileRefError, match="now points elsewhere"):
         store.hand_over("c", "p", ref)
     copies = Path(store.copy_path("p", ref)).parent
-    assert SECRET not in str(texts(copies))
+    assert SECRET not in str(file_texts(copies))
 
 
 @pytest.fixture
