@@ -165,6 +165,17 @@ def console(browser: Any, url: str) -> Iterator[Console]:
         context.close()
 
 
+# The URL of a host_on_loopback host and a console page open on it.
+ServedConsole = tuple[str, Console]
+
+
+@pytest.fixture
+def served_console(browser: Any, tmp_path: Path, files: Path) -> Iterator[ServedConsole]:
+    """host_on_loopback's host and a console on it, for the length of a test."""
+    with host_on_loopback(tmp_path, files) as url, console(browser, url) as opened:
+        yield url, opened
+
+
 def send(console: Console, message: str) -> Any:
     """Send a chat message; the assistant's answer element of this exchange."""
     page = console.page
@@ -186,84 +197,84 @@ def grant(console: Console, plugin: str, path: Path, access: str) -> None:
 
 
 def test_plugins_grants_and_an_approved_and_a_denied_write_call(
-    browser: Any, tmp_path: Path, files: Path
+    served_console: ServedConsole, tmp_path: Path, files: Path
 ) -> None:
     """Install excel from the page, disable and enable markdown, grant the workbook and the
     output folder, analyze and configure, then excel_execute: the approval shows the folder
     the host injected, Approve runs it (the files are on disk), a second one is denied."""
-    with host_on_loopback(tmp_path, files) as url, console(browser, url) as opened:
-        page, expect = opened.page, opened.expect
-        plugins = page.locator("#plugins")
-        markdown = plugins.locator('[data-plugin-id="fan.summer.markdown"]')
-        expect(markdown).to_contain_text("enabled")
-        expect(page.locator('#tools [data-tool="markdown_render"]')).to_be_visible()
-        conversation = page.locator("#conversation-id").inner_text()
-        assert re.fullmatch(r"conv_[0-9a-f]{32}", conversation)
+    _, opened = served_console
+    page, expect = opened.page, opened.expect
+    plugins = page.locator("#plugins")
+    markdown = plugins.locator('[data-plugin-id="fan.summer.markdown"]')
+    expect(markdown).to_contain_text("enabled")
+    expect(page.locator('#tools [data-tool="markdown_render"]')).to_be_visible()
+    conversation = page.locator("#conversation-id").inner_text()
+    assert re.fullmatch(r"conv_[0-9a-f]{32}", conversation)
 
-        # An install the host refuses: its error and problems, readable.
-        page.locator("#install-path").fill(str(tmp_path / "no-such-plugin"))
-        page.get_by_role("button", name="Install").click()
-        expect(page.locator("#plugins-error")).to_contain_text("400")
+    # An install the host refuses: its error and problems, readable.
+    page.locator("#install-path").fill(str(tmp_path / "no-such-plugin"))
+    page.get_by_role("button", name="Install").click()
+    expect(page.locator("#plugins-error")).to_contain_text("400")
 
-        page.locator("#install-path").fill(str(EXCEL))
-        page.get_by_role("button", name="Install").click()
-        excel = plugins.locator('[data-plugin-id="fan.summer.excel"]')
-        expect(excel).to_contain_text("enabled")
-        expect(excel).to_contain_text("excel_execute")
-        expect(page.locator("#plugins-error")).to_be_hidden()
-        expect(page.locator('#tools [data-tool="excel_execute"]')).to_contain_text("write")
+    page.locator("#install-path").fill(str(EXCEL))
+    page.get_by_role("button", name="Install").click()
+    excel = plugins.locator('[data-plugin-id="fan.summer.excel"]')
+    expect(excel).to_contain_text("enabled")
+    expect(excel).to_contain_text("excel_execute")
+    expect(page.locator("#plugins-error")).to_be_hidden()
+    expect(page.locator('#tools [data-tool="excel_execute"]')).to_contain_text("write")
 
-        markdown.get_by_role("button", name="Disable").click()
-        expect(markdown).to_contain_text("disabled")
-        expect(page.locator('#tools [data-tool="markdown_render"]')).to_have_count(0)
-        markdown.get_by_role("button", name="Enable").click()
-        expect(markdown.get_by_role("button", name="Disable")).to_be_visible()
-        expect(page.locator('#tools [data-tool="markdown_render"]')).to_be_visible()
+    markdown.get_by_role("button", name="Disable").click()
+    expect(markdown).to_contain_text("disabled")
+    expect(page.locator('#tools [data-tool="markdown_render"]')).to_have_count(0)
+    markdown.get_by_role("button", name="Enable").click()
+    expect(markdown.get_by_role("button", name="Disable")).to_be_visible()
+    expect(page.locator('#tools [data-tool="markdown_render"]')).to_be_visible()
 
-        grant(opened, "fan.summer.excel", files / "sales.xlsx", "read")
-        grant(opened, "fan.summer.excel", files / "out", "write")
+    grant(opened, "fan.summer.excel", files / "sales.xlsx", "read")
+    grant(opened, "fan.summer.excel", files / "out", "write")
 
-        analyzed = send(opened, "/call excel_analyze {}")
-        expect(analyzed.locator(".outcome")).to_have_text(re.compile("^done"))
-        expect(analyzed.locator(".tool .output")).to_contain_text("sales.xlsx")
-        configured = send(opened, '/call excel_configure {"mode": "BY_SHEET"}')
-        expect(configured.locator(".outcome")).to_have_text(re.compile("^done"))
+    analyzed = send(opened, "/call excel_analyze {}")
+    expect(analyzed.locator(".outcome")).to_have_text(re.compile("^done"))
+    expect(analyzed.locator(".tool .output")).to_contain_text("sales.xlsx")
+    configured = send(opened, '/call excel_configure {"mode": "BY_SHEET"}')
+    expect(configured.locator(".outcome")).to_have_text(re.compile("^done"))
 
-        approved = send(opened, '/call excel_execute {"filePrefix": "part_"}')
-        card = approved.locator(".tool")
-        expect(card.locator(".arguments").first).to_contain_text('"filePrefix": "part_"')
-        approval = card.locator(".approval")
-        expect(approval).to_contain_text("Approve excel_execute?")
-        # As sent to the worker: the folder's FileRef in outputDir, which the model left out.
-        expect(approval.locator(".arguments")).to_contain_text('"outputDir": {')
-        _expect_injected_row(opened, approval, files / "out")
-        expect(card.locator(".state")).to_have_text("waiting for approval")
-        approval.get_by_role("button", name="Approve").click()
-        expect(approval).to_contain_text("Approved")
-        expect(card.locator(".output")).to_contain_text("part_")
-        expect(card.locator(".state")).to_have_text("succeeded")
-        expect(approved.locator(".outcome")).to_have_text(re.compile("^done"))
-        written = sorted(p.name for p in (files / "out").iterdir())
-        assert written and all(name.startswith("part_") for name in written), written
-        output = json.loads(card.locator(".output").inner_text())
-        assert sorted(output["files"]["names"]) == written
-        if path := os.environ.get("CONSOLE_SCREENSHOT"):
-            page.screenshot(path=path)
+    approved = send(opened, '/call excel_execute {"filePrefix": "part_"}')
+    card = approved.locator(".tool")
+    expect(card.locator(".arguments").first).to_contain_text('"filePrefix": "part_"')
+    approval = card.locator(".approval")
+    expect(approval).to_contain_text("Approve excel_execute?")
+    # As sent to the worker: the folder's FileRef in outputDir, which the model left out.
+    expect(approval.locator(".arguments")).to_contain_text('"outputDir": {')
+    _expect_injected_row(opened, approval, files / "out")
+    expect(card.locator(".state")).to_have_text("waiting for approval")
+    approval.get_by_role("button", name="Approve").click()
+    expect(approval).to_contain_text("Approved")
+    expect(card.locator(".output")).to_contain_text("part_")
+    expect(card.locator(".state")).to_have_text("succeeded")
+    expect(approved.locator(".outcome")).to_have_text(re.compile("^done"))
+    written = sorted(p.name for p in (files / "out").iterdir())
+    assert written and all(name.startswith("part_") for name in written), written
+    output = json.loads(card.locator(".output").inner_text())
+    assert sorted(output["files"]["names"]) == written
+    if path := os.environ.get("CONSOLE_SCREENSHOT"):
+        page.screenshot(path=path)
 
-        denied = send(opened, '/call excel_execute {"filePrefix": "again_"}')
-        card = denied.locator(".tool")
-        denied.get_by_role("button", name="Deny").click()
-        expect(card.locator(".approval")).to_contain_text("Denied")
-        expect(card.locator(".state")).to_have_text("failed")
-        expect(card.locator(".output")).to_contain_text("not approved")
-        expect(denied.locator(".outcome")).to_have_text(re.compile("^done"))
-        assert not any(p.name.startswith("again_") for p in (files / "out").iterdir())
+    denied = send(opened, '/call excel_execute {"filePrefix": "again_"}')
+    card = denied.locator(".tool")
+    denied.get_by_role("button", name="Deny").click()
+    expect(card.locator(".approval")).to_contain_text("Denied")
+    expect(card.locator(".state")).to_have_text("failed")
+    expect(card.locator(".output")).to_contain_text("not approved")
+    expect(denied.locator(".outcome")).to_have_text(re.compile("^done"))
+    assert not any(p.name.startswith("again_") for p in (files / "out").iterdir())
 
-        page.get_by_role("button", name="New conversation").click()
-        expect(page.locator("#conversation-id")).not_to_have_text(conversation)
-        expect(page.locator("#grants")).to_contain_text("nothing granted")
-        expect(page.locator("#transcript .message")).to_have_count(0)
-        opened.assert_clean()
+    page.get_by_role("button", name="New conversation").click()
+    expect(page.locator("#conversation-id")).not_to_have_text(conversation)
+    expect(page.locator("#grants")).to_contain_text("nothing granted")
+    expect(page.locator("#transcript .message")).to_have_count(0)
+    opened.assert_clean()
 
 
 def _expect_injected_row(console: Console, approval: Any, folder: Path) -> None:
@@ -274,43 +285,43 @@ def _expect_injected_row(console: Console, approval: Any, folder: Path) -> None:
     console.expect(row).to_contain_text("the host")
 
 
-def test_tool_output_is_text_not_markup(browser: Any, tmp_path: Path, files: Path) -> None:
+def test_tool_output_is_text_not_markup(served_console: ServedConsole) -> None:
     """Markup in a tool's arguments and output is shown as text: no element, no script."""
     hostile = '<img src="/x" onerror="document.title=\'pwned\'"><b id="bold">b</b>'
-    with host_on_loopback(tmp_path, files) as url, console(browser, url) as opened:
-        page, expect = opened.page, opened.expect
-        answer = send(opened, f"/call markdown_render {json.dumps({'markdown': hostile})}")
-        expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))
-        expect(answer.locator(".tool .arguments").first).to_contain_text('<b id=\\"bold\\">')
-        expect(answer.locator(".tool .state")).to_have_text("succeeded")
-        expect(page.locator("#transcript img, #transcript #bold")).to_have_count(0)
-        assert page.title() != "pwned"
-        opened.assert_clean()
+    _, opened = served_console
+    page, expect = opened.page, opened.expect
+    answer = send(opened, f"/call markdown_render {json.dumps({'markdown': hostile})}")
+    expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))
+    expect(answer.locator(".tool .arguments").first).to_contain_text('<b id=\\"bold\\">')
+    expect(answer.locator(".tool .state")).to_have_text("succeeded")
+    expect(page.locator("#transcript img, #transcript #bold")).to_have_count(0)
+    assert page.title() != "pwned"
+    opened.assert_clean()
 
 
 def test_calls_of_one_message_are_matched_with_their_results_by_id(
-    browser: Any, tmp_path: Path, files: Path
+    served_console: ServedConsole,
 ) -> None:
     """Two `/call` lines: one card per call id, each with its own arguments and output."""
-    with host_on_loopback(tmp_path, files) as url, console(browser, url) as opened:
-        expect = opened.expect
-        answer = send(
-            opened,
-            '/call markdown_render {"markdown": "# Alpha"}\n'
-            '/call markdown_render {"markdown": "# Beta"}',
-        )
-        expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))
-        cards = answer.locator(".tool")
-        expect(cards).to_have_count(2)
-        for index, (word, other) in enumerate([("Alpha", "Beta"), ("Beta", "Alpha")]):
-            card = cards.nth(index)
-            expect(card.locator(".state")).to_have_text("succeeded")
-            expect(card.locator(".arguments")).to_contain_text(word)
-            expect(card.locator(".output")).to_contain_text(word)
-            expect(card.locator(".output")).not_to_contain_text(other)
-        ids = {cards.nth(i).get_attribute("data-call-id") for i in range(2)}
-        assert len(ids) == 2
-        opened.assert_clean()
+    _, opened = served_console
+    expect = opened.expect
+    answer = send(
+        opened,
+        '/call markdown_render {"markdown": "# Alpha"}\n'
+        '/call markdown_render {"markdown": "# Beta"}',
+    )
+    expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))
+    cards = answer.locator(".tool")
+    expect(cards).to_have_count(2)
+    for index, (word, other) in enumerate([("Alpha", "Beta"), ("Beta", "Alpha")]):
+        card = cards.nth(index)
+        expect(card.locator(".state")).to_have_text("succeeded")
+        expect(card.locator(".arguments")).to_contain_text(word)
+        expect(card.locator(".output")).to_contain_text(word)
+        expect(card.locator(".output")).not_to_contain_text(other)
+    ids = {cards.nth(i).get_attribute("data-call-id") for i in range(2)}
+    assert len(ids) == 2
+    opened.assert_clean()
 
 
 def test_the_token_field_unlocks_the_api(browser: Any, tmp_path: Path, files: Path) -> None:
@@ -328,9 +339,7 @@ def test_the_token_field_unlocks_the_api(browser: Any, tmp_path: Path, files: Pa
         opened.assert_clean()
 
 
-def test_the_event_stream_parser_follows_the_spec(
-    browser: Any, tmp_path: Path, files: Path
-) -> None:
+def test_the_event_stream_parser_follows_the_spec(served_console: ServedConsole) -> None:
     """The page's SSE parser: BOM, CRLF/LF/CR line ends split across chunks, comments,
     multi-line data, default type, an event without data, an unterminated last event."""
     chunks = [
@@ -353,15 +362,15 @@ def test_the_event_stream_parser_follows_the_spec(
         parser.close();
         return seen;
     }"""
-    with host_on_loopback(tmp_path, files) as url, console(browser, url) as opened:
-        seen = opened.page.evaluate(script, chunks)
-        assert seen == [
-            [":", "connected"],
-            ["token", "a\nb"],
-            ["message", "plain"],
-            ["done", '{"text":"x"}'],
-        ]
-        opened.assert_clean()
+    _, opened = served_console
+    seen = opened.page.evaluate(script, chunks)
+    assert seen == [
+        [":", "connected"],
+        ["token", "a\nb"],
+        ["message", "plain"],
+        ["done", '{"text":"x"}'],
+    ]
+    opened.assert_clean()
 
 
 @pytest.mark.parametrize("required", ["1", ""])

@@ -9,48 +9,42 @@ the one that ran. JSON whose numbers a double cannot hold is now shown as it cam
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Any
 
 import httpx
 
 from tests.reference_host.test_console_browser import (
     EXCEL,
+    ServedConsole,
     browser,  # noqa: F401  (the fixture)
-    console,
     files,  # noqa: F401  (the fixture)
-    host_on_loopback,
     send,
+    served_console,  # noqa: F401  (the fixture)
 )
 
 BIG = "12345678901234567891"
 
 
 def test_the_approval_shows_big_integers_exactly(
-    browser: Any,  # noqa: F811
-    tmp_path: Path,
-    files: Path,  # noqa: F811
+    served_console: ServedConsole,  # noqa: F811
 ) -> None:
-    with host_on_loopback(tmp_path, files) as url, console(browser, url) as opened:
-        installed = httpx.post(f"{url}/api/plugins", json={"path": str(EXCEL)}, timeout=60)
-        assert installed.status_code in (200, 201), installed.text
-        answer = send(opened, f'/call excel_execute {{"filePrefix": "p_", "rows": {BIG}}}')
-        approval = answer.locator(".tool .approval")
-        opened.expect(approval).to_contain_text("Approve excel_execute?")
-        opened.expect(approval.locator(".arguments")).to_contain_text(BIG)
-        approval.get_by_role("button", name="Deny").click()
-        opened.expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))
-        opened.assert_clean()
+    url, opened = served_console
+    installed = httpx.post(f"{url}/api/plugins", json={"path": str(EXCEL)}, timeout=60)
+    assert installed.status_code in (200, 201), installed.text
+    answer = send(opened, f'/call excel_execute {{"filePrefix": "p_", "rows": {BIG}}}')
+    approval = answer.locator(".tool .approval")
+    opened.expect(approval).to_contain_text("Approve excel_execute?")
+    opened.expect(approval.locator(".arguments")).to_contain_text(BIG)
+    approval.get_by_role("button", name="Deny").click()
+    opened.expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))
+    opened.assert_clean()
 
 
 def test_exact_json_is_still_indented(
-    browser: Any,  # noqa: F811
-    tmp_path: Path,
-    files: Path,  # noqa: F811
+    served_console: ServedConsole,  # noqa: F811
 ) -> None:
-    with host_on_loopback(tmp_path, files) as url, console(browser, url) as opened:
-        answer = send(opened, '/call markdown_render {"markdown": "x", "n": 9007199254740991}')
-        arguments = answer.locator(".tool .arguments").first
-        opened.expect(arguments).to_contain_text('"n": 9007199254740991')
-        opened.expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))
-        opened.assert_clean()
+    _, opened = served_console
+    answer = send(opened, '/call markdown_render {"markdown": "x", "n": 9007199254740991}')
+    arguments = answer.locator(".tool .arguments").first
+    opened.expect(arguments).to_contain_text('"n": 9007199254740991')
+    opened.expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))
+    opened.assert_clean()
