@@ -3,7 +3,6 @@ reference host and driven by a scripted model, the way a user's assistant would 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from conformance.fengyu.tool_files import ToolFiles
 from conformance.findings import Finding, NotApplicable
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.filerefs import FileClass, classify_parameters
-from reference_host.tools.callbacks import CallContext
+from reference_host.tools.callbacks import CallContext, plan_and_call
 
 
 def session(ctx: CheckContext) -> HostSession:
@@ -73,10 +72,10 @@ def works_inside_a_host(ctx: CheckContext) -> Iterator[Finding]:
         yield finding(ctx, f"after disable the snapshot still has {sorted(left)}")
     old = snapshot.get(str(tool.name)) if tool is not None else None
     if old is not None:
-        output = host.loop.run(old.call("{}", CallContext("kit-host-001")))
+        result = host.loop.run(plan_and_call(old, {}, CallContext("kit-host-001")))
         expected = f"Plugin tool is no longer available: {host.info.id}"
-        if json.loads(output).get("error") != expected:
-            yield finding(ctx, f"a disabled tool answered {output}")
+        if result.error != expected:
+            yield finding(ctx, f"a disabled tool answered {result.text()}")
     host.loop.run(host.host.enable(host.info.id))
 
 

@@ -9,10 +9,10 @@ stream with an error event, and error is always the last event. A turn ends at i
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from plugin_spec.sensitive import mask_arguments, redact, secrets
 from reference_host.agent.approval import ApprovalBroker, ApprovalPolicy, Decision
@@ -22,7 +22,14 @@ from reference_host.agent.turn_limit import DEFAULT_TURN_TIME_LIMIT, within_time
 from reference_host.stream import events
 from reference_host.stream.events import Event
 from reference_host.support.quoting import quoted
-from reference_host.tools.callbacks import CallContext, CallPlan, ToolCallback, failure, is_failure
+from reference_host.tools.callbacks import (
+    Arguments,
+    CallContext,
+    CallPlan,
+    ToolCallback,
+    ToolResult,
+    failure,
+)
 from reference_host.tools.snapshot import Snapshot
 
 MAX_STEPS = 24
@@ -101,13 +108,15 @@ async def _steps(
             for call in turn.tool_calls:
                 shown = shown_arguments(snapshot.get(call.name), call.arguments)
                 yield events.tool_call(call.id, call.name, shown)
-                output = ""
-                async for item in execute_call(call, scope):
+                result = failure("the call gave no result")
+                arguments = Arguments.read(call.arguments)  # read here, once
+                async for item in execute_call(call.id, call.name, arguments, scope):
                     if isinstance(item, Event):
                         yield item
                     else:
-                        output = item
-                yield events.tool_result(call.id, call.name, not is_failure(output), output)
+                        result = item
+                output = result.text()
+                yield events.tool_result(call.id, call.name, result.ok, output)
                 messages.append(Message("tool", output, tool_call_id=call.id, name=call.name))
         yield events.error(f"the run stopped after {settings.max_steps} model turns")
     except ModelError as exc:
@@ -116,8 +125,10 @@ async def _steps(
         yield events.error(f"internal error: {type(exc).__name__}: {exc}")
 
 
-async def execute_call(call: ToolCall, scope: RunScope) -> AsyncIterator[Event | str]:
-    """Approval events (if any), then the call's output text as the last item.
+async def execute_call(
+    call_id: str, name: str, arguments: Arguments, scope: RunScope
+) -> AsyncIterator[Event | ToolResult]:
+    """Approval events (if any), then the call's result as the last item.
 
     The call is planned first (route B fills in granted files), the approval shows that plan,
     and the callback runs exactly the planned arguments: what the user allowed is what runs,
@@ -126,19 +137,19 @@ async def execute_call(call: ToolCall, scope: RunScope) -> AsyncIterator[Event |
     checked when the decision arrives and again right before the call, nothing runs.
     """
     context, settings = scope.context, scope.settings
-    callback = scope.snapshot.get(call.name)
+    callback = scope.snapshot.get(name)
     if callback is None:
-        yield failure(f"unknown tool: {call.name}")
+        yield failure(f"unknown tool: {name}")
         return
-    plan = callback.plan(call.arguments, context)
+    plan = callback.plan(arguments, context)
     decision = settings.policy.decide(callback.effect)
     if decision is Decision.ASK:
-        binding = settings.binder.bind(call.name, callback)
+        binding = settings.binder.bind(name, callback)
         if isinstance(binding, str):
             yield failure(f"not run: {binding}; ask again")
             return
         approval_id, future = settings.approvals.open(lambda: settings.binder.changed(binding))
-        yield _approval_event(approval_id, call, binding, plan)
+        yield _approval_event(approval_id, call_id, name, binding, plan)
         verdict = await settings.approvals.wait(approval_id, future, settings.policy.timeout)
         changed = verdict.changed if verdict.approved else None
         if verdict.approved and changed is None:
@@ -148,20 +159,22 @@ async def execute_call(call: ToolCall, scope: RunScope) -> AsyncIterator[Event |
             return
         decision = Decision.ALLOW if verdict.approved else Decision.DENY
     if decision is Decision.DENY:
-        yield failure(f"the call to {call.name} was not approved")
+        yield failure(f"the call to {name} was not approved")
         return
-    output = await callback.call(plan.arguments, replace(context, planned=True))
-    yield _without_secrets(output, plan.arguments, callback)
+    result = await callback.call(plan, context)
+    yield _without_secrets(result, plan.arguments, callback)
 
 
-def _approval_event(approval_id: str, call: ToolCall, binding: Binding, plan: CallPlan) -> Event:
+def _approval_event(
+    approval_id: str, call_id: str, name: str, binding: Binding, plan: CallPlan
+) -> Event:
     """What the user is asked to allow: the plan, and the tool it is bound to."""
     return events.approval(
         approval_id,
-        call.id,
-        call.name,
+        call_id,
+        name,
         binding.callback.effect.value,
-        shown_arguments(binding.callback, plan.arguments),
+        shown_arguments(binding.callback, plan.arguments.text),
         plan.injected,
         [asdict(file) for file in plan.files],
         plugin=binding.owner,
@@ -190,12 +203,24 @@ def shown_arguments(callback: ToolCallback | None, arguments: str) -> str:
     return mask_arguments(arguments, callback.definition.input_schema)
 
 
-def _without_secrets(output: str, arguments: str, callback: ToolCallback) -> str:
-    """output with the call's sensitive values masked wherever a worker echoed them, before
-    it reaches the stream, the model or a workflow binding (spec: host.md#sensitive-inputs)."""
-    try:
-        sent = json.loads(arguments) if arguments.strip() else {}
-    except (ValueError, RecursionError):
-        return output
-    found = secrets(sent, callback.definition.input_schema)
-    return redact(output, found) if found else output
+def _without_secrets(
+    result: ToolResult, arguments: Arguments, callback: ToolCallback
+) -> ToolResult:
+    """result with the call's sensitive values masked wherever a worker echoed them (in any
+    string of it, keys too), before it reaches the stream, the model or a workflow binding
+    (spec: host.md#sensitive-inputs)."""
+    found = secrets(dict(arguments.values), callback.definition.input_schema)
+    if not found:
+        return result
+    error = None if result.error is None else redact(result.error, found)
+    return ToolResult(_redacted(result.output, found), result.ok, error)
+
+
+def _redacted(value: Any, found: list[str]) -> Any:
+    if isinstance(value, str):
+        return redact(value, found)
+    if isinstance(value, dict):
+        return {redact(key, found): _redacted(item, found) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item, found) for item in value]
+    return value

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -19,7 +18,7 @@ from reference_host.builtins.fetch_allow import AllowList
 from reference_host.builtins.html_text import html_to_text
 from reference_host.builtins.pinned_connect import PublicOnlyTransport
 from reference_host.builtins.public_address import NotPublic
-from reference_host.tools.callbacks import CallContext, SentAsIs, failure, parse_arguments
+from reference_host.tools.callbacks import CallContext, CallPlan, SentAsIs, ToolResult, failure
 
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS_CAP = 100_000
@@ -98,9 +97,9 @@ class WebFetchTool(SentAsIs):
     effect = Effect.READ
     owner = "builtin"
 
-    async def call(self, input_json: str, context: CallContext) -> str:
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
         try:
-            arguments = parse_arguments(input_json)
+            arguments = plan.arguments.object()
             url = _checked_url(required_string(arguments, "url"))
             max_chars = optional_integer(
                 arguments, "maxChars", default=DEFAULT_MAX_CHARS, minimum=1, maximum=MAX_CHARS_CAP
@@ -127,7 +126,7 @@ class WebFetchTool(SentAsIs):
             "text": text[:max_chars],
             "truncated": len(text) > max_chars,
         }
-        return json.dumps(result, ensure_ascii=False)
+        return ToolResult.of(result)
 
     async def _fetch(self, url: str) -> tuple[str, str, str]:
         """Follow redirects one hop at a time, so each target is checked like the first."""

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -12,7 +11,7 @@ import httpx
 from plugin_spec.builtin_names import WEB_SEARCH
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.builtins._args import optional_integer, required_string
-from reference_host.tools.callbacks import CallContext, SentAsIs, failure, parse_arguments
+from reference_host.tools.callbacks import CallContext, CallPlan, SentAsIs, ToolResult, failure
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 10
@@ -126,11 +125,11 @@ class WebSearchTool(SentAsIs):
     effect = Effect.READ
     owner = "builtin"
 
-    async def call(self, input_json: str, context: CallContext) -> str:
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
         if self._provider is None:
             return failure(NO_PROVIDER)
         try:
-            arguments = parse_arguments(input_json)
+            arguments = plan.arguments.object()
             query = required_string(arguments, "query")
             limit = optional_integer(
                 arguments, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT
@@ -144,7 +143,7 @@ class WebSearchTool(SentAsIs):
         except Exception as exc:  # a tool never raises to the model layer (spec: host.md)
             return failure(f"web_search: search failed: {type(exc).__name__}: {exc}")
         results: list[dict[str, Any]] = [asdict(result) for result in found[:limit]]
-        return json.dumps({"success": True, "query": query, "results": results}, ensure_ascii=False)
+        return ToolResult.of({"success": True, "query": query, "results": results})
 
 
 def _text(value: Any) -> str:

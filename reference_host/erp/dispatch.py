@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from plugin_spec.rest_handler import DispatchError, RestHandler, query_items, substitute_path
-from reference_host.tools.callbacks import failure
+from reference_host.tools.callbacks import ToolResult, failure
 
 IDEMPOTENT = frozenset({"GET", "PUT", "DELETE"})
 # How a server closing a pooled keep-alive connection shows before any answer is read.
@@ -151,8 +151,8 @@ async def dispatch(
     actor: str,
     timeout: float = 30.0,
     max_response_bytes: int = MAX_RESPONSE_BYTES,
-) -> str:
-    """Call the ERP endpoint for one tool call; the JSON answer as text, or the failure
+) -> ToolResult:
+    """Call the ERP endpoint for one tool call; the JSON answer, or the failure
     envelope. Redirects are not followed (they would carry the tenant headers elsewhere);
     GET, PUT and DELETE are retried once if the connection drops before an answer.
 
@@ -183,12 +183,12 @@ async def dispatch(
         if not 200 <= status < 300:
             raise DispatchError(f"HTTP {status} from {where}: {_excerpt(body)}")
         if status == NO_CONTENT:
-            return json.dumps({"success": True, "status": status})
+            return ToolResult.of({"success": True, "status": status})
         try:
             value = json.loads(body, parse_constant=_no_constant)
         except (ValueError, UnicodeDecodeError):
             raise DispatchError(_not_json(where, status, body)) from None
-        return json.dumps(value, ensure_ascii=False)
+        return ToolResult.of(value)
     except DispatchError as exc:
         return failure(str(exc))
     except Exception as exc:  # the callback contract: never raise to the model layer

@@ -18,9 +18,10 @@ from reference_host.erp.actors import ActorDirectory
 from reference_host.erp.dispatch import dispatch
 from reference_host.tools.callbacks import (
     CallContext,
+    CallPlan,
     SentAsIs,
+    ToolResult,
     failure,
-    parse_arguments,
     unavailable,
 )
 
@@ -47,7 +48,7 @@ class RestToolCallback(SentAsIs):
         self._directory = directory
         self._available = available
 
-    async def call(self, input_json: str, context: CallContext) -> str:
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
         if not self._available(self.owner):
             return unavailable(self.owner)
         permission = self.decl.permission
@@ -61,7 +62,7 @@ class RestToolCallback(SentAsIs):
         if problem := namespace_problem(self.decl.handler.path):
             return failure(f"{self.decl.code}: handler path {problem}")
         try:
-            arguments = parse_arguments(input_json)
+            arguments = plan.arguments.object()
         except ValueError as exc:
             return failure(str(exc))
         return await dispatch(

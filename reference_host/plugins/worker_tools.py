@@ -9,7 +9,6 @@ or uninstalled it answers the spec's "no longer available" failure instead of ca
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 
 from plugin_spec.fengyu_decls import ToolDecl
@@ -21,10 +20,11 @@ from reference_host.process.manager import PluginProcessManager
 from reference_host.process.secrets import SECRETS
 from reference_host.process.worker_errors import WorkerError
 from reference_host.tools.callbacks import (
+    Arguments,
     CallContext,
     CallPlan,
+    ToolResult,
     failure,
-    parse_arguments,
     unavailable,
 )
 
@@ -49,38 +49,40 @@ class WorkerToolCallback:
         self._available = available
         self._contract = InputContract(decl.method, decl.definition.input_schema)
 
-    def plan(self, input_json: str, context: CallContext) -> CallPlan:
+    def plan(self, arguments: Arguments, context: CallContext) -> CallPlan:
         """The arguments with route B's FileRef filled in, and the granted files they hold.
 
-        Arguments that cannot be planned (not an object, absurdly deep) are planned as sent:
-        the call refuses them with its own error.
+        Arguments that cannot be planned (not an object) are planned as sent: the call
+        refuses them with its own error.
         """
+        if arguments.problem is not None:
+            return CallPlan(arguments)
         try:
-            args = parse_arguments(input_json)
             conversation = context.conversation_id
             filled = self._grants.injection(conversation, self.owner, self.decl.file_classes)
-            args = {**args, **filled}
+            args = {**arguments.values, **filled}
             return CallPlan(
-                json.dumps(args, ensure_ascii=False) if filled else input_json,
+                Arguments.of(args) if filled else arguments,
                 tuple(filled),
                 tuple(self._grants.shown(conversation, self.owner, args, filled)),
             )
         except (ValueError, RecursionError):
-            return CallPlan(input_json)
+            return CallPlan(arguments)
 
-    async def call(self, input_json: str, context: CallContext) -> str:
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
         if not self._available(self.owner):
             return unavailable(self.owner)
         try:
-            args = parse_arguments(input_json)
-            # copies of granted files are made off the event loop: they may be large
+            args = plan.arguments.object()
+            # copies of granted files are made off the event loop: they may be large; route
+            # B's FileRefs are in the plan already
             params = await asyncio.to_thread(
                 self._grants.prepare,
                 context.conversation_id,
                 self.owner,
                 args,
                 self.decl.file_classes,
-                inject=not context.planned,
+                inject=False,
             )
         except (ValueError, FileRefError) as exc:
             return failure(str(exc))
@@ -95,7 +97,7 @@ class WorkerToolCallback:
         try:
             # the worker reaches this conversation's grant folders, and no other's
             roots = await asyncio.to_thread(self._grants.roots, context.conversation_id, self.owner)
-            output = json.dumps(
+            output = ToolResult.of(
                 await self._manager.invoke(
                     self.owner,
                     self.decl.method,
@@ -103,8 +105,7 @@ class WorkerToolCallback:
                     tool_timeout=self.decl.timeout,
                     method_timeout=self.decl.method_timeout,
                     grants=roots,
-                ),
-                ensure_ascii=False,
+                )
             )
         except WorkerError as exc:
             output = failure(exc.message)

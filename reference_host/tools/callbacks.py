@@ -4,11 +4,15 @@ Built-ins, FengYu worker tools and ERP REST tools are all ToolCallbacks; the age
 the SSE stream cannot tell them apart (spec: host.md#one-host-for-both-profiles). A callback
 never raises to the model layer: every failure comes back as the
 `{"success": false, "error": ...}` envelope.
+
+Arguments are read once, where they arrive as text, and results stay JSON values: text is made
+again only where it leaves the process (the SSE frame, the model's tool message).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,9 +29,57 @@ class CallContext:
     run_id: str = ""
     tenant: str = ""
     actor: str = ""
-    # The arguments are a plan's (route B already applied, and maybe approved as they are):
-    # the callback sends them unchanged instead of injecting again.
-    planned: bool = False
+
+
+@dataclass(frozen=True)
+class Arguments:
+    """A call's arguments, read once: the object, or the problem that kept them from being
+    one (the tool answers it with its own error when called), and the text they are shown
+    as (the model's own text when it wrote them)."""
+
+    values: Mapping[str, Any]
+    text: str
+    problem: str | None = None
+
+    @classmethod
+    def read(cls, text: str) -> Arguments:
+        """Arguments as the model wrote them."""
+        try:
+            return cls(parse_arguments(text), text)
+        except ValueError as exc:
+            return cls({}, text, str(exc))
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> Arguments:
+        """Arguments the host made (a workflow node's, route B's filled in)."""
+        return cls(values, json.dumps(values, ensure_ascii=False))
+
+    def object(self) -> dict[str, Any]:
+        """The arguments as a fresh dict; a ValueError saying why when they are not one."""
+        if self.problem is not None:
+            raise ValueError(self.problem)
+        return dict(self.values)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a call answered, as the JSON value it is; ok is false for the failure envelope
+    (or any object that says success false), and error is then its message when it has one."""
+
+    output: Any
+    ok: bool = True
+    error: str | None = None
+
+    @classmethod
+    def of(cls, output: Any) -> ToolResult:
+        if isinstance(output, dict) and output.get("success") is False:
+            error = output.get("error")
+            return cls(output, False, error if isinstance(error, str) else None)
+        return cls(output)
+
+    def text(self) -> str:
+        """The output as JSON text, for where it leaves the process."""
+        return json.dumps(self.output, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -46,14 +98,16 @@ class FileShown:
 
 @dataclass(frozen=True)
 class CallPlan:
-    """What a call will send, worked out before it runs, so an approval shows exactly that.
+    """What a call will send, worked out before it runs, so an approval shows exactly that;
+    a callback's call takes it, so what runs is what was planned (and route B never fills
+    anything in twice).
 
-    arguments is the JSON text the callback will be given (with route B's FileRefs filled
-    in); injected names the parameters the host filled; files lists the granted FileRefs the
-    arguments hold, with the paths they stand for.
+    arguments are what the callback sends (with route B's FileRefs filled in); injected names
+    the parameters the host filled; files lists the granted FileRefs the arguments hold, with
+    the paths they stand for.
     """
 
-    arguments: str
+    arguments: Arguments
     injected: tuple[str, ...] = ()
     files: tuple[FileShown, ...] = ()
 
@@ -65,39 +119,39 @@ class ToolCallback(Protocol):
     effect: Effect
     owner: str
 
-    def plan(self, input_json: str, context: CallContext) -> CallPlan:
+    def plan(self, arguments: Arguments, context: CallContext) -> CallPlan:
         """The call these arguments make; never raises (bad arguments fail in call)."""
         ...
 
-    async def call(self, input_json: str, context: CallContext) -> str: ...
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult: ...
 
 
 class SentAsIs:
     """The plan of a tool whose arguments go out as the model wrote them: it takes no
     FileRefs, so the host fills nothing in (built-ins, ERP tools)."""
 
-    def plan(self, input_json: str, context: CallContext) -> CallPlan:
-        return CallPlan(input_json)
+    def plan(self, arguments: Arguments, context: CallContext) -> CallPlan:
+        return CallPlan(arguments)
 
 
-def unavailable(plugin_id: str) -> str:
+async def plan_and_call(
+    callback: ToolCallback, arguments: Arguments | Mapping[str, Any], context: CallContext
+) -> ToolResult:
+    """A call without an approval between plan and run (tests, the kit's host checks)."""
+    if not isinstance(arguments, Arguments):
+        arguments = Arguments.of(arguments)
+    return await callback.call(callback.plan(arguments, context), context)
+
+
+def unavailable(plugin_id: str) -> ToolResult:
     """What a tool answers when its plugin went away after the snapshot
     (spec: host.md#tool-snapshots-and-built-in-names)."""
     return failure(f"Plugin tool is no longer available: {plugin_id}")
 
 
-def failure(message: str) -> str:
+def failure(message: str) -> ToolResult:
     """The envelope every failed call returns to the model."""
-    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
-
-
-def is_failure(output: str) -> bool:
-    """Whether a callback's output is the failure envelope (or says success false)."""
-    try:
-        value = json.loads(output)
-    except json.JSONDecodeError:
-        return False
-    return isinstance(value, dict) and value.get("success") is False
+    return ToolResult({"success": False, "error": message}, False, message)
 
 
 def parse_arguments(input_json: str) -> dict[str, Any]:

@@ -10,8 +10,8 @@ call and a tool result whose id is the node id (with an approval between them wh
 asks), then `done`; anything that stops the run is an `error` naming the node, and `error` is
 always last.
 
-A node's input is its literal inputs plus its bound values: the upstream result parsed as
-JSON, whole or one field of it. That result has its call's sensitive values masked, so a secret
+A node's input is its literal inputs plus its bound values: the upstream result (a JSON
+value), whole or one field of it. That result has its call's sensitive values masked, so a secret
 never feeds a binding, and the call events mask them too (spec: host.md#sensitive-inputs).
 
 A node whose tool is not in the snapshot, an input the tool no longer has, a required input
@@ -21,16 +21,14 @@ or a missing bound field ends the run.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from reference_host.agent.loop import RunScope, execute_call, shown_arguments
-from reference_host.agent.models import ToolCall
 from reference_host.stream import events
 from reference_host.stream.events import Event
-from reference_host.tools.callbacks import is_failure
+from reference_host.tools.callbacks import Arguments, ToolResult, failure
 from reference_host.tools.catalog_entries import from_snapshot
 from reference_host.tools.snapshot import Snapshot
 from reference_host.workflow.canvas import WorkflowError, reconcile_info, topological_order
@@ -64,29 +62,29 @@ async def run_workflow(workflow: dict[str, Any], scope: RunScope) -> AsyncIterat
             yield events.error(exc.message)
             return
         tools = tool_names(snapshot)
-        outputs: dict[str, str] = {}
+        outputs: dict[str, Any] = {}
         for node in order:
             where = f"node {node['id']!r}"
             try:
-                name, arguments = _prepare(node, tools, outputs)
+                name, values = _prepare(node, tools, outputs)
             except NodeError as exc:
                 yield events.error(f"{where}: {exc}")
                 return
-            shown = shown_arguments(snapshot.get(name), arguments)
-            yield events.tool_call(node["id"], name, shown)
-            output = ""
-            call = ToolCall(node["id"], name, arguments)
-            async for item in execute_call(call, scope):
+            arguments = Arguments.of(values)
+            yield events.tool_call(
+                node["id"], name, shown_arguments(snapshot.get(name), arguments.text)
+            )
+            result = failure("the call gave no result")
+            async for item in execute_call(node["id"], name, arguments, scope):
                 if isinstance(item, Event):
                     yield item
                 else:
-                    output = item
-            failed = is_failure(output)
-            yield events.tool_result(node["id"], name, not failed, output)
-            if failed:
-                yield events.error(f"{where} ({node['identity']}) failed: {_reason(output)}")
+                    result = item
+            yield events.tool_result(node["id"], name, result.ok, result.text())
+            if not result.ok:
+                yield events.error(f"{where} ({node['identity']}) failed: {_reason(result)}")
                 return
-            outputs[node["id"]] = output
+            outputs[node["id"]] = result.output
         text = f"workflow {workflow.get('id', '')!s} ran {len(order)} nodes"
         yield events.done(text, 0, time.monotonic() - started)
     except Exception as exc:
@@ -94,9 +92,9 @@ async def run_workflow(workflow: dict[str, Any], scope: RunScope) -> AsyncIterat
 
 
 def _prepare(
-    node: dict[str, Any], tools: dict[str, tuple[str, Any]], outputs: dict[str, str]
-) -> tuple[str, str]:
-    """(tool name in the snapshot, the call's arguments as JSON) or a NodeError."""
+    node: dict[str, Any], tools: dict[str, tuple[str, Any]], outputs: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """(tool name in the snapshot, the call's arguments) or a NodeError."""
     found = tools.get(node["identity"])
     if found is None:
         raise NodeError(f"tool {node['identity']} is not available")
@@ -118,18 +116,10 @@ def _prepare(
     if missing:
         names = ", ".join(repr(n) for n in missing)
         raise NodeError(f"required input {names} has no value (neither literal nor bound)")
-    return name, json.dumps(arguments, ensure_ascii=False)
+    return name, arguments
 
 
-def _bound(output: str, field: str | None, input_name: str, upstream: str) -> Any:
-    try:
-        value = json.loads(output)
-    except json.JSONDecodeError:
-        if field is None:
-            return output  # a result that is not JSON passes as the text it is
-        raise NodeError(
-            f"input {input_name!r}: the result of node {upstream!r} is not a JSON object"
-        ) from None
+def _bound(value: Any, field: str | None, input_name: str, upstream: str) -> Any:
     if field is None:
         return value
     if not isinstance(value, dict) or field not in value:
@@ -139,16 +129,13 @@ def _bound(output: str, field: str | None, input_name: str, upstream: str) -> An
     return value[field]
 
 
-def _reason(output: str) -> str:
-    try:
-        value = json.loads(output)
-    except json.JSONDecodeError:
-        return output
+def _reason(result: ToolResult) -> str:
+    value = result.output
     if isinstance(value, dict):
         reason = value.get("error") or value.get("summary") or value.get("message")
         if reason:
             return str(reason)
-    return output
+    return value if isinstance(value, str) else result.text()
 
 
 async def run_saved(

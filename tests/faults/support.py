@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 
 from reference_host.host import Host
-from reference_host.tools.callbacks import CallContext
+from reference_host.tools.callbacks import CallContext, plan_and_call
 
 CONTEXT = CallContext("conv-faults", "run-faults", "acme", "alice")
 
@@ -89,8 +89,7 @@ async def call_tool(host: Host, tool: str, arguments: dict[str, Any] | None = No
     output parsed."""
     callback = host.registry.snapshot().get(tool)
     assert callback is not None, f"{tool} is not in the snapshot"
-    output = await callback.call(json.dumps(arguments or {}), CONTEXT)
-    return json.loads(output)
+    return (await plan_and_call(callback, arguments or {}, CONTEXT)).output
 
 
 def is_failure_envelope(value: Any) -> bool:

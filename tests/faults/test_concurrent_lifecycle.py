@@ -28,7 +28,7 @@ from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.host import Host
 from reference_host.stream.events import Event
-from reference_host.tools.callbacks import CallContext, SentAsIs
+from reference_host.tools.callbacks import CallContext, CallPlan, SentAsIs, ToolResult
 from sample_plugins.erp_backends import serve_backends
 from tests.conftest import MakeHost
 from tests.faults.conftest import GOOD_TOOL, ProcessGuard
@@ -57,9 +57,9 @@ class EchoTool(SentAsIs):
     effect = Effect.READ
     owner = "builtin"
 
-    async def call(self, input_json: str, context: CallContext) -> str:
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
         await asyncio.sleep(0)
-        return json.dumps({"success": True, "echo": json.loads(input_json)})
+        return ToolResult.of({"success": True, "echo": plan.arguments.object()})
 
 
 class RecordingModel(ScriptedModel):

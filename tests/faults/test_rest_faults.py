@@ -5,7 +5,6 @@ failure envelope, quickly, and the next call to the same tool works."""
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import time
 from collections.abc import Iterator
@@ -146,7 +145,7 @@ async def test_a_backend_slower_than_the_timeout_gives_the_failure_quickly(
     )
     elapsed = time.monotonic() - started
     assert elapsed < 2, elapsed
-    result = json.loads(slow_result)
+    result = slow_result.output
     assert is_failure_envelope(result)
     assert result["error"] == f"GET {PREFIX}/slow timed out after 0.5 s"
     assert ok_meanwhile == OK

@@ -48,7 +48,7 @@ from reference_host.stream import events
 from reference_host.stream.events import Event
 from reference_host.stream.sse_parser import SSEComment, SSEEvent, SSEParser, parse
 from reference_host.support.loopback import serve_on_loopback
-from reference_host.tools.callbacks import CallContext, SentAsIs
+from reference_host.tools.callbacks import CallContext, CallPlan, SentAsIs, ToolResult
 from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
 from tests.reference_host.stream_items import data, kinds, stream_deciding
 
@@ -69,8 +69,8 @@ class Echo(SentAsIs):
     effect = Effect.READ
     owner = "builtin"
 
-    async def call(self, input_json: str, context: CallContext) -> str:
-        return json.dumps({"success": True, "echo": json.loads(input_json).get("text")})
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
+        return ToolResult.of({"success": True, "echo": plan.arguments.values.get("text")})
 
 
 @dataclass

@@ -44,7 +44,7 @@ from reference_host.builtins import (
 )
 from reference_host.builtins import web_fetch as web_fetch_module
 from reference_host.support.loopback import serve_on_loopback
-from reference_host.tools.callbacks import CallContext, is_failure
+from reference_host.tools.callbacks import Arguments, CallContext, plan_and_call
 
 CONTEXT = CallContext(conversation_id="c1", run_id="r1")
 MIB = 1024 * 1024
@@ -201,13 +201,13 @@ def closed_port() -> int:
 
 async def fetch(arguments: Any, **options: Any) -> dict[str, Any]:
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    output = await WebFetchTool(allow=["127.0.0.1"], **options).call(raw, CONTEXT)
-    return json.loads(output)
+    tool = WebFetchTool(allow=["127.0.0.1"], **options)
+    return (await plan_and_call(tool, Arguments.read(raw), CONTEXT)).output
 
 
 async def search_with(provider: Any, arguments: Any) -> dict[str, Any]:
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return json.loads(await WebSearchTool(provider).call(raw, CONTEXT))
+    return (await plan_and_call(WebSearchTool(provider), Arguments.read(raw), CONTEXT)).output
 
 
 # --------------------------------------------------------------------------- the tool set
@@ -426,9 +426,9 @@ async def test_fetch_never_raises_on_unexpected_errors(monkeypatch: pytest.Monke
             raise RuntimeError("kaboom")
 
     monkeypatch.setattr(web_fetch_module, "PublicOnlyTransport", Exploding)
-    output = await WebFetchTool().call('{"url": "http://127.0.0.1/x"}', CONTEXT)
-    assert is_failure(output)
-    assert "RuntimeError: kaboom" in json.loads(output)["error"]
+    output = await plan_and_call(WebFetchTool(), {"url": "http://127.0.0.1/x"}, CONTEXT)
+    assert not output.ok
+    assert "RuntimeError: kaboom" in output.output["error"]
 
 
 # --------------------------------------------------------------------------- web_search

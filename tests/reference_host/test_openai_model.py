@@ -28,7 +28,7 @@ from reference_host.agent.openai_model import OpenAICompatibleModel
 from reference_host.http.app import create_app
 from reference_host.stream.sse_parser import SSEEvent, SSEItem, SSEParser, parse
 from reference_host.support.loopback import serve_on_loopback
-from reference_host.tools.callbacks import CallContext, SentAsIs
+from reference_host.tools.callbacks import CallContext, CallPlan, SentAsIs, ToolResult
 from tests.conftest import MakeHost
 from tests.reference_host.stream_items import data, kinds
 
@@ -741,9 +741,9 @@ class Tally(SentAsIs):
     def __init__(self) -> None:
         self.seen: list[Any] = []
 
-    async def call(self, input_json: str, context: CallContext) -> str:
-        self.seen.append(json.loads(input_json))
-        return json.dumps({"success": True, "counted": self.seen[-1]["n"]})
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
+        self.seen.append(plan.arguments.object())
+        return ToolResult.of({"success": True, "counted": self.seen[-1]["n"]})
 
 
 @dataclass

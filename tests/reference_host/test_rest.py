@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from plugin_spec.rest_handler import DispatchError, RestHandler, encode_segment
 from reference_host.erp.dispatch import dispatch
-from reference_host.tools.callbacks import is_failure
+from reference_host.tools.callbacks import ToolResult
 from sample_plugins.erp_backends import load_tool, serve_backends, tool_files
 
 BASE = "http://erp.test"
@@ -76,8 +76,8 @@ async def call(
     output = await dispatch(
         client, base_url, handler, arguments, tenant=tenant, actor=actor, **options
     )
-    assert isinstance(output, str)
-    return json.loads(output)
+    assert isinstance(output, ToolResult)
+    return output.output
 
 
 def the_request(route: respx.Route) -> httpx.Request:
@@ -187,7 +187,7 @@ async def test_the_answer_is_the_json_re_serialised(
     output = await dispatch(
         client, BASE, get_employee(), {"employeeId": "E1"}, tenant=TENANT, actor=ACTOR
     )
-    assert output == '{"name": "Zoë", "n": [1, 2.5, null]}'
+    assert output.text() == '{"name": "Zoë", "n": [1, 2.5, null]}'
 
 
 @pytest.mark.parametrize(
@@ -385,8 +385,8 @@ async def test_a_json_answer_saying_success_false_passes_through(
     output = await dispatch(
         client, BASE, get_employee(), {"employeeId": "E1"}, tenant=TENANT, actor=ACTOR
     )
-    assert is_failure(output)
-    assert json.loads(output) == {"success": False, "error": "locked"}
+    assert not output.ok
+    assert output.output == {"success": False, "error": "locked"}
 
 
 # --------------------------------------------------------------------------- failures

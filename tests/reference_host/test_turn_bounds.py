@@ -23,7 +23,7 @@ from reference_host.agent.models import Delta, Message, ModelTurn, ScriptedModel
 from reference_host.agent.turn_limit import DEFAULT_TURN_TIME_LIMIT
 from reference_host.host import Host, HostConfig
 from reference_host.stream.events import Event
-from reference_host.tools.callbacks import CallContext, SentAsIs
+from reference_host.tools.callbacks import CallContext, CallPlan, SentAsIs, ToolResult
 from tests.conftest import MakeHost
 from tests.reference_host.test_fengyu4_host import slow_package
 from tests.security.conftest import Dispatched
@@ -59,9 +59,9 @@ class Counted(SentAsIs):
     def __init__(self) -> None:
         self.calls = 0
 
-    async def call(self, input_json: str, context: CallContext) -> str:
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
         self.calls += 1
-        return json.dumps({"success": True, "calls": self.calls})
+        return ToolResult.of({"success": True, "calls": self.calls})
 
 
 def calls(*ids: str) -> ModelTurn:

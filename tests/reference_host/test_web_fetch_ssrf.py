@@ -41,7 +41,7 @@ from starlette.routing import Route
 from reference_host.builtins import WebFetchTool
 from reference_host.stream.sse_parser import SSEEvent, SSEParser
 from reference_host.support.loopback import serve_on_loopback
-from reference_host.tools.callbacks import CallContext
+from reference_host.tools.callbacks import CallContext, plan_and_call
 from tests.conftest import REPO
 
 CONTEXT = CallContext(conversation_id="c1", run_id="r1")
@@ -55,7 +55,7 @@ STARTED = re.compile(r"reference host listening on (http://127\.0\.0\.1:\d+/) ")
 async def web_fetch(url: str, allow: Sequence[str] = ()) -> dict[str, Any]:
     """What the model gets from web_fetch(url) on a host started with these allow entries."""
     tool = WebFetchTool(allow=allow)
-    result: dict[str, Any] = json.loads(await tool.call(json.dumps({"url": url}), CONTEXT))
+    result: dict[str, Any] = (await plan_and_call(tool, {"url": url}, CONTEXT)).output
     return result
 
 

@@ -30,7 +30,7 @@ from reference_host.http.app import create_app
 from reference_host.storage.database import Store
 from reference_host.stream.events import Event
 from reference_host.stream.sse_parser import SSEEvent, parse
-from reference_host.tools.callbacks import CallContext, SentAsIs
+from reference_host.tools.callbacks import CallContext, CallPlan, SentAsIs, ToolResult
 from reference_host.workflow.canvas import Canvas, WorkflowError
 from reference_host.workflow.runner import run_saved
 from reference_host.workflow.store import WorkflowStore
@@ -65,11 +65,10 @@ class Fake(SentAsIs):
         self.reply = reply
         self.received: list[dict[str, Any]] = []
 
-    async def call(self, input_json: str, context: CallContext) -> str:
-        arguments = json.loads(input_json)
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
+        arguments = plan.arguments.object()
         self.received.append(arguments)
-        value = self.reply(arguments)
-        return value if isinstance(value, str) else json.dumps(value)
+        return ToolResult.of(self.reply(arguments))
 
 
 def outline_reply(args: dict[str, Any]) -> dict[str, Any]:

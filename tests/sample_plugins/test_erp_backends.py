@@ -24,7 +24,6 @@ from jsonschema import Draft202012Validator
 from conformance.schema_validation import schema_uri, validate
 from plugin_spec.rest_handler import RestHandler
 from reference_host.erp.dispatch import dispatch
-from reference_host.tools.callbacks import is_failure
 from sample_plugins.erp_backends import (
     PLUGINS,
     create_app,
@@ -567,7 +566,7 @@ async def run_tool(
         actor=headers["X-Actor"],
         timeout=10,
     )
-    return json.loads(output)
+    return output.output
 
 
 @pytest.mark.parametrize("code", sorted(ARGUMENTS))
@@ -575,7 +574,7 @@ async def test_every_sample_tool_dispatches(
     client: httpx.AsyncClient, fresh_erp: str, code: str
 ) -> None:
     result = await run_tool(client, fresh_erp, code, ARGUMENTS[code])
-    assert not is_failure(json.dumps(result)), result
+    assert not (isinstance(result, dict) and result.get("success") is False), result
     assert EXPECTED[code](result), result
 
 

@@ -18,7 +18,7 @@ from reference_host.agent.approval import Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.host import Host
 from reference_host.stream.events import Event
-from reference_host.tools.callbacks import CallContext, CallPlan
+from reference_host.tools.callbacks import Arguments, CallContext, CallPlan, ToolResult
 from tests.conftest import MakeHost
 from tests.security.conftest import (
     EXCEL,
@@ -119,14 +119,17 @@ class Planned:
     def __init__(self) -> None:
         self.ran: list[tuple[str, bool]] = []
         self.plans = 0
+        self.made: list[CallPlan] = []
 
-    def plan(self, input_json: str, context: CallContext) -> CallPlan:
+    def plan(self, arguments: Arguments, context: CallContext) -> CallPlan:
         self.plans += 1
-        return CallPlan(f'{{"plan": {self.plans}}}', ("plan",))
+        self.made.append(CallPlan(Arguments.read(f'{{"plan": {self.plans}}}'), ("plan",)))
+        return self.made[-1]
 
-    async def call(self, input_json: str, context: CallContext) -> str:
-        self.ran.append((input_json, context.planned))
-        return '{"success": true}'
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
+        # what ran, and whether it is the plan made (and approved), not one made anew
+        self.ran.append((plan.arguments.text, plan is self.made[-1]))
+        return ToolResult.of({"success": True})
 
 
 async def test_the_call_runs_the_approved_plan_not_a_new_one(make_host: MakeHost) -> None:

@@ -23,7 +23,7 @@ import pytest
 
 from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.host import Host
-from reference_host.tools.callbacks import CallContext
+from reference_host.tools.callbacks import CallContext, plan_and_call
 from tests.conftest import MakeHost
 from tests.sample_plugins.excel_client import make_workbook
 from tests.security.conftest import EXCEL, MARKDOWN, copy_sample
@@ -44,7 +44,10 @@ class Race:
         """One tool call through the production callback (route B fills file parameters)."""
         callback = self.host.registry.snapshot().get(tool)
         assert callback is not None, tool
-        return json.loads(await callback.call(json.dumps(arguments), CallContext("c1")))
+        output: dict[str, Any] = (
+            await plan_and_call(callback, arguments, CallContext("c1"))
+        ).output
+        return output
 
 
 @pytest.fixture

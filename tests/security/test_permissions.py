@@ -308,13 +308,13 @@ async def test_strict_tools_recheck_at_call_time(erp: Erp, change: dict[str, Any
 
 async def test_strict_tool_called_in_another_tenant_context_is_refused(erp: Erp) -> None:
     """The callback itself checks the context it is called with, not the snapshot's."""
-    from reference_host.tools.callbacks import CallContext
+    from reference_host.tools.callbacks import CallContext, plan_and_call
 
     callback = erp.host.registry.snapshot().get(model_name(DELETE))
     assert callback is not None
     for tenant, actor in (("globex", "admin"), ("acme", "boss"), ("", ""), ("acme", "reader")):
-        output = await callback.call('{"id": "1"}', CallContext("c", "r", tenant, actor))
-        assert json.loads(output)["success"] is False
+        output = await plan_and_call(callback, {"id": "1"}, CallContext("c", "r", tenant, actor))
+        assert output.output["success"] is False
     assert erp.hits.hits == []
 
 

@@ -20,7 +20,7 @@ import pytest
 from conformance.fengyu.services import effects_unseen
 from reference_host.host import Host
 from reference_host.process.sandbox import support
-from reference_host.tools.callbacks import CallContext
+from reference_host.tools.callbacks import CallContext, plan_and_call
 from tests.conftest import MakeHost
 from tests.faults.support import write_worker_plugin
 
@@ -35,8 +35,8 @@ pytestmark = pytest.mark.skipif(
 async def probe(host: Host, conversation: str = "c1", **asks: Any) -> dict[str, Any]:
     callback = host.registry.snapshot().get(TOOL)
     assert callback is not None
-    output = await callback.call(json.dumps(asks), CallContext(conversation_id=conversation))
-    answer: dict[str, Any] = json.loads(output)
+    output = await plan_and_call(callback, asks, CallContext(conversation_id=conversation))
+    answer: dict[str, Any] = output.output
     assert answer.get("success") is True, answer
     return answer
 
