@@ -18,8 +18,9 @@ The dev console (reference_host.http.console) is a page at `/` that uses this sa
 is not in the document. FastAPI's /docs and /redoc pages are off: they load their scripts
 from a CDN, so offline they are blank.
 
-Why FastAPI rather than bare Starlette: the request bodies are declared once as pydantic
-models (validated, with camelCase field names), and the OpenAPI document comes from them.
+Why FastAPI rather than bare Starlette: the request bodies and the JSON answers
+(reference_host.http.answers) are declared once as pydantic models (validated, with camelCase
+field names), and the OpenAPI document comes from them.
 Its validation errors are rewritten into our error shape.
 """
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from reference_host.http.answers import ApprovalAnswer
 from reference_host.http.bodies import StrictBody
 from reference_host.http.deps import HostDep
 from reference_host.http.error_answers import ApiError
@@ -28,7 +29,11 @@ class ApprovalBody(StrictBody):
     approved: bool
 
 
-@router.post("/api/approvals/{approval_id}", responses={404: NOT_FOUND, 409: CHANGED})
+@router.post(
+    "/api/approvals/{approval_id}",
+    response_model=ApprovalAnswer,
+    responses={404: NOT_FOUND, 409: CHANGED},
+)
 async def decide_approval(approval_id: str, body: ApprovalBody, host: HostDep) -> dict[str, Any]:
     verdict = host.approvals.decide(approval_id, body.approved)
     if verdict is None:

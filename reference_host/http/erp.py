@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, Header
 
+from reference_host.http.answers import DiscoveredTool
 from reference_host.http.deps import HostDep
 from reference_host.http.error_answers import ApiError
 from reference_host.http.openapi import error
@@ -31,6 +32,7 @@ DISCOVERY_HEADERS = {
 
 @router.get(
     "/api/v1/agents/metadata/tools",
+    response_model=list[DiscoveredTool],
     openapi_extra=DISCOVERY_HEADERS,
     responses={400: error("X-Tenant-Id or X-Actor is missing or empty")},
 )

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from plugin_spec.filerefs import FileRefError
 from reference_host.grants.quota import QuotaError
+from reference_host.http.answers import FileRefAnswer, GrantAnswer
 from reference_host.http.bodies import PATH_LIMIT, StrictBody
 from reference_host.http.deps import HostDep
 from reference_host.http.error_answers import ApiError
@@ -43,6 +44,7 @@ class GrantBody(StrictBody):
 @router.post(
     "/api/conversations/{conversation_id}/grants",
     status_code=201,
+    response_model=FileRefAnswer,
     responses={404: NOT_FOUND, 409: OVER_QUOTA},
 )
 async def attach_grant(
@@ -57,7 +59,7 @@ async def attach_grant(
         raise ApiError(400, str(exc)) from None
 
 
-@router.get("/api/conversations/{conversation_id}/grants")
+@router.get("/api/conversations/{conversation_id}/grants", response_model=list[GrantAnswer])
 async def list_grants(
     host: HostDep, conversation_id: str = ConversationPath
 ) -> list[dict[str, Any]]:

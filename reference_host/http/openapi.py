@@ -30,7 +30,6 @@ def error(description: str) -> dict[str, Any]:
 # The `responses=` pieces several routers share.
 NOT_FOUND = error("no such plugin, approval or workflow")
 CONFLICT = error("it clashes with what is installed")
-JSON_OBJECT = {"application/json": {"schema": {"type": "object"}}}
 
 
 def document(app: FastAPI, *, token: bool, max_body_bytes: int) -> None:

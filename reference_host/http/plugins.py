@@ -16,10 +16,11 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 
 from reference_host.host import Host
+from reference_host.http.answers import PluginAnswer
 from reference_host.http.bodies import PATH_LIMIT, StrictBody
 from reference_host.http.deps import HostDep
 from reference_host.http.error_answers import ApiError
-from reference_host.http.openapi import CONFLICT, JSON_OBJECT, NOT_FOUND
+from reference_host.http.openapi import CONFLICT, NOT_FOUND
 from reference_host.plugins.lifecycle import PluginError
 from reference_host.support.quoting import quoted
 
@@ -30,15 +31,16 @@ class InstallBody(StrictBody):
     path: str = Field(min_length=1, max_length=PATH_LIMIT)
 
 
-@router.get("/api/plugins")
+@router.get("/api/plugins", response_model=list[PluginAnswer])
 async def list_plugins(host: HostDep) -> list[dict[str, Any]]:
     return [info.to_json() for info in host.plugins.list()]
 
 
 @router.post(
     "/api/plugins",
+    response_model=PluginAnswer,
     responses={
-        201: {"description": "installed (200: upgraded)", "content": JSON_OBJECT},
+        201: {"description": "installed (200: upgraded)", "model": PluginAnswer},
         404: NOT_FOUND,
         409: CONFLICT,
     },
@@ -52,7 +54,11 @@ async def install_plugin(body: InstallBody, host: HostDep) -> JSONResponse:
     return JSONResponse(info.to_json(), status_code=200 if info.id in before else 201)
 
 
-@router.post("/api/plugins/{plugin_id}/enable", responses={404: NOT_FOUND, 409: CONFLICT})
+@router.post(
+    "/api/plugins/{plugin_id}/enable",
+    response_model=PluginAnswer,
+    responses={404: NOT_FOUND, 409: CONFLICT},
+)
 async def enable_plugin(plugin_id: str, host: HostDep) -> dict[str, Any]:
     require_plugin(host, plugin_id)
     try:
@@ -62,7 +68,9 @@ async def enable_plugin(plugin_id: str, host: HostDep) -> dict[str, Any]:
     return info.to_json()
 
 
-@router.post("/api/plugins/{plugin_id}/disable", responses={404: NOT_FOUND})
+@router.post(
+    "/api/plugins/{plugin_id}/disable", response_model=PluginAnswer, responses={404: NOT_FOUND}
+)
 async def disable_plugin(plugin_id: str, host: HostDep) -> dict[str, Any]:
     require_plugin(host, plugin_id)
     return (await host.disable(plugin_id)).to_json()

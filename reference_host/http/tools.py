@@ -11,12 +11,13 @@ from fastapi import APIRouter
 
 from plugin_spec.providers.judge import fits
 from plugin_spec.tool_definition import model_schema
+from reference_host.http.answers import ProviderFit, ToolAnswer
 from reference_host.http.deps import HostDep
 
 router = APIRouter()
 
 
-@router.get("/api/tools")
+@router.get("/api/tools", response_model=list[ToolAnswer])
 async def list_tools(host: HostDep) -> list[dict[str, Any]]:
     snapshot = host.registry.snapshot()
     return [
@@ -31,7 +32,7 @@ async def list_tools(host: HostDep) -> list[dict[str, Any]]:
     ]
 
 
-@router.get("/api/tools/providers")
+@router.get("/api/tools/providers", response_model=ProviderFit)
 async def provider_fit(host: HostDep) -> dict[str, Any]:
     """Per provider: whether every tool of the snapshot, and the snapshot as one request, is
     within its rules; what stands in the way, rule by rule, when not. Judged once per snapshot

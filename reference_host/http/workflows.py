@@ -26,10 +26,11 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 from starlette.responses import StreamingResponse
 
+from reference_host.http.answers import CatalogAnswer, Reconciled, ShownWorkflow, WorkflowSummary
 from reference_host.http.bodies import StrictBody
 from reference_host.http.deps import CanvasDep, HostDep, KeepAliveDep
 from reference_host.http.ids import ClientId
-from reference_host.http.openapi import JSON_OBJECT, NOT_FOUND
+from reference_host.http.openapi import NOT_FOUND
 from reference_host.http.streaming import EVENT_STREAM, EventStream, stream
 from reference_host.workflow.runner import run_saved
 
@@ -40,19 +41,20 @@ class RunBody(StrictBody):
     conversation_id: ClientId | None = Field(default=None, alias="conversationId")
 
 
-@router.get("/api/workflow/catalog")
+@router.get("/api/workflow/catalog", response_model=list[CatalogAnswer])
 async def workflow_catalog(canvas: CanvasDep) -> list[dict[str, Any]]:
     return [entry.to_json() for entry in canvas.catalog().values()]
 
 
-@router.get("/api/workflows")
+@router.get("/api/workflows", response_model=list[WorkflowSummary])
 async def list_workflows(canvas: CanvasDep) -> list[dict[str, Any]]:
     return canvas.workflows.list()
 
 
 @router.post(
     "/api/workflows",
-    responses={201: {"description": "saved as new (200: replaced)", "content": JSON_OBJECT}},
+    response_model=ShownWorkflow,
+    responses={201: {"description": "saved as new (200: replaced)", "model": ShownWorkflow}},
 )
 async def save_workflow(
     canvas: CanvasDep,
@@ -62,7 +64,9 @@ async def save_workflow(
     return JSONResponse(shown, status_code=201 if created else 200)
 
 
-@router.get("/api/workflows/{workflow_id}", responses={404: NOT_FOUND})
+@router.get(
+    "/api/workflows/{workflow_id}", response_model=ShownWorkflow, responses={404: NOT_FOUND}
+)
 async def load_workflow(workflow_id: str, canvas: CanvasDep) -> dict[str, Any]:
     return canvas.load(workflow_id)
 
@@ -73,7 +77,11 @@ async def delete_workflow(workflow_id: str, canvas: CanvasDep) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/api/workflows/{workflow_id}/reconcile", responses={404: NOT_FOUND})
+@router.post(
+    "/api/workflows/{workflow_id}/reconcile",
+    response_model=Reconciled,
+    responses={404: NOT_FOUND},
+)
 async def reconcile_workflow(workflow_id: str, canvas: CanvasDep) -> dict[str, Any]:
     return canvas.reconcile(workflow_id)
 
