@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -111,6 +112,22 @@ def failures(result: pytest.RunResult) -> str:
     """A run's output before its short test summary, which repeats whole failure texts where
     pytest sees a CI environment (CI=true), as on CI services and in .ci/run."""
     return result.stdout.str().split(" short test summary info ")[0]
+
+
+def run_pytest(
+    cwd: Path, *args: str, env: dict[str, str], timeout: float, python: str = sys.executable
+) -> subprocess.CompletedProcess[str]:
+    """`python -m pytest *args` in a process of its own, in cwd with env, as a user runs it
+    (python: the tests' own unless given); its output as text."""
+    return subprocess.run(
+        [python, "-m", "pytest", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
 
 
 def plugin_with_manifest(tmp_path: Path, manifest: Any, name: str = "plugin") -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import FIXTURE_PLUGINS, REPO
+from tests.conftest import FIXTURE_PLUGINS, REPO, run_pytest
 
 SAMPLE = REPO / "sample_plugins" / "fan.summer.markdown"
 ACTION = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
@@ -143,14 +143,12 @@ def test_a_wheel_installed_on_its_own_runs_the_kit_from_inside_a_plugin(
         check=True,
     ).stdout
     assert where.startswith(site), where
-    done = subprocess.run(
-        [str(python), "-m", "pytest", "--plugin-dir", ".", "--conformance-strict", "-q"],
-        cwd=plugin,
+    done = run_pytest(
+        plugin,
+        *("--plugin-dir", ".", "--conformance-strict", "-q"),
         env=env,
-        capture_output=True,
-        text=True,
         timeout=TIMEOUT,
-        check=False,
+        python=str(python),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     explained = subprocess.run(

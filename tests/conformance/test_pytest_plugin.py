@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from conformance.catalog import load_catalog
 from conformance.fengyu import harness
 from conformance.report import markdown
-from tests.conftest import FIXTURE_PLUGINS, REPO, failures, plugin_with_manifest
+from tests.conftest import FIXTURE_PLUGINS, REPO, failures, plugin_with_manifest, run_pytest
 
 SAMPLE = REPO / "sample_plugins" / "fan.summer.markdown"
 DANGLING = FIXTURE_PLUGINS / "FY-MAN-004-dangling-method"
@@ -373,15 +372,7 @@ def test_runs_from_inside_a_plugin_with_a_conformance_folder_without_warnings(
     plugin = shutil.copytree(SAMPLE, tmp_path / "plugin")
     assert (plugin / "conformance").is_dir()
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--plugin-dir", ".", "-m", "manifest"],
-        cwd=plugin,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    result = run_pytest(plugin, "--plugin-dir", ".", "-m", "manifest", env=env, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Warning" not in result.stdout + result.stderr
     counts = f" {_applicable()} passed, {len(SAMPLE_NOT_APPLICABLE)} skipped, "

@@ -10,7 +10,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tomllib
 from importlib import metadata
@@ -19,7 +18,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.conftest import REPO
+from tests.conftest import REPO, run_pytest
 from tests.docs.markdown_links import links
 from tests.docs.shown_output import difference
 
@@ -174,13 +173,8 @@ def test_the_failure_shown_is_what_the_kit_prints(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     environment = {k: v for k, v in os.environ.items() if k != "CI"} | {"COLUMNS": "88"}
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--plugin-dir", "markdown", "-p", "no:cacheprovider"],
-        cwd=tmp_path,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    run = run_pytest(
+        tmp_path, "--plugin-dir", "markdown", "-p", "no:cacheprovider", env=environment, timeout=300
     )
     assert run.returncode == 1, run.stdout + run.stderr
     printed = failure_part(run.stdout).replace(str(plugin), "/tmp/demo/markdown")
