@@ -67,6 +67,14 @@ def analyzed(worker: WorkerProcess, path: Path = EXAMPLE) -> dict[str, Any]:
     return result
 
 
+def configured_then_deleted(worker: WorkerProcess, tmp_path: Path) -> None:
+    """Analyze a one-sheet workbook and configure a split by sheet, then delete the workbook."""
+    source = make_workbook(tmp_path / "gone.xlsx", {"Data": [("A",), (1,)]})
+    analyzed(worker, source)
+    worker.call("excel_configure", {"mode": "BY_SHEET"})
+    source.unlink()
+
+
 def executed(worker: WorkerProcess, out: Path, prefix: str | None = None) -> list[str]:
     params = {"outputDir": str(out)} | ({"filePrefix": prefix} if prefix is not None else {})
     result = worker.call("excel_execute", params)
@@ -331,10 +339,7 @@ def test_stdin_eof_stops_a_running_job_and_exits(tmp_path: Path, big_workbook: P
 
 
 def test_failed_job_reports_its_error(worker: WorkerProcess, out: Path, tmp_path: Path) -> None:
-    source = make_workbook(tmp_path / "gone.xlsx", {"Data": [("A",), (1,)]})
-    analyzed(worker, source)
-    worker.call("excel_configure", {"mode": "BY_SHEET"})
-    source.unlink()
+    configured_then_deleted(worker, tmp_path)
     job = worker.call("excel_execute_start", {"outputDir": str(out)})["jobId"]
     status, _ = worker.wait_job(job)
     assert status["status"] == "failed"
@@ -440,10 +445,7 @@ def test_execute_needs_a_mode_and_a_writable_folder(
 
 
 def test_source_deleted_after_analyze(worker: WorkerProcess, out: Path, tmp_path: Path) -> None:
-    source = make_workbook(tmp_path / "gone.xlsx", {"Data": [("A",), (1,)]})
-    analyzed(worker, source)
-    worker.call("excel_configure", {"mode": "BY_SHEET"})
-    source.unlink()
+    configured_then_deleted(worker, tmp_path)
     failure(worker, "excel_execute", {"outputDir": str(out)}, "could not be read")
 
 
