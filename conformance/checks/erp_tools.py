@@ -9,13 +9,13 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu_manifest import offered_tool_names
 from conformance.erp.plugin import MUTATING, ErpPlugin, model_name
 from conformance.findings import Finding, shown
 from conformance.provider_view import PORTABLE_NAME
 from conformance.schema_messages import explain
 from conformance.schema_validation import annotated_requirements, schema_uri, validate
 from conformance.sources import pointer
-from plugin_spec.builtin_names import BUILTIN_TOOL_NAMES
 from plugin_spec.namespace import namespace_problem
 from plugin_spec.rest_handler import DispatchError, encode_segment, placeholder_problem
 from plugin_spec.schema_refs import DOCUMENT_ONLY, external_refs
@@ -193,10 +193,7 @@ def namespaced_tool_code(ctx: CheckContext) -> Iterator[Finding]:
 
 @check("ERP-TOOL-009")
 def model_facing_names(ctx: CheckContext) -> Iterator[Finding]:
-    offered = {name: "the host's built-in tools" for name in BUILTIN_TOOL_NAMES}
-    for peer in ctx.peers:
-        for name in peer.tool_names():
-            offered.setdefault(name, f"plugin {peer.label} ({peer.root})")
+    offered = offered_tool_names(ctx)
     seen: dict[str, str] = {}
     codes: set[str] = set()
     for tool in ctx.erp.tools:

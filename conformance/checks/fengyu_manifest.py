@@ -113,12 +113,19 @@ def tool_names_unique(ctx: CheckContext) -> Iterator[Finding]:
             first[tool.name] = tool.pointer
 
 
-@check("FY-MAN-008")
-def tool_names_do_not_clash(ctx: CheckContext) -> Iterator[Finding]:
+def offered_tool_names(ctx: CheckContext) -> dict[str, str]:
+    """The tool names a host offers beside the plugin's, each with who offers it: its
+    built-in tools, then the other plugins checked in the same run."""
     offered_by = {name: "the host's built-in tools" for name in BUILTIN_TOOL_NAMES}
     for peer in ctx.peers:
         for name in peer.tool_names():
             offered_by.setdefault(name, f"plugin {peer.label} ({peer.root})")
+    return offered_by
+
+
+@check("FY-MAN-008")
+def tool_names_do_not_clash(ctx: CheckContext) -> Iterator[Finding]:
+    offered_by = offered_tool_names(ctx)
     for tool in ctx.fengyu.tools:
         if isinstance(tool.name, str) and tool.name in offered_by:
             yield ctx.manifest_finding(
