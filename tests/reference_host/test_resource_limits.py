@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 import pytest
 
 from plugin_spec.fengyu_decls import ResourceLimits, resource_limits
@@ -27,7 +26,7 @@ from reference_host.process.worker_errors import WorkerResourceLimit
 from reference_host.stream.sse_parser import parse
 from reference_host.support.loopback import serve_on_loopback
 from tests.conftest import MakeHost
-from tests.faults.support import WORKERS, write_worker_plugin
+from tests.faults.support import WORKERS, wait_gone, write_worker_plugin
 from tests.reference_host.stream_items import data, kinds
 
 PLUGIN = "fan.summer.greedy"
@@ -54,22 +53,6 @@ async def manager() -> AsyncIterator[PluginProcessManager]:
 def children(tmp_path: Path) -> list[int]:
     found = list((tmp_path / "data").rglob("children"))
     return [int(pid) for f in found for pid in f.read_text().split()]
-
-
-def all_gone(pids: list[int], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not any(_alive(pid) for pid in pids):
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_overruns_name_the_limit_what_was_seen_and_what_was_declared() -> None:
@@ -115,7 +98,7 @@ async def test_a_worker_over_max_processes_fails_its_pending_call_and_its_tree_i
     assert [r.levelname for r in caplog.records if "process limit" in r.getMessage()] == ["ERROR"]
     spawned = children(tmp_path)
     assert spawned, "the worker recorded no children"
-    assert all_gone(spawned)  # the one in a session of its own too
+    assert wait_gone(spawned, timeout=5.0) == []  # the one in a session of its own too
     # the next call starts a fresh worker, which is fine while it stays within the limit
     answer = await manager.invoke(PLUGIN, "run", {"children": 1}, caller_timeout=30)
     assert answer["success"] is True
