@@ -14,6 +14,7 @@ from conformance.fengyu.services import WorkerServices
 from conformance.fengyu.tool_files import ToolFiles
 from conformance.findings import Finding, NotApplicable
 from conformance.strategies import GeneratorGap, InputSpace
+from plugin_spec import jsonrpc
 from plugin_spec.filerefs import FileClass, classify_parameters
 from reference_host.tools.callbacks import CallContext, plan_and_call
 
@@ -108,7 +109,7 @@ def route_b_injection_accepted(ctx: CheckContext) -> Iterator[Finding]:
             )
             continue
         output = next((e.data["output"] for e in events if e.data.get("phase") == "result"), "")
-        if "(code -32602)" in output:
+        if f"(code {jsonrpc.INVALID_PARAMS})" in output:  # the worker refused its params
             yield finding(
                 ctx,
                 f"{tool.name!r} rejected the injected path {expected!r} for {name!r}: {output}",

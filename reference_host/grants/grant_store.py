@@ -368,7 +368,7 @@ class GrantStore:
 
     def injection(
         self, conversation_id: str, plugin_id: str, file_classes: Mapping[str, FileClass]
-    ) -> dict[str, Any]:
+    ) -> dict[str, FileRef | list[FileRef]]:
         """Route B: with exactly one file-class parameter and matching grants, that parameter
         and the FileRef (or list) the host puts there; otherwise nothing.
 
@@ -380,9 +380,9 @@ class GrantStore:
         ((name, file_class),) = file_classes.items()
         matching = [g.ref for g in self.grants(conversation_id, plugin_id) if g.fits(file_class)]
         if file_class is FileClass.FILE_LIST and matching:
-            return {name: [dict(r) for r in matching]}
+            return {name: [ref.copy() for ref in matching]}
         if len(matching) == 1:
-            return {name: dict(matching[0])}
+            return {name: matching[0].copy()}
         return {}
 
     def shown(

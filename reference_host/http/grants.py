@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import APIRouter, Path, Response
 from pydantic import Field
 
-from plugin_spec.filerefs import FileRefError
+from plugin_spec.filerefs import FileRef, FileRefError
 from reference_host.grants.quota import QuotaError
 from reference_host.http.answers import FileRefAnswer, GrantAnswer
 from reference_host.http.bodies import PATH_LIMIT, StrictBody
@@ -49,10 +49,10 @@ class GrantBody(StrictBody):
 )
 async def attach_grant(
     body: GrantBody, host: HostDep, conversation_id: str = ConversationPath
-) -> dict[str, Any]:
+) -> FileRef:
     require_plugin(host, body.plugin_id)
     try:
-        return dict(host.grants.attach(conversation_id, body.plugin_id, body.path, body.access))
+        return host.grants.attach(conversation_id, body.plugin_id, body.path, body.access)
     except QuotaError as exc:
         raise ApiError(409, str(exc)) from None
     except FileRefError as exc:
@@ -64,7 +64,7 @@ async def list_grants(
     host: HostDep, conversation_id: str = ConversationPath
 ) -> list[dict[str, Any]]:
     return [
-        {"pluginId": grant.plugin_id, "ref": dict(grant.ref), "path": str(grant.path)}
+        {"pluginId": grant.plugin_id, "ref": grant.ref, "path": str(grant.path)}
         for grant in host.grants.grants(conversation_id)
     ]
 
