@@ -9,12 +9,13 @@ stream with an error event, and error is always the last event. A turn ends at i
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from plugin_spec.sensitive import mask_arguments, redact, secrets
+from plugin_spec.sensitive import HIDDEN, has_sensitive, mask, redact, secrets
 from reference_host.agent.approval import ApprovalBroker, ApprovalPolicy, Decision
 from reference_host.agent.approval_binding import ApprovalBinder, Binding
 from reference_host.agent.models import ChatModel, Message, ModelError, ModelTurn, ToolCall
@@ -106,10 +107,10 @@ async def _steps(
                 yield events.done(turn.text, tokens, time.monotonic() - started)
                 return
             for call in turn.tool_calls:
-                shown = shown_arguments(snapshot.get(call.name), call.arguments)
+                arguments = Arguments.read(call.arguments)  # read here, once
+                shown = shown_arguments(snapshot.get(call.name), arguments)
                 yield events.tool_call(call.id, call.name, shown)
                 result = failure("the call gave no result")
-                arguments = Arguments.read(call.arguments)  # read here, once
                 async for item in execute_call(call.id, call.name, arguments, scope):
                     if isinstance(item, Event):
                         yield item
@@ -174,7 +175,7 @@ def _approval_event(
         call_id,
         name,
         binding.callback.effect.value,
-        shown_arguments(binding.callback, plan.arguments.text),
+        shown_arguments(binding.callback, plan.arguments),
         plan.injected,
         [asdict(file) for file in plan.files],
         plugin=binding.owner,
@@ -195,12 +196,18 @@ def _repeated_id(calls: Sequence[ToolCall], seen: set[str]) -> str | None:
     return None
 
 
-def shown_arguments(callback: ToolCallback | None, arguments: str) -> str:
+def shown_arguments(callback: ToolCallback | None, arguments: Arguments) -> str:
     """A call's arguments as the stream and an approval show them: each value marked
-    x-fengyu-sensitive masked (spec: host.md#sensitive-inputs); the worker gets them as sent."""
-    if callback is None:
-        return arguments
-    return mask_arguments(arguments, callback.definition.input_schema)
+    x-fengyu-sensitive masked (spec: host.md#sensitive-inputs); the worker gets them as sent.
+    Their text is shown as it is when nothing in it is masked, and hidden whole when it is not
+    an object (its secrets cannot be told apart)."""
+    schema = None if callback is None else callback.definition.input_schema
+    if schema is None or not has_sensitive(schema):
+        return arguments.text
+    if arguments.problem is not None:
+        return HIDDEN
+    masked = mask(dict(arguments.values), schema)
+    return arguments.text if masked == arguments.values else json.dumps(masked, ensure_ascii=False)
 
 
 def _without_secrets(

@@ -71,9 +71,7 @@ async def run_workflow(workflow: dict[str, Any], scope: RunScope) -> AsyncIterat
                 yield events.error(f"{where}: {exc}")
                 return
             arguments = Arguments.of(values)
-            yield events.tool_call(
-                node["id"], name, shown_arguments(snapshot.get(name), arguments.text)
-            )
+            yield events.tool_call(node["id"], name, shown_arguments(snapshot.get(name), arguments))
             result = failure("the call gave no result")
             async for item in execute_call(node["id"], name, arguments, scope):
                 if isinstance(item, Event):
