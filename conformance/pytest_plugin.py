@@ -13,7 +13,10 @@ import pytest
 
 from conformance.options import add_options
 
-UNUSED_PLUGINS = ("asyncio",)  # registered names of pytest plugins a kit run leaves out
+# Registered names of pytest plugins a kit run leaves out: the kit drives hypothesis itself,
+# and hypothesis's plugin imports all of hypothesis (half a second) in every run's summary,
+# also a `-m manifest` run that never needs it.
+UNUSED_PLUGINS = ("asyncio", "hypothesispytest")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -31,6 +34,17 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
             plugin = early_config.pluginmanager.get_plugin(name)
             if plugin is not None:
                 early_config.pluginmanager.unregister(plugin)
+                if name == "hypothesispytest":
+                    _end_hypothesis_initialization()
+
+
+def _end_hypothesis_initialization() -> None:
+    """Close the count hypothesis's plugin opened when it was loaded and closes when the
+    session starts (_hypothesis_globals.in_initialization); left open, hypothesis would take
+    the kit's first use of it for slow work in a plugin's start-up and warn."""
+    import _hypothesis_globals
+
+    _hypothesis_globals.in_initialization -= 1
 
 
 @pytest.hookimpl(tryfirst=True)
