@@ -204,21 +204,16 @@ def _measure_size(settings: Settings, count: int, temp: Path) -> tuple[list[Row]
             met=median(unchanged) / cold_median < TARGET_UNCHANGED if count == 1000 else None,
             note=counts([unchanged_counts]),
         ),
-        Row(
-            SECTION,
-            f"{label}: after one re-install / cold",
-            median([s[0] for s in reinstalled]),
-            "cold",
-            cold_median,
-            note=counts(reinstalled),
-        ),
-        Row(
-            SECTION,
-            f"{label}: after one disable / cold",
-            median([s[0] for s in disabled]),
-            "cold",
-            cold_median,
-            note=counts(disabled),
+        *(
+            Row(
+                SECTION,
+                f"{label}: after one {change} / cold",
+                median([s[0] for s in samples]),
+                "cold",
+                cold_median,
+                note=counts(samples),
+            )
+            for change, samples in (("re-install", reinstalled), ("disable", disabled))
         ),
     ]
     _check_counts(count, cold, [unchanged_counts], reinstalled, disabled)

@@ -70,32 +70,18 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
                 lines.append(f"- baseline: {record['reason']}")
             lines.append("")
     lines += provider_matrix_markdown(plugins)
-    files = [(p["label"], f) for p in plugins for f in p.get("file_parameters", [])]
-    if files:
-        lines += [
-            "",
-            "## File-class parameters",
-            "",
-            "| plugin | tool | parameter | class | route |",
-            "|---|---|---|---|---|",
-        ]
-        lines += [
-            f"| {label} | {f['tool']} | {f['parameter']} | {f['class']} | {f['route']} |"
-            for label, f in files
-        ]
-    path_like = [(p["label"], f) for p in plugins for f in p.get("path_like_parameters", [])]
-    if path_like:
-        lines += [
-            "",
-            "## Parameters that look like paths but are not file-class (FY-FILE-004)",
-            "",
-            "| plugin | tool | parameter | why | to make it file-class |",
-            "|---|---|---|---|---|",
-        ]
-        lines += [
-            f"| {label} | {f['tool']} | {f['parameter']} | {f['because']} | {f['add']} |"
-            for label, f in path_like
-        ]
+    lines += _parameter_table(
+        plugins,
+        "file_parameters",
+        "File-class parameters",
+        {"class": "class", "route": "route"},
+    )
+    lines += _parameter_table(
+        plugins,
+        "path_like_parameters",
+        "Parameters that look like paths but are not file-class (FY-FILE-004)",
+        {"why": "because", "to make it file-class": "add"},
+    )
     for plugin in plugins:
         if "v2_equivalent" in plugin:
             text = json.dumps(plugin["v2_equivalent"], indent=2, ensure_ascii=False)
@@ -112,6 +98,25 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
                 "</details>",
             ]
     return "\n".join(lines) + "\n"
+
+
+def _parameter_table(
+    plugins: list[dict[str, Any]], key: str, heading: str, columns: dict[str, str]
+) -> list[str]:
+    """A section listing each plugin's summary[key] parameters (none: no section), with the
+    plugin, tool and parameter, then columns (header -> member)."""
+    found = [(p["label"], f) for p in plugins for f in p.get(key, [])]
+    if not found:
+        return []
+    header = ["plugin", "tool", "parameter", *columns]
+    lines = ["", f"## {heading}", "", _row(header), "|" + "---|" * len(header)]
+    for label, f in found:
+        lines.append(_row([label, f["tool"], f["parameter"], *(f[m] for m in columns.values())]))
+    return lines
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
 
 
 def fenced(text: str, indent: str = "  ") -> list[str]:

@@ -350,6 +350,9 @@ class WorkerServices:
         it does meanwhile is laid at its calls' door whichever item ends it first."""
         if not self.effects.unwatched:
             self.effects.settle()
+        self._stop_workers()
+
+    def _stop_workers(self) -> None:
         if self._harness is not None:
             self._harness.close()
             self._harness = None
@@ -427,10 +430,7 @@ class WorkerServices:
         return declared_methods(self.plugin)
 
     def close(self) -> None:
-        if self._host is not None:
-            self._host.close()
-            self._host = None
-        if self._harness is not None:
-            self._harness.close()
-            self._harness = None
+        """End the run's workers at once (no item judges their effects any more) and remove
+        the scratch folder."""
+        self._stop_workers()
         shutil.rmtree(self.workdir, ignore_errors=True)
