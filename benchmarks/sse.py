@@ -41,7 +41,7 @@ from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
 from reference_host.support.loopback import serve_on_loopback
-from reference_host.tools.callbacks import CallContext, SentAsIs
+from reference_host.tools.callbacks import CallContext, CallPlan, SentAsIs, ToolResult
 
 SECTION = "4 chat stream (SSE)"
 START_TIMEOUT = 10.0
@@ -57,8 +57,8 @@ class FakeTool(SentAsIs):
     effect = Effect.READ
     owner = "builtin"
 
-    async def call(self, input_json: str, context: CallContext) -> str:
-        return '{"success":true,"summary":"ok"}'
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
+        return ToolResult({"success": True, "summary": "ok"})
 
 
 def model(calls: int) -> ScriptedModel:
