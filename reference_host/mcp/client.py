@@ -1,0 +1,134 @@
+"""One running MCP server and its session, through the official SDK's Client.
+
+The SDK's Client is an async context manager whose task group must be entered and left in
+one task, while the host calls tools from its request tasks; so each connection lives in a
+task of its own, which opens the Client (mode "auto": `server/discover`, else `initialize`),
+hands it over, and holds it until close() asks it to leave.
+
+Leaving runs the SDK's shutdown (close stdin, wait, SIGTERM the process group, SIGKILL). The
+SDK signals the group only when the server itself outlives its stdin: children of a server
+that exits at once are left running. So close() then SIGKILLs the group and ends the lineage
+(every process carrying the connection's token, those that left the group too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import mcp_types
+import psutil
+from mcp import Client, stdio_client
+
+from reference_host.mcp.launch import Launch
+from reference_host.process.lineage import carriers, end_lineage, new_token
+from reference_host.process.reaper import MANAGED
+from reference_host.process.tree import kill_group
+
+log = logging.getLogger(__name__)
+
+OPEN_TIMEOUT = 60.0  # the handshake (a first `npx` or `uvx` run downloads the server)
+LIST_PAGES = 100  # tools/list pages read at most (a server whose cursors never end)
+
+
+class Connection:
+    """A started server: its Client, the pid the SDK started (bwrap in the sandbox, else the
+    server) and the era it spoke."""
+
+    def __init__(self, launch: Launch, stderr: Path) -> None:
+        self._launch = launch
+        self._stderr = stderr
+        self._token = new_token()
+        self._leave = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.client: Client | None = None
+        self.pid: int | None = None
+
+    async def open(self) -> Client:
+        """Start the server and open its session; raises what kept it from opening."""
+        loop = asyncio.get_running_loop()
+        opened: asyncio.Future[Client] = loop.create_future()
+        self._task = asyncio.create_task(self._hold(opened), name=f"mcp {self._launch.server.name}")
+        try:
+            self.client = await asyncio.wait_for(asyncio.shield(opened), OPEN_TIMEOUT)
+        except BaseException:
+            await self.close()
+            raise
+        return self.client
+
+    @property
+    def modern(self) -> bool:
+        """Whether the server adopted `server/discover` (2026-07-28), not `initialize`."""
+        return self.client is not None and self.client.session.discover_result is not None
+
+    def alive(self) -> bool:
+        """Whether the started process still runs (not exited, not a zombie)."""
+        if self.pid is None:
+            return False
+        try:
+            return psutil.Process(self.pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    async def tools(self) -> list[mcp_types.Tool]:
+        """Every tool the server lists, page by page."""
+        assert self.client is not None
+        tools: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        for _ in range(LIST_PAGES):
+            page = await self.client.list_tools(cursor=cursor, cache_mode="bypass")
+            tools += page.tools
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tools
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], timeout: float | None
+    ) -> mcp_types.CallToolResult:
+        assert self.client is not None
+        return await self.client.call_tool(name, arguments, read_timeout_seconds=timeout)
+
+    async def close(self) -> None:
+        """Leave the session (the SDK's shutdown), then end whatever it left running."""
+        self._leave.set()
+        if self._task is not None:
+            with contextlib.suppress(BaseException):
+                await self._task
+        if self.pid is not None:
+            kill_group(self.pid)
+        await asyncio.to_thread(end_lineage, self._token)
+        self.client = None
+
+    async def _hold(self, opened: asyncio.Future[Client]) -> None:
+        try:
+            with self._stderr.open("ab") as errlog:
+                parameters = self._launch.parameters(self._token)
+                transport = stdio_client(parameters, errlog=errlog)  # type: ignore[arg-type]
+                async with Client(transport, mode="auto", cache=None) as client:
+                    self._find_pid()
+                    opened.set_result(client)
+                    await self._leave.wait()
+        except BaseException as exc:
+            if not opened.done():
+                opened.set_exception(exc if isinstance(exc, Exception) else RuntimeError(exc))
+            elif not isinstance(exc, asyncio.CancelledError):
+                log.debug("MCP server %s: the session ended: %r", self._launch.server.name, exc)
+        finally:
+            if self.pid is not None:
+                MANAGED.discard(self.pid)
+
+    def _find_pid(self) -> None:
+        """The SDK's child among the processes carrying the token; registered as managed, so
+        the host's orphan reaper leaves its exit status to asyncio's watcher."""
+        me = os.getpid()
+        for pid in carriers(self._token):
+            with contextlib.suppress(psutil.Error):
+                if psutil.Process(pid).ppid() == me:
+                    self.pid = pid
+                    MANAGED.add(pid)
+                    return

@@ -1,0 +1,262 @@
+"""The servers of an mcpServers file as plugins: their tools are ToolCallbacks like any other
+(the agent loop, the SSE call and result events, approvals and workflows cannot tell them
+apart), offered under minted names.
+
+Names: `offered_name(server, tool)` of plugin_spec.mcp, made distinct from the built-ins' and
+every other server's; the server's own name for the tool is what goes on the wire. Approval:
+every server in the file is untrusted, so its annotations are read as absent and never relax
+an approval (plugin_spec.mcp.approval_class): every tool is `external`.
+
+A server that crashed is started again by the next call to one of its tools, once per call;
+when that start fails too the call gets an error result saying so (with how many starts have
+failed in a row and the end of the server's stderr). close() stops every server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mcp_types
+from mcp import MCPError
+
+from plugin_spec.mcp import approval_class, distinct_name
+from plugin_spec.tool_definition import Effect, ToolDefinition
+from reference_host.mcp.client import Connection
+from reference_host.mcp.config import McpConfigError, ServerConfig, read_config
+from reference_host.mcp.launch import Launch
+from reference_host.mcp.results import error_text, tool_result
+from reference_host.tools.callbacks import (
+    CallContext,
+    CallPlan,
+    SentAsIs,
+    ToolResult,
+    failure,
+)
+
+log = logging.getLogger(__name__)
+
+PROFILE = "mcp"
+CALL_TIMEOUT = 300.0  # seconds one tools/call may take (a turn's own limit usually ends it first)
+STDERR_LINES = 5
+DATA_FOLDER = "mcp-data"
+
+
+class McpServer:
+    """One mounted server: its launch, its live connection (None until the first start or
+    after a crash was seen), its tools as listed at mount, and the era it spoke."""
+
+    def __init__(self, launch: Launch) -> None:
+        self.launch = launch
+        self.name = launch.server.name
+        self.tools: list[mcp_types.Tool] = []
+        self.era = ""
+        self.protocol_version = ""
+        self.version = ""
+        self.failed_starts = 0
+        self._connection: Connection | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def stderr(self) -> Path:
+        return self.launch.data_dir / "stderr.log"
+
+    @property
+    def pid(self) -> int | None:
+        """The pid the SDK started (the sandbox's bwrap, or the server), while it runs."""
+        return self._connection.pid if self._connection is not None else None
+
+    async def mount(self) -> None:
+        """Start the server and read its tools; raises McpConfigError saying why it failed."""
+        try:
+            connection = await self._start()
+            self.tools = _unique(await connection.tools())
+        except Exception as exc:
+            await self.close()
+            raise McpConfigError(
+                f"MCP server {self.name!r} could not be mounted: {error_text(exc)}"
+                f"{self._stderr_tail()}"
+            ) from None
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        """tools/call with the server's own tool name; every failure is a failed result."""
+        async with self._lock:
+            connection = self._connection
+            if connection is None or not connection.alive():
+                try:
+                    connection = await self._restart()
+                except Exception as exc:
+                    return failure(
+                        f"MCP server {self.name} exited and could not be started again "
+                        f"({self.failed_starts} failed start(s) in a row): {error_text(exc)}"
+                        f"{self._stderr_tail()}"
+                    )
+        try:
+            return tool_result(await connection.call(tool, arguments, CALL_TIMEOUT))
+        except MCPError as exc:
+            return failure(
+                f"MCP server {self.name} refused {tool}: {exc.error.message} "
+                f"(JSON-RPC error {exc.error.code})"
+            )
+        except Exception as exc:
+            if not connection.alive():
+                return failure(
+                    f"MCP server {self.name} exited during the call to {tool}; the next call "
+                    f"starts it again{self._stderr_tail()}"
+                )
+            return failure(f"MCP server {self.name}: the call to {tool} failed: {error_text(exc)}")
+
+    async def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
+
+    async def _restart(self) -> Connection:
+        await self.close()
+        return await self._start()
+
+    async def _start(self) -> Connection:
+        self.launch.data_dir.mkdir(parents=True, exist_ok=True)
+        connection = Connection(self.launch, self.stderr)
+        try:
+            client = await connection.open()
+        except Exception:
+            self.failed_starts += 1
+            raise
+        self.failed_starts = 0
+        self._connection = connection
+        self.era = "modern" if connection.modern else "legacy"
+        self.protocol_version = client.protocol_version
+        info = client.server_info
+        self.version = info.version if info is not None else ""
+        return connection
+
+    def _stderr_tail(self) -> str:
+        try:
+            lines = self.stderr.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return ""
+        tail = [line for line in lines if line.strip()][-STDERR_LINES:]
+        return f"; its stderr ends: {' | '.join(tail)}" if tail else ""
+
+
+@dataclass(eq=False)
+class McpToolCallback(SentAsIs):
+    """One tool of a mounted server, offered under definition.name, called as tool."""
+
+    server: McpServer
+    tool: str
+    definition: ToolDefinition
+    effect: Effect
+    owner: str
+
+    async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
+        try:
+            arguments = plan.arguments.object()
+        except ValueError as exc:
+            return failure(str(exc))
+        return await self.server.call(self.tool, arguments)
+
+
+class McpMounts:
+    """The mounted servers of one config file, their callbacks, and their plugin listing."""
+
+    def __init__(self, servers: list[McpServer], callbacks: list[McpToolCallback]) -> None:
+        self.servers = servers
+        self.callbacks = callbacks
+
+    def listing(self) -> list[dict[str, Any]]:
+        """Each server as the host's plugin list shows it, with the era it spoke."""
+        return [
+            {
+                "id": server.name,
+                "name": server.name,
+                "version": server.version,
+                "profile": PROFILE,
+                "enabled": True,
+                "supportsAi": bool(server.tools),
+                "tools": [c.definition.name for c in self.callbacks if c.server is server],
+                "era": server.era,
+                "protocolVersion": server.protocol_version,
+            }
+            for server in self.servers
+        ]
+
+    async def close(self) -> None:
+        """Stop every server (and whatever each started)."""
+        await asyncio.gather(*(server.close() for server in self.servers))
+
+
+async def mount_servers(
+    config_file: Path,
+    data_dir: Path,
+    *,
+    taken: Iterable[str] = (),
+    sandbox: bool = True,
+    pass_env: tuple[str, ...] = (),
+) -> McpMounts:
+    """Start every server the file lists (but those marked disabled) and make callbacks of
+    their tools, named apart from taken (the built-ins' names). Raises McpConfigError for a
+    bad file or a server that cannot be mounted; the servers already started are stopped."""
+    configs = [c for c in read_config(config_file) if not c.disabled]
+    hidden = (data_dir.resolve(),) if sandbox else None
+    folder = data_dir / DATA_FOLDER
+    shutil.rmtree(folder, ignore_errors=True)  # what an earlier host left
+    servers = [McpServer(_launch(c, folder, hidden, pass_env)) for c in configs]
+    mounted: list[McpServer] = []
+    try:
+        for server in servers:
+            mounted.append(server)
+            await server.mount()
+    except BaseException:
+        await asyncio.gather(*(s.close() for s in mounted))
+        raise
+    return McpMounts(servers, make_callbacks(servers, set(taken)))
+
+
+def make_callbacks(servers: Iterable[McpServer], taken: set[str]) -> list[McpToolCallback]:
+    """The servers' tools under names distinct from taken and from each other."""
+    callbacks = []
+    for server in servers:
+        for tool in server.tools:
+            name = distinct_name(server.name, tool.name, taken)
+            taken.add(name)
+            listed = tool.model_dump(by_alias=True, exclude_none=True)
+            callbacks.append(
+                McpToolCallback(
+                    server,
+                    tool.name,
+                    ToolDefinition(name, tool.description or "", dict(tool.input_schema)),
+                    Effect.parse(approval_class(listed, trusted=False)),
+                    server.name,
+                )
+            )
+    return callbacks
+
+
+def _launch(
+    config: ServerConfig, folder: Path, hidden: tuple[Path, ...] | None, pass_env: tuple[str, ...]
+) -> Launch:
+    return Launch(config, folder / _folder_name(config.name), hidden, pass_env)
+
+
+def _folder_name(name: str) -> str:
+    """A server name as one safe path component."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name).lstrip(".")
+    return safe or "_"
+
+
+def _unique(tools: list[mcp_types.Tool]) -> list[mcp_types.Tool]:
+    """The first tool of each name (a server SHOULD NOT list one twice)."""
+    seen: dict[str, mcp_types.Tool] = {}
+    for tool in tools:
+        seen.setdefault(tool.name, tool)
+    return list(seen.values())
+
+
+Factory = Callable[[], McpMounts]
