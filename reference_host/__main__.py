@@ -42,6 +42,8 @@ from reference_host.http.access import (
 )
 from reference_host.http.app import create_app
 from reference_host.http.streaming import DEFAULT_KEEP_ALIVE
+from reference_host.mcp.config import McpConfigError
+from reference_host.mcp.mount import McpMounts, mount_servers
 from reference_host.plugins.lifecycle import PluginError
 from reference_host.plugins.validators import installed_validator
 from reference_host.process.environment import WorkerEnvError, check_names
@@ -224,6 +226,15 @@ def build_parser() -> argparse.ArgumentParser:
         "folder (default %(default)s: 1 GiB)",
     )
     serve.add_argument(
+        "--mcp-config",
+        type=Path,
+        metavar="FILE",
+        help='mount the MCP stdio servers of this mcpServers file ({"mcpServers": {"NAME": '
+        '{"command", "args", "env", "cwd"}}}, as Claude Desktop, Cursor and VS Code write it) '
+        "as plugins; each runs in the workers' sandbox, in the file's folder unless cwd says "
+        "otherwise, and its tools are offered as NAME__TOOL",
+    )
+    serve.add_argument(
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
@@ -378,7 +389,23 @@ async def serve(args: argparse.Namespace) -> int:
     web = httpx.AsyncClient(follow_redirects=False)
     search = SearxngProvider(args.searxng_url, web) if args.searxng_url else None
     builtins = builtin_tools(search, web_fetch_allow=config.web_fetch_allow)
-    host = Host(config, validator=installed_validator(), builtins=builtins)
+    mcp: McpMounts | None = None
+    if args.mcp_config is not None:
+        try:
+            mcp = await mount_servers(
+                args.mcp_config.expanduser(),
+                data_dir,
+                taken={callback.definition.name for callback in builtins},
+                sandbox=config.sandbox,
+                pass_env=config.worker_env,
+            )
+        except McpConfigError as exc:
+            await web.aclose()
+            print(f"error: --mcp-config: {exc}", file=sys.stderr)
+            return 2
+        for line in mounted_lines(mcp):
+            print(line, flush=True)
+    host = Host(config, validator=installed_validator(), builtins=builtins, mcp=mcp)
     closers: list[Callable[[], Awaitable[None]]] = []
     closed = False
 
@@ -418,6 +445,15 @@ async def serve(args: argparse.Namespace) -> int:
     finally:
         await close()
     return 0
+
+
+def mounted_lines(mcp: McpMounts) -> list[str]:
+    """What the host says of each MCP server it mounted: its era and the names offered."""
+    return [
+        f"mounted MCP server {entry['id']} ({entry['era']}, {entry['protocolVersion']}): "
+        f"{', '.join(entry['tools']) or 'no tools'}"
+        for entry in mcp.listing()
+    ]
 
 
 def model_factory(

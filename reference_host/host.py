@@ -29,6 +29,7 @@ from reference_host.erp.rest_tools import RestToolCallback
 from reference_host.grants.copies import COPIES, HOST_FOLDER, MAX_BYTES
 from reference_host.grants.grant_store import GrantStore
 from reference_host.grants.quota import DEFAULT_COPIES, DEFAULT_TOTAL_BYTES, CopyLimits
+from reference_host.mcp.mount import McpMounts
 from reference_host.plugins.lifecycle import (
     PluginError,
     PluginInfo,
@@ -100,8 +101,13 @@ class Host:
         *,
         validator: Validator | None = None,
         builtins: Iterable[ToolCallback] = (),
+        mcp: McpMounts | None = None,
     ) -> None:
         self.config = config
+        # MCP servers mounted from --mcp-config (reference_host.mcp): their tools are offered
+        # beside the built-ins, and the host stops the servers when it closes.
+        self.mcp = mcp
+        builtins = [*builtins, *(mcp.callbacks if mcp is not None else ())]
         config.data_dir.mkdir(parents=True, exist_ok=True)
         # Orphans of workers come back to this process, and what an earlier host on this
         # data folder left running (it was killed) is ended before anything starts
@@ -253,6 +259,8 @@ class Host:
         return RunSettings(config.approval, self.approvals, self.binder, config.turn_time_limit)
 
     async def close(self) -> None:
+        if self.mcp is not None:
+            await self.mcp.close()
         await self.manager.close()
         await self.http.aclose()
         self.grants.close()

@@ -29,6 +29,16 @@ class PluginAnswer(Answer):
     tools: list[str]
 
 
+class McpServerAnswer(PluginAnswer):
+    """A mounted MCP server (--mcp-config) as the plugin list shows it: its profile is "mcp",
+    and era says whether it adopted server/discover ("modern") or the initialize handshake
+    ("legacy"), protocolVersion the revision it speaks."""
+
+    profile: Literal["mcp"]  # type: ignore[assignment]
+    era: Literal["modern", "legacy"]
+    protocol_version: str = Field(alias="protocolVersion")
+
+
 class ToolAnswer(Answer):
     """A tool of the current snapshot, as the model sees it."""
 

@@ -1,6 +1,7 @@
 """The plugin routes:
 
-GET    /api/plugins                          the installed plugins, with supportsAi
+GET    /api/plugins                          the installed plugins, with supportsAi, then the
+                                             mounted MCP servers (profile "mcp", era)
 POST   /api/plugins            {"path"}      install or upgrade (201 new, 200 upgrade)
 POST   /api/plugins/{id}/enable
 POST   /api/plugins/{id}/disable
@@ -16,7 +17,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 
 from reference_host.host import Host
-from reference_host.http.answers import PluginAnswer
+from reference_host.http.answers import McpServerAnswer, PluginAnswer
 from reference_host.http.bodies import PATH_LIMIT, StrictBody
 from reference_host.http.deps import HostDep
 from reference_host.http.error_answers import ApiError
@@ -31,9 +32,10 @@ class InstallBody(StrictBody):
     path: str = Field(min_length=1, max_length=PATH_LIMIT)
 
 
-@router.get("/api/plugins", response_model=list[PluginAnswer])
+@router.get("/api/plugins", response_model=list[PluginAnswer | McpServerAnswer])
 async def list_plugins(host: HostDep) -> list[dict[str, Any]]:
-    return [info.to_json() for info in host.plugins.list()]
+    mounted = host.mcp.listing() if host.mcp is not None else []
+    return [*(info.to_json() for info in host.plugins.list()), *mounted]
 
 
 @router.post(
