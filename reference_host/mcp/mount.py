@@ -42,6 +42,12 @@ from reference_host.tools.callbacks import (
 log = logging.getLogger(__name__)
 
 PROFILE = "mcp"
+# The owner of a mounted tool, as of a built-in: mounted for the life of the host, beside the
+# built-ins, never in the plugin store. The approval binder (agent/approval_binding.py) binds
+# an approval to a tool of any other owner through that owner's store row, and would refuse
+# every approval of a mounted tool ("changed after this turn began"); the server a tool
+# comes from is in the plugin listing (McpMounts.listing) and in McpToolCallback.server.
+FIXED_OWNER = "builtin"
 CALL_TIMEOUT = 300.0  # seconds one tools/call may take (a turn's own limit usually ends it first)
 STDERR_LINES = 5
 DATA_FOLDER = "mcp-data"
@@ -233,7 +239,7 @@ def make_callbacks(servers: Iterable[McpServer], taken: set[str]) -> list[McpToo
                     tool.name,
                     ToolDefinition(name, tool.description or "", dict(tool.input_schema)),
                     Effect.parse(approval_class(listed, trusted=False)),
-                    server.name,
+                    FIXED_OWNER,
                 )
             )
     return callbacks
