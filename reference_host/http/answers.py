@@ -29,14 +29,15 @@ class PluginAnswer(Answer):
     tools: list[str]
 
 
-class McpServerAnswer(PluginAnswer):
-    """A mounted MCP server (--mcp-config) as the plugin list shows it: its profile is "mcp",
-    and era says whether it adopted server/discover ("modern") or the initialize handshake
-    ("legacy"), protocolVersion the revision it speaks."""
+class ListedPlugin(PluginAnswer):
+    """An entry of the plugin list: an installed plugin, or a mounted MCP server
+    (--mcp-config) with profile "mcp", its era ("modern": it adopted server/discover;
+    "legacy": the initialize handshake) and the protocolVersion it speaks; the two fields
+    are left out of installed plugins' entries."""
 
-    profile: Literal["mcp"]  # type: ignore[assignment]
-    era: Literal["modern", "legacy"]
-    protocol_version: str = Field(alias="protocolVersion")
+    profile: Literal["fengyu-v1", "fengyu-v2", "erp", "mcp"]  # type: ignore[assignment]
+    era: Literal["modern", "legacy"] | None = None
+    protocol_version: str | None = Field(default=None, alias="protocolVersion")
 
 
 class ToolAnswer(Answer):

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 
 from reference_host.host import Host
-from reference_host.http.answers import McpServerAnswer, PluginAnswer
+from reference_host.http.answers import ListedPlugin, PluginAnswer
 from reference_host.http.bodies import PATH_LIMIT, StrictBody
 from reference_host.http.deps import HostDep
 from reference_host.http.error_answers import ApiError
@@ -32,7 +32,7 @@ class InstallBody(StrictBody):
     path: str = Field(min_length=1, max_length=PATH_LIMIT)
 
 
-@router.get("/api/plugins", response_model=list[PluginAnswer | McpServerAnswer])
+@router.get("/api/plugins", response_model=list[ListedPlugin], response_model_exclude_none=True)
 async def list_plugins(host: HostDep) -> list[dict[str, Any]]:
     mounted = host.mcp.listing() if host.mcp is not None else []
     return [*(info.to_json() for info in host.plugins.list()), *mounted]
