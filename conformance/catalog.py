@@ -35,6 +35,7 @@ class Requirement:
     fails: str = ""
     passes: str = ""
     provider: str = ""  # the model provider it speaks for: --conformance-provider makes it MUST
+    revisions: tuple[str, ...] = ()  # MCP: the protocol revisions the rule belongs to
 
     @property
     def doc(self) -> str:
@@ -77,6 +78,7 @@ def load_catalog() -> dict[str, Requirement]:
             fails=entry.get("fails", "").strip("\n"),
             passes=entry.get("passes", "").strip("\n"),
             provider=entry.get("provider", ""),
+            revisions=tuple(entry.get("revisions", ())),
         )
         for rid, entry in tomllib.loads(text).items()
     }

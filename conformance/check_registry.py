@@ -15,12 +15,14 @@ from conformance.catalog import Requirement, load_catalog
 from conformance.erp.plugin import ErpPlugin, ErpTool
 from conformance.fengyu.manifest import FengYuPlugin
 from conformance.findings import Finding
+from conformance.mcp.server import McpServer
 from conformance.profiles import Plugin, Tool
 from conformance.run_store import RunStore
 
 if TYPE_CHECKING:  # services start workers and HTTP clients: only their types are needed here
     from conformance.erp.endpoints import EndpointServices
     from conformance.fengyu.services import WorkerServices
+    from conformance.mcp.services import McpServices
     from conformance.previous_version import Upgrade
 
 CheckFn = Callable[["CheckContext"], Iterable[Finding]]
@@ -42,6 +44,7 @@ class CheckContext:
     endpoints: EndpointServices | None = None
     upgrade: Upgrade | None = None
     store: RunStore = field(default_factory=RunStore)
+    mcp: McpServices | None = None
 
     @property
     def fengyu(self) -> FengYuPlugin:
@@ -58,6 +61,21 @@ class CheckContext:
             profile = self.plugin.profile
             raise TypeError(f"{self.requirement.id} checks ERP plugins, not {profile}")
         return self.plugin
+
+    @property
+    def server(self) -> McpServer:
+        """The server of an MCP requirement; the catalog runs those on MCP servers only."""
+        if not isinstance(self.plugin, McpServer):
+            profile = self.plugin.profile
+            raise TypeError(f"{self.requirement.id} checks MCP servers, not {profile}")
+        return self.plugin
+
+    @property
+    def sessions(self) -> McpServices:
+        """The MCP server's sessions (the kit gives them to every live MCP check)."""
+        if self.mcp is None:
+            raise TypeError(f"{self.requirement.id} is given no MCP sessions")
+        return self.mcp
 
     def finding(
         self, message: str, file: str, pointer: str = "", line: int | None = None, fix: str = ""

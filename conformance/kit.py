@@ -24,6 +24,8 @@ from conformance.erp.plugin import ErpPlugin
 from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
 from conformance.fengyu.migrate import MigrationError, migrate_v1
 from conformance.findings import Finding, NotApplicable, named_requirements
+from conformance.mcp.selection import SelectionError, selected_servers
+from conformance.mcp.server import McpServer, load_mcp_server
 from conformance.options import KitOptions
 from conformance.previous_version import Upgrade, compare, current_manifest, read_previous
 from conformance.profiles import Plugin, Tool, load_plugin
@@ -37,6 +39,7 @@ from reference_host.process.lineage import become_subreaper
 if TYPE_CHECKING:
     from conformance.erp.endpoints import EndpointServices
     from conformance.fengyu.services import WorkerServices
+    from conformance.mcp.services import McpServices
 
 
 class KitUsageError(Exception):
@@ -110,7 +113,15 @@ class KitRun:
         roots = list(dict.fromkeys(expand(given)))
         baseline = load_baseline(Path(options.baseline) if options.baseline else None)
         options = replace(options, worker_env=check_names(options.worker_env))
-        run = cls([load_plugin(root) for root in roots], baseline, options)
+        try:
+            servers = selected_servers(
+                options.mcp_commands, options.mcp_configs, options.mcp_servers, base
+            )
+        except SelectionError as exc:
+            raise KitUsageError(str(exc)) from None
+        plugins: list[Plugin] = [load_plugin(root) for root in roots]
+        plugins += [load_mcp_server(server) for server in servers]
+        run = cls(plugins, baseline, options)
         run.labels = _unique_labels(run.plugins)
         return run
 
@@ -156,6 +167,24 @@ class KitRun:
         host.md#worker-processes-and-cleanup)."""
         return self.store.once(self._start_workers, plugin)
 
+    def mcp(self, server: McpServer) -> McpServices:
+        """The MCP server's sessions as the run's checks use them, created on first use."""
+        return self.store.once(self._start_mcp, server)
+
+    def _start_mcp(self, server: McpServer) -> McpServices:
+        from conformance.mcp.services import McpServices
+
+        become_subreaper()
+        services = McpServices(server, self.settings, self.transcripts)
+        self.store.on_close(services.close)
+        return services
+
+    @property
+    def transcripts(self) -> Path | None:
+        """Where failing MCP items save their transcripts: beside the report, if any."""
+        report = self.options.report
+        return Path(f"{report}.transcripts") if report else None
+
     def _start_endpoints(self, plugin: ErpPlugin) -> EndpointServices:
         from conformance.erp.endpoints import EndpointServices
 
@@ -186,6 +215,8 @@ class KitRun:
             return replace(context, upgrade=self.upgrade(plugin))
         if isinstance(plugin, ErpPlugin):
             return replace(context, endpoints=self.endpoints(plugin))
+        if isinstance(plugin, McpServer):
+            return replace(context, mcp=self.mcp(plugin))
         return replace(context, workers=self.workers(plugin))
 
     def upgrade(self, plugin: Plugin) -> Upgrade | None:
@@ -272,6 +303,9 @@ class KitRun:
         if plugin.load_error is not None:
             return summary
         summary["providers"] = provider_matrix(plugin, self.peers(plugin), self.store)
+        if isinstance(plugin, McpServer):
+            summary["era"] = plugin.era
+            summary["command"] = list(plugin.argv)
         if (upgrade := self.upgrade(plugin)) is not None:
             summary["upgrade"] = {
                 "from": upgrade.previous_version,

@@ -27,9 +27,12 @@ SUITES = {
     "host": "the plugin installed into the reference host and driven by a scripted model",
     "endpoints": "an ERP tool's endpoint called with generated inputs (--plugin-base-url)",
     "upgrade": "what an upgrade does to saved workflow canvases (--previous-manifest)",
+    "lifecycle": "an MCP server's session from launch to exit, on raw pipes",
+    "listing": "an MCP server's tools/list: shapes, names, schemas, stability",
 }
 ALL_SUITES = tuple(SUITES)
 WORKER_SUITES = ("worker", "tools", "host")
+MCP_SUITES = ("lifecycle", "listing", "tools")
 SEARCH_SUITES = ("tools", "endpoints")
 DEFAULT_EXAMPLES = 25
 
@@ -114,6 +117,36 @@ class KitOptions:
             "--plugin-dir",
             "check the plugin in DIR (repeatable); the repo's own tests are skipped",
             "DIR",
+            repeat=True,
+        ),
+    )
+    mcp_commands: tuple[str, ...] = _option(
+        (),
+        Flag(
+            "--mcp-command",
+            "check the MCP stdio server started by CMD, run in the current folder (repeatable)",
+            "CMD",
+            repeat=True,
+            joined=True,
+        ),
+    )
+    mcp_configs: tuple[str, ...] = _option(
+        (),
+        Flag(
+            "--mcp-config",
+            "check the stdio servers of an mcpServers JSON file (Claude Desktop, Cursor, "
+            "VS Code), each run in the file's folder (repeatable)",
+            "FILE",
+            repeat=True,
+            path=True,
+        ),
+    )
+    mcp_servers: tuple[str, ...] = _option(
+        (),
+        Flag(
+            "--mcp-server",
+            "check only this server of the --mcp-config file (repeatable)",
+            "NAME",
             repeat=True,
         ),
     )

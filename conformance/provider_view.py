@@ -14,8 +14,10 @@ from functools import cache
 from typing import Any
 
 from conformance.erp.plugin import ErpPlugin, ErpTool, model_name
+from conformance.mcp.server import McpServer
 from conformance.profiles import Plugin
 from conformance.run_store import RunStore
+from plugin_spec.mcp import offered_name
 from plugin_spec.providers.judge import Judgement, Noted, judge_tool, request_refusals
 from plugin_spec.providers.rules import all_providers, load_provider
 from plugin_spec.tool_definition import model_schema
@@ -32,10 +34,22 @@ class Offered:
     schema: Any
     at: str  # the schema's pointer in its file; inner pointers are appended
     erp: ErpTool | None = None  # the tool file of an ERP tool; a FengYu tool is in the manifest
+    server: McpServer | None = None  # the server that listed an MCP tool
 
 
 def offered(plugin: Plugin) -> list[Offered]:
     """The tools of a plugin that has named them, as the host would offer them."""
+    if isinstance(plugin, McpServer):  # offered under the name a host mints (offered_name)
+        return [
+            Offered(
+                offered_name(plugin.name, t.name),
+                t.input_schema,
+                f"{t.pointer}/inputSchema",
+                server=plugin,
+            )
+            for t in plugin.tools
+            if t.name is not None
+        ]
     if isinstance(plugin, ErpPlugin):
         return [
             Offered(model_name(t.code), model_schema(t.data.get("inputSchema")), "/inputSchema", t)
@@ -56,6 +70,8 @@ def offered(plugin: Plugin) -> list[Offered]:
 def own_rules(plugin: Plugin) -> tuple[str, str]:
     """The profile's requirements on a tool's name and on its schema being an object schema:
     a tool that breaks them is their finding, so the providers do not judge it again."""
+    if isinstance(plugin, McpServer):
+        return "MCP-TL-005", "MCP-TL-001"
     if isinstance(plugin, ErpPlugin):
         return "ERP-TOOL-009", "ERP-TOOL-012"
     return "FY-MAN-006", "FY-MAN-010"

@@ -28,7 +28,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """A kit run is the kit's, not the repo's: the plugin repo's conftest.py files stay out,
     and so do pytest plugins the kit does not use, whose warnings about their own settings
     (pytest-asyncio's unset loop scope) would be noise in a plugin's run."""
-    if early_config.known_args_namespace.plugin_dir:
+    if _is_kit_run(early_config.known_args_namespace):
         early_config.known_args_namespace.noconftest = True
         for name in UNUSED_PLUGINS:
             plugin = early_config.pluginmanager.get_plugin(name)
@@ -36,6 +36,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
                 early_config.pluginmanager.unregister(plugin)
                 if name == "hypothesispytest":
                     _end_hypothesis_initialization()
+
+
+def _is_kit_run(option: object) -> bool:
+    """Whether a plugin folder or an MCP server was given: the run is the kit's."""
+    return any(getattr(option, name, None) for name in ("plugin_dir", "mcp_command", "mcp_config"))
 
 
 def _end_hypothesis_initialization() -> None:
@@ -66,7 +71,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.option.plugin_dir:
+    if _is_kit_run(config.option):
         from conformance.pytest_session import start
 
         start(config)

@@ -13,6 +13,7 @@ import shlex
 from pathlib import Path
 
 from conformance.kit import KitRun, Target
+from conformance.mcp.server import McpServer
 
 _NOT_IN_KEY = re.compile(r"[^\w.+/-]")
 
@@ -28,7 +29,10 @@ def rerun_command(kit: KitRun, target: Target, base: Path, seed: int | None) -> 
     base: the folder relative option paths were given from."""
     argv = ["pytest"]
     for plugin in kit.plugins:  # every one: a check may compare the plugin with its peers
-        argv += ["--plugin-dir", str(plugin.root)]
+        if isinstance(plugin, McpServer):
+            argv += plugin.selection
+        else:
+            argv += ["--plugin-dir", str(plugin.root)]
     argv += kit.options.to_argv(target.requirement.suite, base, seed)
     argv += ["-k", rerun_key(kit, target)]
     return shlex.join(argv)

@@ -16,6 +16,9 @@ from conformance.checks import (
     fengyu_sensitive,
     fengyu_tools,
     fengyu_worker,
+    mcp_calls,
+    mcp_lifecycle,
+    mcp_listing,
     providers,
     upgrade,
 )
@@ -36,6 +39,9 @@ __all__ = [
     "fengyu_sensitive",
     "fengyu_tools",
     "fengyu_worker",
+    "mcp_calls",
+    "mcp_lifecycle",
+    "mcp_listing",
     "providers",
     "upgrade",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from conformance.check_registry import CheckContext, check
-from conformance.erp.plugin import ErpPlugin
+from conformance.fengyu.manifest import FengYuPlugin
 from conformance.findings import Finding, NotApplicable
 from conformance.profiles import Plugin
 from conformance.provider_view import (
@@ -65,10 +65,12 @@ def provider_findings(ctx: CheckContext, provider_id: str) -> Iterator[Finding]:
             message, at = _message(provider, tool.name, noted), tool.at + noted.hit.pointer
             if tool.erp is not None:
                 yield ctx.tool_finding(tool.erp, at, message, _fix(noted))
+            elif tool.server is not None:
+                yield tool.server.finding(ctx.requirement.id, message, at, _fix(noted))
             else:
                 yield ctx.manifest_finding(at, message, _fix(noted))
-    whole = "/aiTools" if not isinstance(ctx.plugin, ErpPlugin) else ""
-    file = "manifest.json" if whole else "metadata/tool"
+    whole = "/aiTools" if isinstance(ctx.plugin, FengYuPlugin) else ""
+    file = {"mcp": "tools/list", "erp": "metadata/tool"}.get(ctx.plugin.profile, "manifest.json")
     for noted in request_refusals_of(ctx.plugin, ctx.peers, provider_id, ctx.store):
         yield ctx.finding(
             f"{provider.title} rejects the request that carries this plugin's tools, the run's "
@@ -81,16 +83,16 @@ def provider_findings(ctx: CheckContext, provider_id: str) -> Iterator[Finding]:
         )
 
 
-@check("FY-PROV-001", "ERP-PROV-001")
+@check("FY-PROV-001", "ERP-PROV-001", "MCP-PROV-001")
 def openai_takes_the_tools(ctx: CheckContext) -> Iterator[Finding]:
     yield from provider_findings(ctx, "openai")
 
 
-@check("FY-PROV-002", "ERP-PROV-002")
+@check("FY-PROV-002", "ERP-PROV-002", "MCP-PROV-002")
 def anthropic_takes_the_tools(ctx: CheckContext) -> Iterator[Finding]:
     yield from provider_findings(ctx, "anthropic")
 
 
-@check("FY-PROV-003", "ERP-PROV-003")
+@check("FY-PROV-003", "ERP-PROV-003", "MCP-PROV-003")
 def gemini_takes_the_tools(ctx: CheckContext) -> Iterator[Finding]:
     yield from provider_findings(ctx, "gemini")

@@ -57,6 +57,7 @@ class WorkerSpec:
     locale: str | None = DEFAULT_LOCALE
     sandbox: SandboxPolicy | None = None
     wrapper: tuple[str, ...] = ()
+    host_variables: bool = True  # the FENGYU_* variables; an MCP server is given none
 
     @property
     def sandboxed(self) -> bool:
@@ -120,17 +121,16 @@ class WorkerSpec:
         env = passed_through(os.environ, self.pass_env)
         env.update(self.extra_env)
         tmp = str(self.tmp)
-        env.update(
-            {
-                "FENGYU_PLUGIN_ID": self.plugin_id,
-                "FENGYU_PLUGIN_ROOT": str(self.root),
-                "FENGYU_PLUGIN_DATA_DIR": str(self.data_dir),
-                "FENGYU_LOG_LEVEL": self.log_level,
-                "TMPDIR": tmp,
-                "TMP": tmp,
-                "TEMP": tmp,
-            }
-        )
+        if self.host_variables:
+            env.update(
+                {
+                    "FENGYU_PLUGIN_ID": self.plugin_id,
+                    "FENGYU_PLUGIN_ROOT": str(self.root),
+                    "FENGYU_PLUGIN_DATA_DIR": str(self.data_dir),
+                    "FENGYU_LOG_LEVEL": self.log_level,
+                }
+            )
+        env.update({"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
         home = self.home
         if home is not None:
             env["HOME"] = str(home)

@@ -137,8 +137,8 @@ def express_length(
     unit: Annotated[Unit, Field(description="The unit to express it in (see list_units).")],
     precision: Annotated[
         int,
-        BeforeValidator(_json_integer),
         Field(ge=0, le=12, description="Decimal places in `text`."),
+        BeforeValidator(_json_integer),
     ] = 3,
 ) -> Expressed:
     value = _finite(metres / METRES_PER[unit])

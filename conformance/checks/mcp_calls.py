@@ -1,0 +1,238 @@
+"""An MCP server's tools called (spec: mcp.md#calling-tools): generated valid arguments must
+be answered, structured output must match its schema, invalid arguments must never succeed,
+an unknown tool must be refused, and no result may carry the canary secret
+(spec: mcp.md#secrets).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+from conformance.check_registry import CheckContext, check
+from conformance.findings import Finding, NotApplicable, shown
+from conformance.mcp.server import McpTool
+from conformance.mcp.wire import Reply
+from conformance.properties import Counterexample, find_counterexample
+from conformance.strategies import GeneratorGap, InputSpace
+from plugin_spec import mcp
+
+UNKNOWN_TOOL = "conformance_no_such_tool"
+
+
+def _tool(ctx: CheckContext) -> McpTool:
+    ctx.sessions.require_session()
+    tool = ctx.tool
+    if not isinstance(tool, McpTool) or tool.name is None:
+        raise NotApplicable("the item names no listed tool")
+    return tool
+
+
+def _space(tool: McpTool) -> InputSpace:
+    try:
+        return InputSpace.of(tool.input_schema)
+    except GeneratorGap as exc:
+        raise NotApplicable(f"no arguments can be generated: {exc}") from None
+
+
+def result_problem(reply: Reply) -> str:
+    """What makes a reply neither a well-formed CallToolResult nor a JSON-RPC error."""
+    if reply.response is None:
+        return reply.describe()
+    if reply.error is not None:
+        return "" if isinstance(reply.error.get("code"), int) else "an error without a code"
+    result = reply.result
+    if not isinstance(result, dict):
+        return f"the result is not an object: {shown(result)}"
+    content = result.get("content")
+    if not isinstance(content, list) or not all(
+        isinstance(b, dict) and isinstance(b.get("type"), str) for b in content
+    ):
+        return f"content is not a list of typed blocks: {shown(content)}"
+    if "isError" in result and not isinstance(result["isError"], bool):
+        return f"isError is not a boolean: {shown(result['isError'])}"
+    return ""
+
+
+def succeeded(reply: Reply) -> bool:
+    return isinstance(reply.result, dict) and reply.result.get("isError") is not True
+
+
+def _reproduction(ctx: CheckContext, tool: McpTool, arguments: Any, reply: Reply) -> str:
+    request = {"name": tool.name, "arguments": arguments}
+    note = ctx.sessions.transcript_note(
+        ctx.sessions.session.wire, f"{ctx.requirement.id}-{tool.name}"
+    )
+    sent = json.dumps(request, ensure_ascii=False)
+    return f"request: tools/call {sent}\ngot: {reply.describe()}\n{note}"
+
+
+def _search(
+    ctx: CheckContext, tool: McpTool, judge: Any, *, invalid: bool = False
+) -> Iterator[Finding]:
+    space = _space(tool)
+    services = ctx.sessions
+    assert tool.name is not None
+    name = tool.name
+
+    def attempt(data: st.DataObject) -> Counterexample | None:
+        arguments = space.draw_valid(data.draw)
+        if invalid:
+            mutations = space.mutations(arguments)
+            if not mutations:
+                return None
+            why, arguments = data.draw(st.sampled_from(mutations))
+        else:
+            why = ""
+        reply = services.call(name, arguments)
+        problem = judge(reply)
+        if not problem:
+            return None
+        hang = reply.response is None and reply.timed_out
+        return Counterexample(
+            f"{problem}{f' ({why})' if why else ''}", (arguments, reply), hang=hang
+        )
+
+    found = find_counterexample(attempt, services.settings)
+    if found is not None:
+        arguments, reply = found.outcome
+        yield ctx.server.finding(
+            ctx.requirement.id,
+            f"tool {name!r}: {found.problem}\n{_reproduction(ctx, tool, arguments, reply)}",
+            f"{tool.pointer}/inputSchema",
+        )
+
+
+@check("MCP-CALL-001")
+def valid_calls_answered(ctx: CheckContext) -> Iterator[Finding]:
+    tool = _tool(ctx)
+    services = ctx.sessions
+
+    def judge(reply: Reply) -> str:
+        problem = result_problem(reply)
+        if not problem and not services.session.wire.alive():
+            return "the server exited after answering"
+        return problem
+
+    yield from _search(ctx, tool, judge)
+
+
+@check("MCP-CALL-002")
+def structured_output_conforms(ctx: CheckContext) -> Iterator[Finding]:
+    tool = _tool(ctx)
+    schema = tool.output_schema
+    if not isinstance(schema, dict):
+        raise NotApplicable(f"tool {tool.name!r} declares no outputSchema")
+    try:
+        validator = Draft202012Validator(schema)
+    except Exception as exc:  # an invalid schema is MCP-TL-002's finding
+        raise NotApplicable(f"the outputSchema cannot be used (MCP-TL-002): {exc}") from None
+
+    def judge(reply: Reply) -> str:
+        if not succeeded(reply):
+            return ""
+        structured = reply.result.get("structuredContent")
+        if structured is None:
+            return "a result without structuredContent, though the tool has an outputSchema"
+        error = next(iter(validator.iter_errors(structured)), None)
+        if error is not None:
+            return (
+                f"structuredContent {shown(structured)} does not match the outputSchema: "
+                f"{error.message}"
+            )
+        return ""
+
+    yield from _search(ctx, tool, judge)
+
+
+@check("MCP-CALL-003")
+def invalid_arguments_refused(ctx: CheckContext) -> Iterator[Finding]:
+    tool = _tool(ctx)
+    yield from _search(
+        ctx,
+        tool,
+        lambda r: f"invalid arguments got a success result: {r.describe()}" if succeeded(r) else "",
+        invalid=True,
+    )
+
+
+@check("MCP-CALL-004")
+def input_errors_as_results(ctx: CheckContext) -> Iterator[Finding]:
+    tool = _tool(ctx)
+    yield from _search(
+        ctx,
+        tool,
+        lambda r: (
+            f"invalid arguments got a JSON-RPC error, not isError: {r.describe()}"
+            if r.error is not None
+            else ""
+        ),
+        invalid=True,
+    )
+
+
+@check("MCP-CALL-005")
+def unknown_tool_refused(ctx: CheckContext) -> Iterator[Finding]:
+    ctx.sessions.require_session()
+    reply = ctx.sessions.call(UNKNOWN_TOOL, {})
+    if reply.response is None or succeeded(reply):
+        yield ctx.server.finding(
+            ctx.requirement.id,
+            f"tools/call of {UNKNOWN_TOOL!r}, which the server did not list, got: "
+            f"{reply.describe()}",
+            "/params/name",
+        )
+
+
+@check("MCP-SEC-003")
+def secrets_stay_in(ctx: CheckContext) -> Iterator[Finding]:
+    tool = _tool(ctx)
+    canary = ctx.server.canary
+    services = ctx.sessions
+    space = _space(tool)
+    if not any(t == tool.name for t, _, _ in services.results):
+        services.call(tool.name or "", space.minimal())
+    for name, arguments, reply in services.results:
+        if (
+            name == tool.name
+            and reply.response is not None
+            and canary in json.dumps(reply.response)
+        ):
+            yield ctx.server.finding(
+                ctx.requirement.id,
+                f"tool {name!r} returned the value of the environment variable "
+                f"{_variable()} (the kit's canary secret) for arguments "
+                f"{shown(arguments)}\n{_reproduction(ctx, tool, arguments, reply)}",
+                f"{tool.pointer}",
+            )
+            return
+
+
+def _variable() -> str:
+    from conformance.mcp.server import CANARY_VARIABLE
+
+    return CANARY_VARIABLE
+
+
+@check("MCP-ANN-001")
+def read_only_holds(ctx: CheckContext) -> Iterator[Finding]:
+    tool = _tool(ctx)
+    if not mcp.annotation(tool.definition, "readOnlyHint"):
+        raise NotApplicable(
+            f"tool {tool.name!r} is not annotated readOnlyHint: true (taken as not read-only)"
+        )
+    services = ctx.sessions
+    effects = services.effects_of(tool.name or "", _space(tool).minimal())
+    if effects.unseen:
+        raise NotApplicable(effects.unseen)
+    for effect in effects.seen[:3]:
+        yield ctx.server.finding(
+            ctx.requirement.id,
+            f"tool {tool.name!r} is annotated readOnlyHint: true, but a call with "
+            f"{shown(effect.arguments)} {effect.what}",
+            f"{tool.pointer}/annotations/readOnlyHint",
+        )

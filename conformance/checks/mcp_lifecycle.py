@@ -1,0 +1,305 @@
+"""An MCP server's session from launch to exit (spec: mcp.md#opening-a-session): the era it
+opens, the stdio wire, and the utilities it declares. Read from the lifecycle probe, and from
+a 2025-11-25 session for the rules of that revision only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from conformance.check_registry import CheckContext, check
+from conformance.findings import Finding, NotApplicable, shown
+from conformance.mcp.services import UNKNOWN_VERSION, Probe
+from conformance.mcp.wire import Frame, Reply
+from plugin_spec import mcp
+from plugin_spec.jsonrpc import INVALID_PARAMS
+
+
+def _probe(ctx: CheckContext) -> Probe:
+    ctx.sessions.require_session()
+    return ctx.sessions.probe
+
+
+def _note(ctx: CheckContext, probe: Probe) -> str:
+    return ctx.sessions.transcript_note(probe.wire, ctx.requirement.id)
+
+
+@check("MCP-LIF-001")
+def session_opens(ctx: CheckContext) -> Iterator[Finding]:
+    server = ctx.server
+    if server.load_error is not None:
+        yield server.finding(ctx.requirement.id, server.load_error.message)
+        return
+    opening = server.opening
+    assert opening is not None
+    info = opening.server_info
+    where = "/result/_meta" if opening.era == mcp.MODERN else "/result/serverInfo"
+    if not (
+        isinstance(info, dict)
+        and isinstance(info.get("name"), str)
+        and isinstance(info.get("version"), str)
+    ):
+        yield server.finding(
+            ctx.requirement.id,
+            f"the {opening.era} session opened without serverInfo {{name, version}}: "
+            f"got: {shown(info)}",
+            where,
+        )
+    if not isinstance(opening.result.get("capabilities"), dict):
+        yield server.finding(
+            ctx.requirement.id,
+            f"the {opening.era} session opened without a capabilities object: "
+            f"got: {shown(opening.result.get('capabilities'))}",
+            "/result/capabilities",
+        )
+
+
+@check("MCP-LIF-002")
+def version_negotiated(ctx: CheckContext) -> Iterator[Finding]:
+    server, services = ctx.server, ctx.sessions
+    services.require_session()
+    legacy = services.require_legacy()
+    answered = legacy.opening.result.get("protocolVersion")
+    if answered != mcp.LEGACY:
+        yield server.finding(
+            ctx.requirement.id,
+            f"offered {mcp.LEGACY}, which it speaks, the server answered protocolVersion "
+            f"{shown(answered)}",
+            "/result/protocolVersion",
+        )
+    reply, alive = services.unknown_version
+    version = reply.result.get("protocolVersion") if isinstance(reply.result, dict) else None
+    if not alive:
+        yield server.finding(
+            ctx.requirement.id,
+            f"offered protocolVersion {UNKNOWN_VERSION!r}, the server exited: {reply.describe()}",
+        )
+    elif reply.response is None or (reply.ok and version not in mcp.KNOWN_VERSIONS):
+        yield server.finding(
+            ctx.requirement.id,
+            f"offered protocolVersion {UNKNOWN_VERSION!r}, the server answered neither a "
+            f"version it supports nor an error: {reply.describe()}",
+            "/result/protocolVersion",
+        )
+
+
+@check("MCP-LIF-003")
+def capabilities_declared(ctx: CheckContext) -> Iterator[Finding]:
+    server = ctx.server
+    probe = _probe(ctx)
+    capabilities = probe.opening.capabilities
+    if server.tools and not isinstance(capabilities.get("tools"), dict):
+        yield server.finding(
+            ctx.requirement.id,
+            f"tools/list answered {len(server.tools)} tool(s), but the capabilities do not "
+            f"declare tools: got: {shown(capabilities)}",
+            "/result/capabilities",
+        )
+    logged = [m for m in _received(probe) if m.get("method") == mcp.LOG_MESSAGE]
+    if logged and not isinstance(capabilities.get("logging"), dict):
+        yield server.finding(
+            ctx.requirement.id,
+            f"the server sent {mcp.LOG_MESSAGE} without declaring logging: got: {shown(logged[0])}",
+            "/result/capabilities",
+        )
+
+
+@check("MCP-LIF-004")
+def exits_on_eof(ctx: CheckContext) -> Iterator[Finding]:
+    probe = _probe(ctx)
+    shutdown = probe.shutdown
+    if shutdown is not None and shutdown.by != "eof":
+        yield ctx.server.finding(
+            ctx.requirement.id, f"stdin closed: the server was {shutdown.describe()}"
+        )
+
+
+@check("MCP-ERA-001")
+def survives_the_probe(ctx: CheckContext) -> Iterator[Finding]:
+    server = ctx.server
+    if server.era == mcp.MODERN:
+        raise NotApplicable("the server speaks 2026-07-28: it answered server/discover")
+    opening = server.opening
+    if opening is None or opening.discover is None:
+        raise NotApplicable("no server/discover probe was made")
+    if server.era is None and opening.discover.exited:
+        yield server.finding(
+            ctx.requirement.id,
+            f"the server exited on the first {mcp.DISCOVER}, so initialize could not follow: "
+            f"{opening.discover.describe()}",
+        )
+
+
+@check("MCP-ERA-002")
+def modern_envelope(ctx: CheckContext) -> Iterator[Finding]:
+    server, services = ctx.server, ctx.sessions
+    services.require_session()
+    if server.era != mcp.MODERN:
+        raise NotApplicable("the server speaks 2025-11-25 only: no 2026-07-28 envelope to check")
+    opening = server.opening
+    assert opening is not None
+    versions = opening.result.get("supportedVersions")
+    if not (isinstance(versions, list) and all(isinstance(v, str) for v in versions)):
+        yield server.finding(
+            ctx.requirement.id,
+            f"the DiscoverResult's supportedVersions is not a list of versions: "
+            f"got: {shown(versions)}",
+            "/result/supportedVersions",
+        )
+    session = services.session
+    bare = session.wire.request(mcp.TOOLS_LIST, {})
+    if _code(bare) != INVALID_PARAMS:
+        yield server.finding(
+            ctx.requirement.id,
+            "tools/list without the _meta protocol version should get -32602; "
+            f"got: {bare.describe()}",
+            "/params/_meta",
+            fix=f'Refuse a request without params._meta "{mcp.META_VERSION}" with -32602.',
+        )
+    meta = {**mcp.modern_meta(UNKNOWN_VERSION)}
+    wrong = session.wire.request(mcp.TOOLS_LIST, {"_meta": meta})
+    if _code(wrong) != mcp.UNSUPPORTED_VERSION:
+        yield server.finding(
+            ctx.requirement.id,
+            f"tools/list at protocol version {UNKNOWN_VERSION!r} should get -32022; "
+            f"got: {wrong.describe()}",
+            "/params/_meta",
+        )
+
+
+@check("MCP-STD-001")
+def stdout_carries_only_messages(ctx: CheckContext) -> Iterator[Finding]:
+    probe = _probe(ctx)
+    bad = [(f, why) for f in probe.wire.received() if (why := _not_a_message(f))]
+    if bad:
+        lines = "\n".join(f"  line at {f.at:.2f} s: {shown(f.text)} ({why})" for f, why in bad[:5])
+        yield ctx.server.finding(
+            ctx.requirement.id,
+            f"{len(bad)} stdout line(s) of the probe's session are not one JSON-RPC "
+            f"message:\n{lines}\n{_note(ctx, probe)}",
+        )
+
+
+@check("MCP-STD-002")
+def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
+    probe = _probe(ctx)
+    sent = {"string": "conformance-7", "number": 2**31}
+    for kind, reply in probe.ids.items():
+        if reply.response is None:
+            continue  # an unanswered tools/list is the listing's finding, not the id's
+        got = reply.response.get("id")
+        if type(got) is not type(sent[kind]) or got != sent[kind]:
+            yield ctx.server.finding(
+                ctx.requirement.id,
+                f"a request with the {kind} id {json.dumps(sent[kind])} was answered with id "
+                f"{json.dumps(got)}\n{_note(ctx, probe)}",
+                "/id",
+            )
+
+
+@check("MCP-STD-003")
+def notifications_unanswered(ctx: CheckContext) -> Iterator[Finding]:
+    probe = _probe(ctx)
+    answers = [m for m in probe.after_notifications if "method" not in m]
+    if answers:
+        yield ctx.server.finding(
+            ctx.requirement.id,
+            f"the server answered notifications: got: {shown(answers[0])}\n{_note(ctx, probe)}",
+        )
+
+
+@check("MCP-UTL-001")
+def ping_answered(ctx: CheckContext) -> Iterator[Finding]:
+    ctx.sessions.require_session()
+    session = ctx.sessions.require_legacy()
+    reply = session.request(mcp.PING)
+    if reply.result != {}:
+        yield ctx.server.finding(
+            ctx.requirement.id,
+            f"ping should get an empty result; got: {reply.describe()}\n"
+            f"{ctx.sessions.transcript_note(session.wire, ctx.requirement.id)}",
+        )
+
+
+@check("MCP-UTL-002")
+def log_levels_checked(ctx: CheckContext) -> Iterator[Finding]:
+    ctx.sessions.require_session()
+    session = ctx.sessions.require_legacy()
+    if not isinstance(session.opening.capabilities.get("logging"), dict):
+        raise NotApplicable("the server does not declare the logging capability")
+    for level in mcp.LOG_LEVELS:
+        reply = session.request(mcp.SET_LEVEL, {"level": level})
+        if not reply.ok:
+            yield ctx.server.finding(
+                ctx.requirement.id,
+                f"logging/setLevel {level!r} was refused: {reply.describe()}",
+                "/params/level",
+            )
+    reply = session.request(mcp.SET_LEVEL, {"level": "verbose"})
+    if _code(reply) != INVALID_PARAMS:
+        yield ctx.server.finding(
+            ctx.requirement.id,
+            f"logging/setLevel 'verbose', not a level, should get -32602; got: {reply.describe()}",
+            "/params/level",
+        )
+
+
+@check("MCP-UTL-003")
+def cancellation_survived(ctx: CheckContext) -> Iterator[Finding]:
+    probe = _probe(ctx)
+    reply = probe.after_cancel
+    if reply is not None and not reply.ok:
+        yield ctx.server.finding(
+            ctx.requirement.id,
+            f"after notifications/cancelled, the next tools/list got: {reply.describe()}\n"
+            f"{_note(ctx, probe)}",
+        )
+
+
+@check("MCP-UTL-004")
+def progress_well_formed(ctx: CheckContext) -> Iterator[Finding]:
+    services = ctx.sessions
+    services.require_session()
+    progress = services.progress_seen()
+    if not progress:
+        raise NotApplicable("no call was answered with progress notifications")
+    for seen in progress:
+        problem = _progress_problem(seen.token, seen.values, seen.late)
+        if problem:
+            yield ctx.server.finding(ctx.requirement.id, problem, "/params/progress")
+
+
+def _progress_problem(token: str, values: list[tuple[Any, Any]], late: bool) -> str:
+    if any(v[0] != token for v in values):
+        wrong = next(v[0] for v in values if v[0] != token)
+        return f"a call with progressToken {token!r} got progress for token {wrong!r}"
+    numbers = [v[1] for v in values]
+    if not all(isinstance(n, int | float) for n in numbers):
+        return f"progress values are not numbers: got: {shown(numbers)}"
+    if any(b <= a for a, b in itertools.pairwise(numbers)):
+        return f"progress for token {token!r} did not increase: {shown(numbers)}"
+    if late:
+        return f"progress for token {token!r} came after the call's response"
+    return ""
+
+
+def _code(reply: Reply) -> Any:
+    return reply.error.get("code") if reply.error else None
+
+
+def _received(probe: Probe) -> list[dict[str, Any]]:
+    return [f.message for f in probe.wire.received() if f.message is not None]
+
+
+def _not_a_message(frame: Frame) -> str:
+    if frame.message is None:
+        stripped = frame.text.strip()
+        if stripped.startswith("["):
+            return "a batch array"
+        return "a blank line" if not stripped else "not a JSON object"
+    if frame.message.get("jsonrpc") != "2.0":
+        return 'no "jsonrpc": "2.0"'
+    return ""

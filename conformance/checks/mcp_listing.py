@@ -1,0 +1,276 @@
+"""An MCP server's tools/list (spec: mcp.md#listing-tools): each tool's shape, names and
+schemas, pagination, and whether the list holds still; hidden characters and rug pulls
+(spec: mcp.md#hidden-characters, mcp.md#rug-pulls).
+
+The shape and name checks read the listing the server gave when it was loaded; stability
+and pagination ask again.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from jsonschema import Draft202012Validator, SchemaError
+from jsonschema.validators import validator_for
+
+from conformance.check_registry import CheckContext, check
+from conformance.findings import Finding, NotApplicable, shown
+from conformance.mcp.server import McpServer, McpTool
+from plugin_spec import mcp
+from plugin_spec.schema_refs import external_refs
+
+HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+BAD_CURSOR = "conformance-not-a-cursor"
+KNOWN_DIALECTS = frozenset(
+    f"http://json-schema.org/draft-{n}/schema" for n in ("04", "06", "07")
+) | frozenset(f"https://json-schema.org/draft/{n}/schema" for n in ("2019-09", "2020-12"))
+
+
+def _tools(ctx: CheckContext) -> list[McpTool]:
+    if not ctx.server.tools:
+        raise NotApplicable("the server lists no tools")
+    return ctx.server.tools
+
+
+@check("MCP-TL-001")
+def tool_shape(ctx: CheckContext) -> Iterator[Finding]:
+    server = ctx.server
+    era = server.era
+    for tool in _tools(ctx):
+        d, at = tool.definition, tool.pointer
+        if not isinstance(d.get("name"), str):
+            yield _at(ctx, f"a tool has no string name: got: {shown(d.get('name'))}", at)
+        schema = d.get("inputSchema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            yield _at(
+                ctx,
+                f"tool {_name(tool)}: inputSchema must be an object schema with type "
+                f'"object"; got: {shown(schema)}',
+                f"{at}/inputSchema",
+            )
+        output = d.get("outputSchema")
+        if output is not None:
+            object_root = isinstance(output, dict) and output.get("type") == "object"
+            if not isinstance(output, dict) or (era != mcp.MODERN and not object_root):
+                yield _at(
+                    ctx,
+                    f"tool {_name(tool)}: outputSchema must be an object schema "
+                    f'(type "object" before 2026-07-28); got: {shown(output)}',
+                    f"{at}/outputSchema",
+                )
+        annotations = d.get("annotations")
+        if annotations is not None:
+            yield from _annotation_problems(ctx, tool, annotations)
+
+
+def _annotation_problems(ctx: CheckContext, tool: McpTool, annotations: Any) -> Iterator[Finding]:
+    at = f"{tool.pointer}/annotations"
+    if not isinstance(annotations, dict):
+        yield _at(
+            ctx, f"tool {_name(tool)}: annotations is not an object: {shown(annotations)}", at
+        )
+        return
+    for hint in HINTS:
+        if hint in annotations and not isinstance(annotations[hint], bool):
+            yield _at(
+                ctx,
+                f"tool {_name(tool)}: {hint} must be a boolean; got: {shown(annotations[hint])}",
+                f"{at}/{hint}",
+            )
+    if "title" in annotations and not isinstance(annotations["title"], str):
+        yield _at(ctx, f"tool {_name(tool)}: title must be a string", f"{at}/title")
+
+
+@check("MCP-TL-002")
+def schemas_valid(ctx: CheckContext) -> Iterator[Finding]:
+    for tool in _tools(ctx):
+        for key in ("inputSchema", "outputSchema"):
+            schema = tool.definition.get(key)
+            if isinstance(schema, dict):
+                problem = schema_problem(schema)
+                if problem:
+                    yield _at(ctx, f"tool {_name(tool)}: {key} {problem}", f"{tool.pointer}/{key}")
+
+
+def schema_problem(schema: dict[str, Any]) -> str:
+    """What is wrong with a schema in its dialect ("" when nothing)."""
+    dialect = schema.get("$schema")
+    if dialect is not None:
+        if not isinstance(dialect, str) or dialect.rstrip("#") not in KNOWN_DIALECTS:
+            return f"names a dialect the kit does not know: $schema {shown(dialect)}"
+        cls = validator_for(schema)
+    else:
+        cls = Draft202012Validator
+    try:
+        cls.check_schema(schema)
+    except SchemaError as exc:
+        where = "/" + "/".join(str(p) for p in exc.path) if exc.path else ""
+        return f"is not a valid schema of its dialect at {where or '/'}: {exc.message}"
+    external = external_refs(schema)
+    if external:
+        return f"refers outside itself, which the kit does not follow: {external[0].describe('')}"
+    return ""
+
+
+@check("MCP-TL-003")
+def pagination_ends(ctx: CheckContext) -> Iterator[Finding]:
+    listing = ctx.server.listing
+    if listing is None:
+        raise NotApplicable("the server was not listed")
+    if listing.problem:
+        yield _at(ctx, f"tools/list did not reach a last page: {listing.problem}", "/nextCursor")
+    repeated = [n for n, k in Counter(_names(ctx.server)).items() if k > 1]
+    if repeated and len(listing.pages) > 1:
+        yield _at(
+            ctx, f"tools/list pages repeat tool(s) {', '.join(map(repr, repeated))}", "/tools"
+        )
+
+
+@check("MCP-TL-004")
+def bad_cursors_refused(ctx: CheckContext) -> Iterator[Finding]:
+    listing = ctx.server.listing
+    if listing is None or len(listing.pages) < 2:
+        raise NotApplicable("the server lists its tools on one page: it issues no cursor")
+    reply = ctx.sessions.session.request(mcp.TOOLS_LIST, {"cursor": BAD_CURSOR})
+    if reply.ok:
+        yield _at(
+            ctx,
+            f"tools/list with the cursor {BAD_CURSOR!r}, never issued, got a page: "
+            f"{reply.describe()}",
+            "/params/cursor",
+        )
+
+
+@check("MCP-TL-005")
+def tool_names(ctx: CheckContext) -> Iterator[Finding]:
+    for tool in _tools(ctx):
+        name = tool.name
+        if name is not None and not mcp.TOOL_NAME.fullmatch(name):
+            yield _at(
+                ctx,
+                f"tool name {name!r} is not 1-128 characters from A-Z a-z 0-9 _ - .",
+                f"{tool.pointer}/name",
+            )
+
+
+@check("MCP-TL-006")
+def unique_names(ctx: CheckContext) -> Iterator[Finding]:
+    _tools(ctx)
+    for name, count in Counter(_names(ctx.server)).items():
+        if count > 1:
+            yield _at(ctx, f"{count} tools are named {name!r}", "/tools")
+
+
+@check("MCP-TL-007")
+def tools_described(ctx: CheckContext) -> Iterator[Finding]:
+    for tool in _tools(ctx):
+        description = tool.definition.get("description")
+        if not isinstance(description, str) or not description.strip():
+            yield _at(
+                ctx,
+                f"tool {_name(tool)} has no description: got: {shown(description)}",
+                f"{tool.pointer}/description",
+            )
+
+
+@check("MCP-TL-008")
+def stable_listing(ctx: CheckContext) -> Iterator[Finding]:
+    _tools(ctx)
+    first = _names(ctx.server)
+    services = ctx.sessions
+    again = services.session.list_tools()
+    services.progress_seen()  # calls each tool once
+    after = services.session.list_tools()
+    for when, listing in (("asked again", again), ("after tool calls", after)):
+        names = [t.get("name") for t in listing.tools if isinstance(t, dict)]
+        if listing.complete and names != first:
+            yield _at(
+                ctx, f"tools/list {when} answered {shown(names)}, first {shown(first)}", "/tools"
+            )
+
+
+@check("MCP-SEC-001")
+def no_hidden_characters(ctx: CheckContext) -> Iterator[Finding]:
+    for tool in _tools(ctx):
+        for at, text in _strings(tool.definition, tool.pointer):
+            hidden = [c for c in text if is_hidden(c)]
+            if hidden:
+                named = ", ".join(dict.fromkeys(f"U+{ord(c):04X} {_char_name(c)}" for c in hidden))
+                yield _at(
+                    ctx,
+                    f"tool {_name(tool)} hides {len(hidden)} invisible character(s) ({named}) "
+                    f"in: {shown(text)}",
+                    at,
+                )
+
+
+def is_hidden(char: str) -> bool:
+    """Tag characters, bidirectional controls and zero-width characters: what renders as
+    nothing yet reaches the model."""
+    point = ord(char)
+    return (
+        0xE0000 <= point <= 0xE007F
+        or point in (0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x180E)
+        or 0x202A <= point <= 0x202E
+        or 0x2066 <= point <= 0x2069
+        or point in (0x200E, 0x200F, 0x061C)
+    )
+
+
+@check("MCP-SEC-002")
+def no_rug_pull(ctx: CheckContext) -> Iterator[Finding]:
+    tools = _tools(ctx)
+    first = {t.name: t.definition for t in tools if t.name is not None}
+    services = ctx.sessions
+    services.progress_seen()  # calls each tool once, in the session listed next
+    listings = [("after tool calls", services.session.list_tools())]
+    second = services.second_start
+    if second is not None:
+        listings.append(("in a second start of the server", second))
+    for when, listing in listings:
+        for tool in listing.tools:
+            if not isinstance(tool, dict) or tool.get("name") not in first:
+                continue
+            before = first[tool["name"]]
+            changed = sorted(k for k in set(before) | set(tool) if before.get(k) != tool.get(k))
+            if changed:
+                key = changed[0]
+                yield _at(
+                    ctx,
+                    f"tool {tool['name']!r} changed its {', '.join(changed)} {when}: first "
+                    f"{shown(before.get(key))}, then {shown(tool.get(key))}",
+                    f"/tools/{tool['name']}/{key}",
+                )
+
+
+def _strings(value: Any, at: str) -> Iterator[tuple[str, str]]:
+    """Every string in a definition, keys included, with its pointer."""
+    if isinstance(value, str):
+        yield at, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield f"{at}/{key}", str(key)
+            yield from _strings(item, f"{at}/{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{at}/{i}")
+
+
+def _char_name(char: str) -> str:
+    return unicodedata.name(char, "TAG" if 0xE0000 <= ord(char) <= 0xE007F else "FORMAT")
+
+
+def _names(server: McpServer) -> list[Any]:
+    return [t.definition.get("name") for t in server.tools]
+
+
+def _name(tool: McpTool) -> str:
+    return json.dumps(tool.definition.get("name"), ensure_ascii=False)
+
+
+def _at(ctx: CheckContext, message: str, pointer: str) -> Finding:
+    return ctx.server.finding(ctx.requirement.id, message, pointer)

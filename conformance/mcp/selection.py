@@ -1,0 +1,139 @@
+"""Which servers a run checks: --mcp-command, or the stdio servers of an --mcp-config file
+(the `mcpServers` JSON Claude Desktop and Cursor write, or VS Code's `servers`), narrowed by
+--mcp-server (spec: mcp.md#selecting-servers).
+
+A config's servers run in the config file's folder unless they name a `cwd`; a command runs
+in the folder pytest ran in. A config the kit cannot use is a usage error naming the file,
+the JSON pointer and the value found.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from conformance.mcp.server import McpServer
+
+LAUNCHERS = frozenset(
+    {"python", "python3", "node", "npx", "uvx", "uv", "bunx", "deno", "pipx", "bun", "pnpm"}
+)
+_NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class SelectionError(ValueError):
+    """A server selection the kit cannot run."""
+
+
+def selected_servers(
+    commands: tuple[str, ...], configs: tuple[str, ...], names: tuple[str, ...], base: Path
+) -> list[McpServer]:
+    """The servers of a run, in the order given: each --mcp-command, then each config's."""
+    servers = [_from_command(raw, base) for raw in commands]
+    for raw in configs:
+        servers += _from_config(base / raw, raw, names)
+    if names and not configs:
+        raise SelectionError("--mcp-server names a server of an --mcp-config file; none given")
+    return servers
+
+
+def command_name(argv: list[str]) -> str:
+    """A server's name from its command: the package or script a launcher runs, else the
+    program, without folder, npm scope, version or extension."""
+    words = argv[1:] if Path(argv[0]).name in LAUNCHERS else argv
+    if Path(argv[0]).name == "uv" and words[:1] == ["run"]:
+        words = words[1:]
+    chosen = next((w for w in words if not w.startswith("-")), argv[0])
+    name = Path(re.sub(r"(?<=.)@[^/]*$", "", chosen)).name
+    name = re.sub(r"\.(py|js|mjs|cjs|ts)$", "", name)
+    return _NOT_IN_NAME.sub("-", name).strip("-") or "server"
+
+
+def _from_command(raw: str, base: Path) -> McpServer:
+    try:
+        argv = shlex.split(raw)
+    except ValueError as exc:
+        raise SelectionError(f"--mcp-command {raw!r}: {exc}") from None
+    if not argv:
+        raise SelectionError("--mcp-command: the command is empty")
+    return McpServer(
+        name=command_name(argv),
+        argv=tuple(argv),
+        root=base.resolve(),
+        env={},
+        selection=(f"--mcp-command={raw}",),
+        source="--mcp-command",
+    )
+
+
+def _from_config(path: Path, raw: str, names: tuple[str, ...]) -> list[McpServer]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except OSError as exc:
+        raise SelectionError(f"--mcp-config {raw}: cannot read {path}: {exc.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SelectionError(f"--mcp-config {path}: not JSON: {exc}") from None
+    key = "mcpServers" if isinstance(data, dict) and "mcpServers" in data else "servers"
+    servers = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise SelectionError(
+            f"--mcp-config {path} /mcpServers: expected an object of servers, "
+            f"found {_shown(servers)}"
+        )
+    unknown = [n for n in names if n not in servers]
+    if unknown:
+        known = ", ".join(servers) or "none"
+        raise SelectionError(
+            f"--mcp-server {', '.join(unknown)}: not in {path} /{key} (it has: {known})"
+        )
+    chosen = [n for n in servers if not names or n in names]
+    return [
+        s
+        for n in chosen
+        if (s := _entry(path, key, n, servers[n], explicit=bool(names))) is not None
+    ]
+
+
+def _entry(path: Path, key: str, name: str, entry: Any, explicit: bool) -> McpServer | None:
+    at = f"/{key}/{_escape(name)}"
+    where = f"--mcp-config {path} {at}"
+    if not isinstance(entry, dict):
+        raise SelectionError(f"{where}: expected an object, found {_shown(entry)}")
+    stdio = entry.get("type", "stdio") == "stdio" and "url" not in entry
+    if not stdio:
+        if explicit:
+            raise SelectionError(f"{where}: not a stdio server (the kit checks stdio servers)")
+        return None
+    command = entry.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise SelectionError(f"{where}/command: expected a command, found {_shown(command)}")
+    args = entry.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise SelectionError(f"{where}/args: expected a list of strings, found {_shown(args)}")
+    env = entry.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise SelectionError(f"{where}/env: expected an object of strings, found {_shown(env)}")
+    cwd = entry.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise SelectionError(f"{where}/cwd: expected a folder, found {_shown(cwd)}")
+    root = (path.parent / cwd).resolve() if cwd else path.parent.resolve()
+    if not root.is_dir():
+        raise SelectionError(f"{where}/cwd: {root} is not a folder")
+    return McpServer(
+        name=_NOT_IN_NAME.sub("-", name).strip("-") or "server",
+        argv=(command, *args),
+        root=root,
+        env=dict(env),
+        selection=("--mcp-config", str(path.resolve()), "--mcp-server", name),
+        source=str(path),
+    )
+
+
+def _escape(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)[:80] if value is not None else "nothing"

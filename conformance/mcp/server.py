@@ -1,0 +1,142 @@
+"""An MCP server of a run: how it is started (its command, folder and environment), and what
+its first session showed (the era it spoke and the tools it listed).
+
+A server has no files to read: its tools are known only once it runs, so loading one starts
+it, opens a session and lists its tools, as a client would before offering them. What goes
+wrong there is the load requirement's finding (MCP-LIF-001), and every other item is skipped
+naming it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.findings import Finding
+from conformance.mcp.session import Listing, Opening, Session, open_session
+from conformance.mcp.wire import Wire
+from plugin_spec.mcp import offered_name
+from reference_host.process.launch import WorkerSpec
+from reference_host.process.sandbox import SandboxPolicy
+
+MCP = "mcp"
+LOAD_REQUIREMENT = "MCP-LIF-001"
+CANARY_VARIABLE = "SERVICE_API_TOKEN"  # MCP-SEC-003: a secret no result may show
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """One listed tool: its definition as the server sent it, and where in the listing."""
+
+    definition: dict[str, Any]
+    index: int
+
+    @property
+    def name(self) -> str | None:
+        name = self.definition.get("name")
+        return name if isinstance(name, str) else None
+
+    @property
+    def input_schema(self) -> Any:
+        return self.definition.get("inputSchema")
+
+    @property
+    def output_schema(self) -> Any:
+        return self.definition.get("outputSchema")
+
+    @property
+    def pointer(self) -> str:
+        return f"/tools/{self.index}"
+
+
+@dataclass(frozen=True)
+class LoadProblem:
+    message: str
+
+
+@dataclass(eq=False)
+class McpServer:
+    """One server as the run selected it (name, command, folder, environment)."""
+
+    name: str
+    argv: tuple[str, ...]
+    root: Path
+    env: dict[str, str]
+    selection: tuple[str, ...]  # the flags that select it again, for rerun lines
+    source: str  # where it was selected: the config file, or --mcp-command
+    profile: str = MCP
+    load_requirement: str = LOAD_REQUIREMENT
+    canary: str = field(default_factory=lambda: "sk-" + secrets.token_hex(20))
+    tools: list[McpTool] = field(default_factory=list)
+    opening: Opening | None = None
+    listing: Listing | None = None
+    load_error: LoadProblem | None = None
+
+    @property
+    def label(self) -> str:
+        return f"mcp.{self.name}"
+
+    @property
+    def era(self) -> str | None:
+        return self.opening.era if self.opening else None
+
+    def tool_names(self) -> set[str]:
+        """The names a host offers its tools under (what other plugins' names meet)."""
+        return {offered_name(self.name, t.name) for t in self.tools if t.name is not None}
+
+    def spec(self, data_dir: Path, wrapper: tuple[str, ...] = ()) -> WorkerSpec:
+        """How the kit starts it: in its folder, with its environment and the canary, in the
+        sandbox (its folder read-only, data_dir writable, no network) where there is one."""
+        policy = SandboxPolicy(package=self.root, data=data_dir)
+        return WorkerSpec(
+            plugin_id=self.name,
+            root=self.root,
+            argv=self.argv,
+            data_dir=data_dir,
+            extra_env={**self.env, CANARY_VARIABLE: self.canary},
+            sandbox=policy,
+            wrapper=wrapper,
+            host_variables=False,
+        )
+
+    def finding(self, requirement: str, message: str, pointer: str = "", fix: str = "") -> Finding:
+        """A finding on the server: located at its listing (tools/list) or its session."""
+        return Finding(requirement, message, f"{self.label} ({self.source})", pointer, None, fix)
+
+
+def load_mcp_server(server: McpServer) -> McpServer:
+    """Start the server once, open a session and list its tools: the run's items per tool
+    come from this listing."""
+    scratch = Path(tempfile.mkdtemp(prefix="mcp-load-"))
+    try:
+        wire = Wire(server.spec(scratch / "data"))
+    except OSError as exc:
+        server.load_error = LoadProblem(f"the command could not be started: {exc}")
+        shutil.rmtree(scratch, ignore_errors=True)
+        return server
+    try:
+        opening = open_session(wire)
+        server.opening = opening
+        if opening.era is None:
+            server.load_error = LoadProblem(_no_session(opening, wire))
+            return server
+        listing = Session(wire, opening).list_tools()
+        server.listing = listing
+        tools = listing.tools
+        server.tools = [McpTool(t, i) for i, t in enumerate(tools) if isinstance(t, dict)]
+        if not listing.pages:
+            server.load_error = LoadProblem(f"no tool list: {listing.problem}")
+    finally:
+        wire.kill()
+        shutil.rmtree(scratch, ignore_errors=True)
+    return server
+
+
+def _no_session(opening: Opening, wire: Wire) -> str:
+    stderr = wire.stderr.strip().splitlines()[-5:]
+    tail = ("\nits stderr ended:\n  " + "\n  ".join(stderr)) if stderr else ""
+    return f"no session could be opened in either era: {opening.problem}{tail}"

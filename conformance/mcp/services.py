@@ -1,0 +1,265 @@
+"""The live sessions the MCP checks judge, each started once per run and shared by the items
+that read it: the lifecycle probe (a scripted session from launch to exit), a legacy session
+for the 2025-11-25 rules of a dual-era server, a second start (rug pulls), and the session
+tool calls go through. Every session's frames can be saved as a JSONL transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from conformance.fengyu.syscall_trace import read_trace, strace_program, tracer
+from conformance.findings import NotApplicable
+from conformance.mcp.server import McpServer
+from conformance.mcp.session import Listing, Opening, Session, open_session
+from conformance.mcp.wire import Reply, Shutdown, Wire
+from conformance.search_settings import PropertySettings
+from plugin_spec import mcp
+from reference_host.process.sandbox import support
+
+UNKNOWN_VERSION = "1999-01-01"  # MCP-LIF-002: a version no server knows
+QUIET_SECONDS = 0.5  # how long the probe listens for what a notification made it write
+
+
+@dataclass
+class Probe:
+    """The lifecycle probe: one session from launch to exit, and what each step got."""
+
+    wire: Wire
+    opening: Opening
+    ids: dict[str, Reply] = field(default_factory=dict)  # by the id's kind: string, number
+    after_notifications: list[dict[str, Any]] = field(default_factory=list)
+    after_cancel: Reply | None = None
+    shutdown: Shutdown | None = None
+
+
+@dataclass
+class Progress:
+    """The progress notifications one call was sent: (token named, progress) in order, and
+    whether one came after its response."""
+
+    token: str
+    values: list[tuple[Any, Any]] = field(default_factory=list)
+    late: bool = False
+
+
+@dataclass(frozen=True)
+class Effect:
+    arguments: Any
+    what: str
+
+
+@dataclass(frozen=True)
+class Effects:
+    """What calls were seen to do; unseen says why nothing could be seen."""
+
+    seen: list[Effect]
+    unseen: str = ""
+
+
+def effects_unseen() -> str:
+    """Why effects cannot be seen on this machine ("" when they can)."""
+    if not support().available:
+        return f"effects are seen only inside the sandbox: {support().reason}"
+    if not strace_program():
+        return "strace is not installed (Debian: apt-get install strace)"
+    return ""
+
+
+class McpServices:
+    """One server's sessions for the checks of a run."""
+
+    def __init__(
+        self, server: McpServer, settings: PropertySettings, transcripts: Path | None = None
+    ) -> None:
+        self.server = server
+        self.settings = settings
+        self.workdir = Path(tempfile.mkdtemp(prefix="mcp-"))
+        self.transcripts = transcripts or self.workdir / "transcripts"
+        self._wires: list[Wire] = []
+        self._calls = 0
+        self._progress: dict[str, Progress] = {}
+        self._exercised = False
+        self.results: list[tuple[str, Any, Reply]] = []  # every call: tool, arguments, reply
+
+    def launch(self, purpose: str) -> Wire:
+        wire = Wire(self.server.spec(self.workdir / purpose))
+        self._wires.append(wire)
+        return wire
+
+    def require_session(self) -> None:
+        if self.server.era is None:
+            raise NotApplicable("no session could be opened (MCP-LIF-001)", ("MCP-LIF-001",))
+
+    @cached_property
+    def probe(self) -> Probe:
+        """Launch, open as a dual-era client, send ids of both kinds, notifications, a
+        cancellation, then close stdin and escalate as a client does."""
+        wire = self.launch("probe")
+        opening = open_session(wire)
+        probe = Probe(wire, opening)
+        if opening.era is None:
+            probe.shutdown = wire.close()
+            return probe
+        session = Session(wire, opening)
+        probe.ids["string"] = wire.request(
+            mcp.TOOLS_LIST, session.params(), request_id="conformance-7"
+        )
+        probe.ids["number"] = wire.request(mcp.TOOLS_LIST, session.params(), request_id=2**31)
+        wire.notify("notifications/conformance/unknown", {})
+        wire.notify(mcp.CANCELLED, {"requestId": "never-sent", "reason": "probe"})
+        probe.after_notifications = wire.quiet(QUIET_SECONDS)
+        cancelled = wire.next_id()
+        wire.send({"jsonrpc": "2.0", "id": cancelled, "method": mcp.TOOLS_LIST, **_params(session)})
+        wire.notify(mcp.CANCELLED, {"requestId": cancelled, "reason": "the kit cancels it"})
+        wire.quiet(QUIET_SECONDS)
+        probe.after_cancel = session.request(mcp.TOOLS_LIST)
+        probe.shutdown = wire.close()
+        return probe
+
+    @cached_property
+    def legacy(self) -> Session | None:
+        """A 2025-11-25 session (None: the server does not open one): the probe's own when
+        it spoke that era, else a launch that goes straight to initialize."""
+        if self.probe.opening.era == mcp.LEGACY:
+            return Session(self.probe.wire, self.probe.opening)
+        wire = self.launch("legacy")
+        opening = open_session(wire, "legacy")
+        return Session(wire, opening) if opening.era == mcp.LEGACY else None
+
+    def require_legacy(self) -> Session:
+        session = self.legacy
+        if session is None:
+            raise NotApplicable("the server does not speak 2025-11-25 (initialize failed)")
+        if session.wire is self.probe.wire:  # the probe's session has ended: start another
+            wire = self.launch("legacy")
+            opening = open_session(wire, "legacy")
+            session = Session(wire, opening)
+            self.__dict__["legacy"] = session
+        return session
+
+    @cached_property
+    def unknown_version(self) -> tuple[Reply, bool]:
+        """initialize offering a version no server knows: the reply, and whether the
+        server still ran after it."""
+        wire = self.launch("unknown-version")
+        reply = wire.request(mcp.INITIALIZE, mcp.initialize_params(UNKNOWN_VERSION))
+        wire.quiet(QUIET_SECONDS)
+        alive = wire.alive()
+        wire.kill()
+        return reply, alive
+
+    @cached_property
+    def session(self) -> Session:
+        """The session tool calls and repeated listings go through (the era a dual-era
+        client would pick)."""
+        self.require_session()
+        wire = self.launch("calls")
+        return Session(wire, open_session(wire))
+
+    @cached_property
+    def second_start(self) -> Listing | None:
+        """The tools listed by a second start of the server (None: it opened no session)."""
+        wire = self.launch("second-start")
+        opening = open_session(wire)
+        listing = Session(wire, opening).list_tools() if opening.era else None
+        wire.kill()
+        return listing
+
+    def call(self, tool: str, arguments: Any) -> Reply:
+        """One tools/call in the calls session, with a progress token of its own; the
+        progress it is sent is kept for MCP-UTL-004, the reply for MCP-SEC-003."""
+        self._calls += 1
+        token = f"conformance-progress-{self._calls}"
+        reply = self.session.call_tool(tool, arguments, progress=token)
+        progress = Progress(token)
+        for message in reply.meanwhile:
+            if message.get("method") != mcp.PROGRESS:
+                continue
+            params = message.get("params") or {}
+            sent = params.get("progressToken") if isinstance(params, dict) else None
+            value = params.get("progress") if isinstance(params, dict) else None
+            if isinstance(sent, str) and sent in self._progress:
+                self._progress[sent].late = True
+            else:
+                progress.values.append((sent, value))
+        if progress.values:
+            self._progress[token] = progress
+        self.results.append((tool, arguments, reply))
+        return reply
+
+    def progress_seen(self) -> list[Progress]:
+        """The progress every call of the run was sent, after one call of each tool with its
+        simplest valid input, made here if no call was made yet."""
+        if not self._exercised:
+            self._exercised = True
+            from conformance.strategies import GeneratorGap, InputSpace
+
+            for tool in self.server.tools:
+                if tool.name is None:
+                    continue
+                try:
+                    arguments = InputSpace.of(tool.input_schema).minimal()
+                except GeneratorGap:
+                    continue
+                self.call(tool.name, arguments)
+        return [p for p in self._progress.values() if p.values or p.late]
+
+    def effects_of(self, tool: str, arguments: Any) -> Effects:
+        """What one call of the tool tried besides answering, seen from a traced launch in
+        the sandbox: writes it refused and connections (syscall_trace.py)."""
+        if unseen := effects_unseen():
+            return Effects([], unseen)
+        trace = self.workdir / f"trace-{len(self._wires)}.txt"
+        data = self.workdir / f"effects-{len(self._wires)}"
+        wire = Wire(self.server.spec(data, tracer(strace_program(), trace)))
+        self._wires.append(wire)
+        opening = open_session(wire)
+        if opening.era is None:
+            wire.kill()
+            return Effects([], f"the traced server opened no session: {opening.problem}")
+        begun = time.time()
+        reply = Session(wire, opening).call_tool(tool, arguments)
+        wire.close()
+        attempts = read_trace(trace, self.server.root, (data,))
+        seen = [
+            Effect(arguments, f"{a.describe()} ({reply.describe()[:80]})")
+            for a in attempts
+            if a.time >= begun
+        ]
+        return Effects(seen)
+
+    def save(self, wire: Wire, name: str) -> Path:
+        """The wire's frames as JSONL (a header line naming the command, then one line per
+        frame): what `plugin-conformance mcp-replay` sends again."""
+        path = self.transcripts / self.server.label / f"{name}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        header = {
+            "command": list(self.server.argv),
+            "cwd": str(self.server.root),
+            "env": sorted(self.server.env),
+        }
+        lines = [json.dumps(header)] + [json.dumps(f.to_json()) for f in wire.frames]
+        path.write_text("\n".join(lines) + "\n", "utf-8")
+        return path
+
+    def transcript_note(self, wire: Wire, name: str) -> str:
+        path = self.save(wire, name)
+        return f"transcript: {path}\nreplay: plugin-conformance mcp-replay {path}"
+
+    def close(self) -> None:
+        for wire in self._wires:
+            wire.kill()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _params(session: Session) -> dict[str, Any]:
+    params = session.params()
+    return {"params": params} if params is not None else {}

@@ -1,0 +1,155 @@
+"""A session with a server in one protocol era: how it is opened (server/discover first, then
+initialize, as a dual-era client does), and the requests the checks make in it.
+
+In the modern era every request carries the envelope in params._meta; in the legacy era the
+handshake comes first and nothing else does. The fallback to initialize is taken on any
+answer that is not a usable DiscoverResult, never on one error code (spec: mcp.md#protocol-eras).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from conformance.mcp.wire import Reply, Wire
+from plugin_spec import mcp
+
+DISCOVER_SECONDS = 5.0  # a probe unanswered this long means a legacy server
+MAX_PAGES = 100  # MCP-TL-003: a listing longer than this is taken as a loop
+
+Mode = Literal["auto", "legacy", "modern"]
+
+
+@dataclass(frozen=True)
+class Opening:
+    """How the session was opened: the era (None: it was not), the server's answers to the
+    probe and the handshake, and its capabilities and self-description."""
+
+    era: str | None
+    discover: Reply | None = None
+    initialize: Reply | None = None
+    problem: str = ""
+
+    @property
+    def result(self) -> dict[str, Any]:
+        reply = self.discover if self.era == mcp.MODERN else self.initialize
+        result = reply.result if reply is not None else None
+        return result if isinstance(result, dict) else {}
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        capabilities = self.result.get("capabilities")
+        return capabilities if isinstance(capabilities, dict) else {}
+
+    @property
+    def server_info(self) -> Any:
+        if self.era == mcp.MODERN:
+            meta = self.result.get("_meta")
+            return meta.get(mcp.META_SERVER_INFO) if isinstance(meta, dict) else None
+        return self.result.get("serverInfo")
+
+
+@dataclass
+class Listing:
+    """Every page of one tools/list, followed to the end or to a problem."""
+
+    pages: list[Reply] = field(default_factory=list)
+    problem: str = ""  # why the listing stopped before a last page
+
+    @property
+    def tools(self) -> list[Any]:
+        return [t for page in self.pages for t in _page_tools(page)]
+
+    @property
+    def complete(self) -> bool:
+        return not self.problem
+
+
+def open_session(wire: Wire, mode: Mode = "auto") -> Opening:
+    """Open a session: probe server/discover (mode auto or modern), fall back to the
+    handshake on anything but a DiscoverResult naming the modern version (mode auto)."""
+    discover = None
+    if mode != "legacy":
+        discover = wire.request(
+            mcp.DISCOVER, {"_meta": mcp.modern_meta()}, seconds=DISCOVER_SECONDS
+        )
+        if modern_result(discover):
+            return Opening(mcp.MODERN, discover=discover)
+        if mode == "modern":
+            return Opening(None, discover, problem=f"server/discover: {discover.describe()}")
+        if not wire.alive():
+            return Opening(None, discover, problem="the server exited on server/discover")
+    initialize = wire.request(mcp.INITIALIZE, mcp.initialize_params())
+    result = initialize.result
+    if not isinstance(result, dict) or not isinstance(result.get("protocolVersion"), str):
+        problem = f"initialize: {initialize.describe()}"
+        return Opening(None, discover, initialize, problem)
+    wire.notify(mcp.INITIALIZED)
+    return Opening(mcp.LEGACY, discover, initialize)
+
+
+def modern_result(reply: Reply) -> bool:
+    """Whether a discover reply shows a modern server: a result naming 2026-07-28."""
+    result = reply.result
+    versions = result.get("supportedVersions") if isinstance(result, dict) else None
+    return isinstance(versions, list) and mcp.MODERN in versions
+
+
+@dataclass
+class Session:
+    """Requests in an opened session, with the era's envelope."""
+
+    wire: Wire
+    opening: Opening
+
+    @property
+    def era(self) -> str | None:
+        return self.opening.era
+
+    def params(self, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """params with the modern envelope merged into _meta (legacy: as given)."""
+        if self.era != mcp.MODERN:
+            return params
+        merged = dict(params or {})
+        merged["_meta"] = {**mcp.modern_meta(), **(merged.get("_meta") or {})}
+        return merged
+
+    def request(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> Reply:
+        return self.wire.request(method, self.params(params), **kw)
+
+    def list_tools(self) -> Listing:
+        """tools/list from the first page, following nextCursor to the last."""
+        listing = Listing()
+        cursor: Any = None
+        seen_cursors: set[str] = set()
+        while True:
+            reply = self.request(mcp.TOOLS_LIST, {"cursor": cursor} if cursor else None)
+            if not isinstance(reply.result, dict) or not isinstance(
+                reply.result.get("tools"), list
+            ):
+                listing.problem = f"tools/list: {reply.describe()}"
+                return listing
+            listing.pages.append(reply)
+            cursor = reply.result.get("nextCursor")
+            if cursor is None:
+                return listing
+            if not isinstance(cursor, str) or cursor in seen_cursors:
+                listing.problem = f"nextCursor {cursor!r} was already followed"
+                return listing
+            if len(listing.pages) >= MAX_PAGES:
+                listing.problem = f"no last page within {MAX_PAGES} pages"
+                return listing
+            seen_cursors.add(cursor)
+
+    def call_tool(
+        self, name: str, arguments: Any, *, progress: str | None = None, seconds: float = 30.0
+    ) -> Reply:
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        if progress is not None:
+            params["_meta"] = {"progressToken": progress}
+        return self.request(mcp.TOOLS_CALL, params, seconds=seconds)
+
+
+def _page_tools(page: Reply) -> list[Any]:
+    tools = page.result.get("tools") if isinstance(page.result, dict) else None
+    return tools if isinstance(tools, list) else []

@@ -1,0 +1,229 @@
+"""One MCP server process on raw pipes, every frame it exchanged recorded.
+
+The SDKs tolerate what the kit must report (a banner on stdout, an id echoed as another type),
+so the kit reads the server byte by byte (RawWorker, as for FengYu workers) and keeps the
+transcript: what a failing item saves, and what its reproduction replays.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from conformance.fengyu.raw_worker import Line, RawWorker
+from plugin_spec import mcp
+from plugin_spec.jsonrpc import METHOD_NOT_FOUND
+from reference_host.process.launch import WorkerSpec
+
+REQUEST_SECONDS = 10.0  # a protocol request unanswered this long is a finding
+EOF_SECONDS = 5.0  # MCP-LIF-004: how long a server may take to exit on stdin EOF
+TERM_SECONDS = 2.0  # then SIGTERM, and this long before SIGKILL (the Python SDK's timings)
+
+Direction = Literal["sent", "received"]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One line on the wire: who wrote it, when (seconds since launch), its text and, when
+    it is a JSON object, the object."""
+
+    direction: Direction
+    at: float
+    text: str
+    message: dict[str, Any] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dir": self.direction, "at": round(self.at, 4), "line": self.text}
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What came back for one request: its response (None: none came), the messages the
+    server sent meanwhile, and whether it waited out the deadline or saw the server exit."""
+
+    response: dict[str, Any] | None
+    meanwhile: tuple[dict[str, Any], ...] = ()
+    timed_out: bool = False
+    exited: bool = False
+
+    @property
+    def result(self) -> Any:
+        return self.response.get("result") if self.response else None
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        error = self.response.get("error") if self.response else None
+        return error if isinstance(error, dict) else None
+
+    @property
+    def ok(self) -> bool:
+        return self.response is not None and "result" in self.response
+
+    def describe(self) -> str:
+        """How the request ended, for a finding."""
+        if self.response is not None:
+            return json.dumps(self.response, ensure_ascii=False)[:300]
+        if self.exited:
+            return "no response: the server exited"
+        return f"no response within {REQUEST_SECONDS:g} s" if self.timed_out else "no response"
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    """How the server ended when its stdin was closed: by itself, or by which signal."""
+
+    by: Literal["eof", "sigterm", "sigkill"]
+    seconds: float
+    code: int | None
+
+    def describe(self) -> str:
+        if self.by == "eof":
+            return f"exited {self.seconds:.1f} s after stdin EOF (status {self.code})"
+        escalation = "SIGTERM" if self.by == "sigterm" else "SIGTERM, then SIGKILL"
+        return f"still running {EOF_SECONDS:g} s after stdin EOF; ended by {escalation}"
+
+
+@dataclass
+class Wire:
+    """A started server: send messages, read what it writes, end it as a client does."""
+
+    spec: WorkerSpec
+    frames: list[Frame] = field(default_factory=list)
+    worker: RawWorker = field(init=False)
+    started: float = field(init=False)
+    _next_id: int = 1
+    _unread: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.started = time.monotonic()
+        self.worker = RawWorker(self.spec)
+
+    def next_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def send(self, message: Any) -> bool:
+        """Write one message as a line; False when the server no longer reads stdin."""
+        text = json.dumps(message, ensure_ascii=False)
+        self.frames.append(Frame("sent", self._now(), text, message))
+        deadline = time.monotonic() + REQUEST_SECONDS
+        return bool(self.worker.send([text.encode() + b"\n"], deadline))
+
+    def write_raw(self, text: str) -> bool:
+        """Write a line as given (what no SDK would send)."""
+        self.frames.append(Frame("sent", self._now(), text, None))
+        deadline = time.monotonic() + REQUEST_SECONDS
+        return bool(self.worker.send([text.encode() + b"\n"], deadline))
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> bool:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        return self.send(message)
+
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        request_id: int | str | None = None,
+        seconds: float = REQUEST_SECONDS,
+    ) -> Reply:
+        """Send a request and read until its response (matched by id value and type),
+        the deadline or the server's exit."""
+        rid = self.next_id() if request_id is None else request_id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        if not self.send(message):
+            return Reply(None, exited=True)
+        return self.await_response(rid, seconds)
+
+    def await_response(self, rid: int | str, seconds: float = REQUEST_SECONDS) -> Reply:
+        meanwhile: list[dict[str, Any]] = []
+        for message in self._messages(time.monotonic() + seconds):
+            if _is_response(message) and _same_id(message.get("id"), rid):
+                return Reply(message, tuple(meanwhile))
+            meanwhile.append(message)
+            self._answer_server_request(message)
+        self._unread.extend(m for m in meanwhile if _is_response(m))
+        return Reply(None, tuple(meanwhile), timed_out=self.worker.alive(), exited=not self.alive())
+
+    def quiet(self, seconds: float) -> list[dict[str, Any]]:
+        """Every message that arrives within seconds (and any read earlier but not taken)."""
+        seen, self._unread = self._unread, []
+        for message in self._messages(time.monotonic() + seconds):
+            seen.append(message)
+            self._answer_server_request(message)
+        return seen
+
+    def alive(self) -> bool:
+        return self.worker.alive()
+
+    def close(self) -> Shutdown:
+        """End the server as a client does: close stdin, wait, SIGTERM its group, SIGKILL."""
+        begun = time.monotonic()
+        code = self.worker.close_stdin(EOF_SECONDS)
+        if code is not None:
+            self._drain()
+            return Shutdown("eof", time.monotonic() - begun, code)
+        self.worker.process.terminate()
+        code = self.worker.exit_code(TERM_SECONDS)
+        by: Literal["sigterm", "sigkill"] = "sigterm"
+        if code is None:
+            by = "sigkill"
+        self.worker.kill()
+        self._drain()
+        return Shutdown(by, time.monotonic() - begun, self.worker.process.returncode)
+
+    def kill(self) -> None:
+        self.worker.kill()
+        self._drain()
+
+    @property
+    def stderr(self) -> str:
+        return self.worker.stderr
+
+    def received(self) -> list[Frame]:
+        return [f for f in self.frames if f.direction == "received"]
+
+    def _drain(self) -> None:
+        """Record what the server wrote up to its exit."""
+        for line in self.worker.rest(0.5):
+            self._record(line)
+
+    def _messages(self, deadline: float) -> Iterator[dict[str, Any]]:
+        while (line := self.worker.next_line(deadline)) is not None:
+            self._record(line)
+            if line.message is not None:
+                yield line.message
+
+    def _record(self, line: Line) -> None:
+        self.frames.append(Frame("received", self._now(), line.text, line.message))
+
+    def _answer_server_request(self, message: dict[str, Any]) -> None:
+        """A request from the server: ping is answered; the kit declares no client
+        capability, so anything else is a method it does not have."""
+        if "id" not in message or "method" not in message:
+            return
+        if message["method"] == mcp.PING:
+            self.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+        else:
+            error = {"code": METHOD_NOT_FOUND, "message": "the kit declares no capability"}
+            self.send({"jsonrpc": "2.0", "id": message["id"], "error": error})
+
+    def _now(self) -> float:
+        return time.monotonic() - self.started
+
+
+def _is_response(message: dict[str, Any]) -> bool:
+    return "method" not in message and ("result" in message or "error" in message)
+
+
+def _same_id(got: Any, sent: int | str) -> bool:
+    """Whether a response answers the request: same value, or the same text (an id echoed
+    as another type is still taken as the answer, and MCP-STD-002 reports it)."""
+    return got == sent or (got is not None and str(got) == str(sent))
