@@ -138,7 +138,6 @@ class KitOptions:
             "VS Code), each run in the file's folder (repeatable)",
             "FILE",
             repeat=True,
-            path=True,
         ),
     )
     mcp_servers: tuple[str, ...] = _option(

@@ -122,14 +122,11 @@ def survives_the_probe(ctx: CheckContext) -> Iterator[Finding]:
     server = ctx.server
     if server.era == mcp.MODERN:
         raise NotApplicable("the server speaks 2026-07-28: it answered server/discover")
-    opening = server.opening
-    if opening is None or opening.discover is None:
-        raise NotApplicable("no server/discover probe was made")
-    if server.era is None and opening.discover.exited:
+    if server.probe_killed is not None:
         yield server.finding(
             ctx.requirement.id,
-            f"the server exited on the first {mcp.DISCOVER}, so initialize could not follow: "
-            f"{opening.discover.describe()}",
+            f"the server exited on the first {mcp.DISCOVER}, so a dual-era client cannot "
+            f"follow with initialize: {server.probe_killed.describe()}",
         )
 
 

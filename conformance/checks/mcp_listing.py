@@ -160,6 +160,9 @@ def tool_names(ctx: CheckContext) -> Iterator[Finding]:
 @check("MCP-TL-006")
 def unique_names(ctx: CheckContext) -> Iterator[Finding]:
     _tools(ctx)
+    listing = ctx.server.listing
+    if listing is not None and listing.problem:
+        raise NotApplicable("the listing did not end (MCP-TL-003)", ("MCP-TL-003",))
     for name, count in Counter(_names(ctx.server)).items():
         if count > 1:
             yield _at(ctx, f"{count} tools are named {name!r}", "/tools")

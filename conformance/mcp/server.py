@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance.findings import Finding
-from conformance.mcp.session import Listing, Opening, Session, open_session
-from conformance.mcp.wire import Wire
+from conformance.mcp.session import Listing, Mode, Opening, Session, open_session
+from conformance.mcp.wire import Reply, Wire
 from plugin_spec.mcp import offered_name
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.sandbox import SandboxPolicy
@@ -75,6 +75,8 @@ class McpServer:
     opening: Opening | None = None
     listing: Listing | None = None
     load_error: LoadProblem | None = None
+    mode: Mode = "auto"  # how sessions are opened: legacy once the probe killed the server
+    probe_killed: Reply | None = None  # MCP-ERA-001: the discover probe the server died on
 
     @property
     def label(self) -> str:
@@ -120,6 +122,13 @@ def load_mcp_server(server: McpServer) -> McpServer:
         return server
     try:
         opening = open_session(wire)
+        if opening.era is None and opening.discover is not None and not wire.alive():
+            # It died on the era probe: a legacy client would still reach it, and so does
+            # the rest of the run (MCP-ERA-001 reports the probe).
+            wire.kill()
+            server.probe_killed, server.mode = opening.discover, "legacy"
+            wire = Wire(server.spec(scratch / "data"))
+            opening = open_session(wire, "legacy")
         server.opening = opening
         if opening.era is None:
             server.load_error = LoadProblem(_no_session(opening, wire))

@@ -82,9 +82,10 @@ class McpServices:
         self.server = server
         self.settings = settings
         self.workdir = Path(tempfile.mkdtemp(prefix="mcp-"))
-        self.transcripts = transcripts or self.workdir / "transcripts"
+        self.transcripts = transcripts or Path(tempfile.gettempdir(), "mcp-transcripts")
         self._wires: list[Wire] = []
         self._calls = 0
+        self._session: Session | None = None
         self._progress: dict[str, Progress] = {}
         self._exercised = False
         self.results: list[tuple[str, Any, Reply]] = []  # every call: tool, arguments, reply
@@ -103,7 +104,7 @@ class McpServices:
         """Launch, open as a dual-era client, send ids of both kinds, notifications, a
         cancellation, then close stdin and escalate as a client does."""
         wire = self.launch("probe")
-        opening = open_session(wire)
+        opening = open_session(wire, self.server.mode)
         probe = Probe(wire, opening)
         if opening.era is None:
             probe.shutdown = wire.close()
@@ -156,19 +157,22 @@ class McpServices:
         wire.kill()
         return reply, alive
 
-    @cached_property
+    @property
     def session(self) -> Session:
         """The session tool calls and repeated listings go through (the era a dual-era
-        client would pick)."""
+        client would pick), started again when the server has exited, as a client restarts
+        a crashed server: one tool's crash is its own finding, not every later item's."""
         self.require_session()
-        wire = self.launch("calls")
-        return Session(wire, open_session(wire))
+        if self._session is None or not self._session.wire.alive():
+            wire = self.launch("calls")
+            self._session = Session(wire, open_session(wire, self.server.mode))
+        return self._session
 
     @cached_property
     def second_start(self) -> Listing | None:
         """The tools listed by a second start of the server (None: it opened no session)."""
         wire = self.launch("second-start")
-        opening = open_session(wire)
+        opening = open_session(wire, self.server.mode)
         listing = Session(wire, opening).list_tools() if opening.era else None
         wire.kill()
         return listing
@@ -221,7 +225,7 @@ class McpServices:
         data = self.workdir / f"effects-{len(self._wires)}"
         wire = Wire(self.server.spec(data, tracer(strace_program(), trace)))
         self._wires.append(wire)
-        opening = open_session(wire)
+        opening = open_session(wire, self.server.mode)
         if opening.era is None:
             wire.kill()
             return Effects([], f"the traced server opened no session: {opening.problem}")
@@ -251,8 +255,7 @@ class McpServices:
         return path
 
     def transcript_note(self, wire: Wire, name: str) -> str:
-        path = self.save(wire, name)
-        return f"transcript: {path}\nreplay: plugin-conformance mcp-replay {path}"
+        return f"transcript: {self.save(wire, name)}"
 
     def close(self) -> None:
         for wire in self._wires:
