@@ -6,6 +6,7 @@ explain ID                  one requirement: its level, reason, examples and fix
 reference                   print docs/spec/requirements.md, generated from the catalog
 schemas                     print the paths of the shipped JSON Schemas
 init fengyu|erp DIR [--id ID] [--kit-source URL]  start a plugin that passes the kit
+mcp-replay FILE             send a failing MCP item's transcript to its server again
 providers DIR...            the tools x providers matrix of each plugin, in Markdown (exit
                             status 1 when a provider refuses a tool or a request)
 """
@@ -55,7 +56,13 @@ def main(argv: list[str] | None = None) -> int:
         "providers", help="will OpenAI, Anthropic and Gemini take these plugins' tools?"
     )
     providers.add_argument("dirs", type=Path, nargs="+", help="plugin folders (or folders of them)")
+    replay_ = commands.add_parser(
+        "mcp-replay", help="send a failing MCP item's transcript (JSONL) to its server again"
+    )
+    replay_.add_argument("file", type=Path, help="the transcript a finding names")
     args = parser.parse_args(argv)
+    if args.command == "mcp-replay":
+        return _replay(args.file)
     if args.command == "providers":
         return _providers(args.dirs)
     if args.command == "requirements":
@@ -123,6 +130,16 @@ def _providers(dirs: list[Path]) -> int:
     for line in refusals:
         print(f"refused: {line}", file=sys.stderr)
     return 1 if refusals else 0
+
+
+def _replay(path: Path) -> int:
+    from conformance.mcp.replay import ReplayError, replay
+
+    try:
+        return replay(path)
+    except ReplayError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 def _migrate(path: Path) -> int:

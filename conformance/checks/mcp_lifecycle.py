@@ -77,11 +77,11 @@ def version_negotiated(ctx: CheckContext) -> Iterator[Finding]:
             ctx.requirement.id,
             f"offered protocolVersion {UNKNOWN_VERSION!r}, the server exited: {reply.describe()}",
         )
-    elif reply.response is None or (reply.ok and version not in mcp.KNOWN_VERSIONS):
+    elif reply.response is None or (reply.ok and version not in mcp.HANDSHAKE_VERSIONS):
         yield server.finding(
             ctx.requirement.id,
             f"offered protocolVersion {UNKNOWN_VERSION!r}, the server answered neither a "
-            f"version it supports nor an error: {reply.describe()}",
+            f"version initialize can open nor an error: {reply.describe()}",
             "/result/protocolVersion",
         )
 

@@ -227,7 +227,7 @@ def is_hidden(char: str) -> bool:
 @check("MCP-SEC-002")
 def no_rug_pull(ctx: CheckContext) -> Iterator[Finding]:
     tools = _tools(ctx)
-    first = {t.name: t.definition for t in tools if t.name is not None}
+    first: dict[str, dict[str, Any]] = {t.name: t.definition for t in tools if t.name is not None}
     services = ctx.sessions
     services.progress_seen()  # calls each tool once, in the session listed next
     listings = [("after tool calls", services.session.list_tools())]
@@ -235,18 +235,32 @@ def no_rug_pull(ctx: CheckContext) -> Iterator[Finding]:
     if second is not None:
         listings.append(("in a second start of the server", second))
     for when, listing in listings:
-        for tool in listing.tools:
-            if not isinstance(tool, dict) or tool.get("name") not in first:
+        if not listing.complete:
+            continue
+        later = {
+            t["name"]: (i, t)
+            for i, t in enumerate(listing.tools)
+            if isinstance(t, dict) and isinstance(t.get("name"), str)
+        }
+        gone, added = sorted(set(first) - set(later)), sorted(set(later) - set(first))
+        if gone or added:
+            yield _at(
+                ctx,
+                f"the tools changed {when}: gone {shown(gone)}, added {shown(added)}",
+                "/tools",
+            )
+        for name, (index, tool) in later.items():
+            before = first.get(name)
+            if before is None:
                 continue
-            before = first[tool["name"]]
             changed = sorted(k for k in set(before) | set(tool) if before.get(k) != tool.get(k))
             if changed:
                 key = changed[0]
                 yield _at(
                     ctx,
-                    f"tool {tool['name']!r} changed its {', '.join(changed)} {when}: first "
+                    f"tool {name!r} changed its {', '.join(changed)} {when}: first "
                     f"{shown(before.get(key))}, then {shown(tool.get(key))}",
-                    f"/tools/{tool['name']}/{key}",
+                    f"/tools/{index}/{key}",
                 )
 
 

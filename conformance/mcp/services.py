@@ -255,7 +255,8 @@ class McpServices:
         return path
 
     def transcript_note(self, wire: Wire, name: str) -> str:
-        return f"transcript: {self.save(wire, name)}"
+        path = self.save(wire, name)
+        return f"transcript: {path}\nreplay: plugin-conformance mcp-replay {path}"
 
     def close(self) -> None:
         for wire in self._wires:

@@ -81,3 +81,33 @@ def test_conforming_servers_report_nothing_in_strict_mode(
     assert result.result.ret == 0
     eras = {p["label"]: p.get("era") for p in result.report.get("plugins", [])}
     assert set(eras.values()) <= {"2026-07-28"}
+
+
+def test_a_failing_items_transcript_replays_against_its_server(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The finding names a JSONL transcript; `mcp-replay` sends its lines to the server
+    again, and the banner shows up where it did."""
+    from conformance.__main__ import main
+
+    result = run_on(pytester, MCP_FIXTURES / "MCP-STD-001-banner" / "mcp.json", "-m", "lifecycle")
+    messages = "\n".join(f["message"] for f in result.findings("MCP-STD-001"))
+    match = re.search(r"^transcript: (\S+\.jsonl)$", messages, re.M)
+    assert match, messages
+    capsys.readouterr()
+    assert main(["mcp-replay", match.group(1)]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert "<- units server ready" in shown
+    assert shown[0].startswith("started: python ../server.py --defect banner")
+    assert shown[-1].startswith("ended: exited")
+
+
+def test_a_transcript_that_is_not_one_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conformance.__main__ import main
+
+    bad = tmp_path / "t.jsonl"
+    bad.write_text('{"no": "command"}\n', "utf-8")
+    assert main(["mcp-replay", str(bad)]) == 2
+    assert f"{bad}: line 1 /command" in capsys.readouterr().err

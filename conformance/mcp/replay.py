@@ -1,0 +1,91 @@
+"""Send a saved transcript's client lines to its server again: the reproduction of a failing
+MCP item (`plugin-conformance mcp-replay FILE`).
+
+The server is started as the kit started it (its command, in its folder, in the sandbox) and
+given the same lines in the same order; before each line the replay waits, briefly, for as
+many server lines as the transcript shows came before it, so that answers keep their place.
+Every line is printed as it goes, `->` sent and `<-` received, then how the server ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conformance.mcp.server import McpServer
+from conformance.mcp.wire import Wire
+
+WAIT_SECONDS = 10.0  # the longest a replay waits for one expected server line
+
+
+class ReplayError(Exception):
+    """A transcript that cannot be replayed: its file, where and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Transcript:
+    command: tuple[str, ...]
+    cwd: Path
+    env: tuple[str, ...]
+    frames: list[dict[str, Any]]
+
+    @classmethod
+    def read(cls, path: Path) -> Transcript:
+        try:
+            lines = path.read_text("utf-8").splitlines()
+        except OSError as exc:
+            raise ReplayError(f"{path}: cannot be read: {exc.strerror}") from None
+        try:
+            header, *frames = (json.loads(line) for line in lines if line.strip())
+        except (ValueError, json.JSONDecodeError) as exc:
+            raise ReplayError(f"{path}: not a transcript (JSON lines): {exc}") from None
+        command = header.get("command") if isinstance(header, dict) else None
+        if not isinstance(command, list) or not command:
+            raise ReplayError(f"{path}: line 1 /command: expected the server's command")
+        return cls(
+            tuple(command), Path(header.get("cwd", ".")), tuple(header.get("env", [])), frames
+        )
+
+
+def replay(path: Path, write: Callable[[str], None] = print) -> int:
+    """Replay the transcript at path; 0 when every line was sent, 1 when the server stopped
+    reading before that."""
+    transcript = Transcript.read(path)
+    env = {name: os.environ[name] for name in transcript.env if name in os.environ}
+    server = McpServer("replay", transcript.command, transcript.cwd, env, (), str(path))
+    scratch = Path(tempfile.mkdtemp(prefix="mcp-replay-"))
+    wire = Wire(server.spec(scratch))
+    write(f"started: {' '.join(transcript.command)} (in {transcript.cwd})")
+    expected = 0
+    shown = 0
+    status = 0
+    for frame in transcript.frames:
+        if frame.get("dir") == "received":
+            expected += 1
+            continue
+        shown = _show_received(wire, expected, shown, write)
+        write(f"-> {frame.get('line', '')}")
+        if not wire.write_raw(str(frame.get("line", ""))):
+            write("the server no longer reads its stdin")
+            status = 1
+            break
+    _show_received(wire, expected, shown, write)
+    write(f"ended: {wire.close().describe()}")
+    return status
+
+
+def _show_received(wire: Wire, expected: int, shown: int, write: Callable[[str], None]) -> int:
+    """Print received lines until as many as expected have come (or the wait runs out)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while len(wire.received()) < expected and time.monotonic() < deadline and wire.alive():
+        wire.quiet(0.05)
+    received = wire.received()
+    for frame in received[shown:]:
+        write(f"<- {frame.text}")
+    return len(received)
