@@ -24,6 +24,7 @@ from typing import Any
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from conformance.generator_dialect import UntranslatableKeyword, for_generator
 from conformance.simplest import NoSimpleInstance, simplest_instance
 from plugin_spec.schema_refs import DOCUMENT_ONLY, ExternalRef, external_refs
 from plugin_spec.schema_subset import to_json_schema
@@ -168,8 +169,12 @@ class InputSpace:
         if external:
             raise ExternalRefs(external)
         try:
+            generated = for_generator(schema)
+        except UntranslatableKeyword as exc:
+            raise GeneratorGap(str(exc)) from None
+        try:
             validator = Draft202012Validator(schema, registry=DOCUMENT_ONLY)
-            strategy = with_defaults(from_schema(closed_objects(schema)), schema, validator)
+            strategy = with_defaults(from_schema(closed_objects(generated)), schema, validator)
         except Exception as exc:
             raise GeneratorGap(f"hypothesis-jsonschema cannot handle the schema: {exc}") from None
         return cls(schema, validator, strategy)
