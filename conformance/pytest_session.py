@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import sys
 import warnings
 from collections import Counter
@@ -25,6 +26,7 @@ from conformance.fengyu.code_first import BUILD_ADVICE
 from conformance.fengyu.manifest import FengYuPlugin
 from conformance.findings import Finding
 from conformance.kit import UNCHECKED, KitRun, KitUsageError, Status, Target, Verdict
+from conformance.mcp.server import McpServer
 from conformance.options import SUITES, KitOptions, OptionError
 from conformance.previous_version import PreviousError
 from conformance.report import report_paths, write_reports
@@ -113,7 +115,10 @@ class KitSession:
     def pytest_report_header(self) -> list[str]:
         lines = []
         for plugin in self.kit.plugins:
-            lines.append(f"conformance: {self.kit.label(plugin)} [{plugin.profile}] {plugin.root}")
+            profile = plugin.profile
+            if isinstance(plugin, McpServer):
+                profile += f" {plugin.era or 'no session'}: {shlex.join(plugin.argv)} in"
+            lines.append(f"conformance: {self.kit.label(plugin)} [{profile}] {plugin.root}")
             if isinstance(plugin, FengYuPlugin) and plugin.code_first is not None:
                 lines.append(f"  {BUILD_ADVICE}")
         return lines

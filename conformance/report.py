@@ -47,7 +47,7 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
     for plugin in plugins:
         counts = Counter(r["status"] for r in records if r["plugin"] == plugin["label"])
         lines.append(
-            f"| {plugin['label']} | {plugin['profile']} | {counts['passed']} | {counts['warned']} "
+            f"| {plugin['label']} | {_profile(plugin)} | {counts['passed']} | {counts['warned']} "
             f"| {counts['failed']} | {counts['expected-failure']} "
             f"| {counts['stale-baseline-entry']} | {counts['skipped']} "
             f"| {counts['not-applicable']} |"
@@ -163,3 +163,9 @@ def _write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+
+
+def _profile(plugin: dict[str, Any]) -> str:
+    """The profile, and for an MCP server the protocol era it spoke."""
+    era = plugin.get("era")
+    return f"{plugin['profile']} ({era})" if era else str(plugin["profile"])
