@@ -450,7 +450,7 @@ async def serve(args: argparse.Namespace) -> int:
 def mounted_lines(mcp: McpMounts) -> list[str]:
     """What the host says of each MCP server it mounted: its era and the names offered."""
     return [
-        f"mounted MCP server {entry['id']} ({entry['era']}, {entry['protocolVersion']}): "
+        f"mounted MCP server {entry['name']} ({entry['era']}, {entry['protocolVersion']}): "
         f"{', '.join(entry['tools']) or 'no tools'}"
         for entry in mcp.listing()
     ]

@@ -6,6 +6,14 @@ changes (upgrade, reinstall, disable, enable, uninstall) and kept otherwise, so 
 unchanged exactly when the registry still holds that very callback under its name. When it
 does not, the call is not run, and the reason names what changed, from the plugin's row now
 and what the binding recorded when the approval was asked.
+
+A tool of a mounted MCP server (tools.callbacks.MountedTool, owner `mcp:<server>`) has no
+store row: its callback lives as long as the host, while its definition is the server's to
+change at any time (a "rug pull": the tool approved is not the tool that runs). Its approval
+is bound to the digest of the definition the server listed when it was mounted, which is
+what the model was shown; it is refused when the server's latest listing of the tool says
+otherwise, when asked and again before the call (the callback itself lists the server's
+tools again before each call, and refuses a changed definition whatever the approval).
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from typing import Any
 
 from reference_host.storage.database import Store
 from reference_host.support.quoting import shortened
-from reference_host.tools.callbacks import ToolCallback
+from reference_host.tools.callbacks import MountedTool, ToolCallback
 from reference_host.tools.snapshot import ToolRegistry
 
 BUILTIN = "builtin"
@@ -27,7 +35,8 @@ BUILTIN = "builtin"
 @dataclass(frozen=True)
 class Binding:
     """The tool an approval was asked for: its callback, and its plugin's version, install
-    (folder and revision) and definition digest at that moment."""
+    (folder and revision) and definition digest at that moment (for a mounted MCP tool: the
+    server's version and the digest of its definition as listed at mount, no install)."""
 
     name: str
     callback: ToolCallback
@@ -49,6 +58,8 @@ class ApprovalBinder:
         """The binding of an approval of callback (known to the run as name), or why none
         can be asked: the plugin changed after the run's snapshot was taken."""
         owner = callback.owner
+        if isinstance(callback, MountedTool):
+            return _bind_mounted(name, callback, self._registry.snapshot().get(name))
         if owner == BUILTIN:
             return Binding(name, callback, owner, None, None, None, digest(callback))
         row = self._store.plugin(owner)
@@ -61,6 +72,8 @@ class ApprovalBinder:
     def changed(self, bound: Binding) -> str | None:
         """What changed of the bound tool since the approval was asked, or None."""
         now = self._registry.snapshot().get(bound.name)
+        if isinstance(bound.callback, MountedTool):
+            return _mounted_changed(bound, now)
         if now is bound.callback:
             return None
         owner, name = bound.owner, bound.name
@@ -79,6 +92,37 @@ class ApprovalBinder:
         if str(row.root) != bound.root:
             return f"{owner} {version} was installed again"
         return f"{owner} {version} was disabled and enabled again"
+
+
+def _bind_mounted(name: str, callback: MountedTool, now: ToolCallback | None) -> Binding | str:
+    """The binding of a mounted tool to the definition its server listed at mount, or why
+    none can be asked: the server has changed (or dropped) that definition since."""
+    owner = callback.owner
+    if now is not callback:
+        return f"{owner} changed after this turn began"
+    listed = callback.listed_digest()
+    if listed is None:
+        return f"{owner} no longer lists {name}"
+    if listed != callback.mounted_digest:
+        return f"{owner} changed the definition of {name} after it was mounted"
+    version = callback.server_version or None
+    return Binding(name, now, owner, version, None, None, callback.mounted_digest)
+
+
+def _mounted_changed(bound: Binding, now: ToolCallback | None) -> str | None:
+    """What changed of a bound mounted tool: its server's listing of it, against the digest
+    the approval was bound to."""
+    owner, name = bound.owner, bound.name
+    callback = bound.callback
+    assert isinstance(callback, MountedTool)
+    if now is not callback:
+        return f"{owner} no longer offers {name}"
+    listed = callback.listed_digest()
+    if listed is None:
+        return f"{owner} no longer lists {name}"
+    if listed != bound.digest:
+        return f"{owner} changed the definition of {name}"
+    return None
 
 
 def digest(callback: ToolCallback) -> str:

@@ -31,7 +31,8 @@ class PluginAnswer(Answer):
 
 class ListedPlugin(PluginAnswer):
     """An entry of the plugin list: an installed plugin, or a mounted MCP server
-    (--mcp-config) with profile "mcp", its era ("modern": it adopted server/discover;
+    (--mcp-config) with id `mcp:<server>` (the owner of its tools in /api/tools), name
+    the server's, profile "mcp", its era ("modern": it adopted server/discover;
     "legacy": the initialize handshake) and the protocolVersion it speaks; the two fields
     are left out of installed plugins' entries."""
 

@@ -3,9 +3,16 @@
 apart), offered under minted names.
 
 Names: `offered_name(server, tool)` of plugin_spec.mcp, made distinct from the built-ins' and
-every other server's; the server's own name for the tool is what goes on the wire. Approval:
-every server in the file is untrusted, so its annotations are read as absent and never relax
-an approval (plugin_spec.mcp.approval_class): every tool is `external`.
+every other server's; the server's own name for the tool is what goes on the wire. Owner: the
+server, as `mcp:<server>` (a plugin id has no colon, so it is never an installed plugin's); it
+is the server's id in the plugin list too. Approval: every server in the file is untrusted, so
+its annotations are read as absent and never relax an approval
+(plugin_spec.mcp.approval_class): every tool is `external`.
+
+Definitions: the model is offered each tool as the server listed it at mount, and an approval
+is bound to the digest of that listed definition (agent/approval_binding.py). The server may
+list something else later (a "rug pull"), so each call lists its tools again first and is
+refused, whatever was approved, when the tool's definition is no longer the one mounted.
 
 A server that crashed is started again by the next call to one of its tools, once per call;
 when that start fails too the call gets an error result saying so (with how many starts have
@@ -15,6 +22,8 @@ failed in a row and the end of the server's stderr). close() stops every server.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import shutil
 from collections.abc import Callable, Iterable
@@ -42,12 +51,7 @@ from reference_host.tools.callbacks import (
 log = logging.getLogger(__name__)
 
 PROFILE = "mcp"
-# The owner of a mounted tool, as of a built-in: mounted for the life of the host, beside the
-# built-ins, never in the plugin store. The approval binder (agent/approval_binding.py) binds
-# an approval to a tool of any other owner through that owner's store row, and would refuse
-# every approval of a mounted tool ("changed after this turn began"); the server a tool
-# comes from is in the plugin listing (McpMounts.listing) and in McpToolCallback.server.
-FIXED_OWNER = "builtin"
+OWNER_PREFIX = "mcp:"  # a mounted tool's owner: mcp:<server>
 CALL_TIMEOUT = 300.0  # seconds one tools/call may take (a turn's own limit usually ends it first)
 STDERR_LINES = 5
 DATA_FOLDER = "mcp-data"
@@ -61,12 +65,20 @@ class McpServer:
         self.launch = launch
         self.name = launch.server.name
         self.tools: list[mcp_types.Tool] = []
+        # the digest of each tool's definition as the server listed it last (at mount, then
+        # before each call)
+        self.listed: dict[str, str] = {}
         self.era = ""
         self.protocol_version = ""
         self.version = ""
         self.failed_starts = 0
         self._connection: Connection | None = None
         self._lock = asyncio.Lock()
+
+    @property
+    def owner(self) -> str:
+        """The owner of the server's tools, and its id in the plugin list."""
+        return owner_of(self.name)
 
     @property
     def stderr(self) -> Path:
@@ -82,6 +94,7 @@ class McpServer:
         try:
             connection = await self._start()
             self.tools = _unique(await connection.tools())
+            self.listed = digests(self.tools)
         except Exception as exc:
             await self.close()
             raise McpConfigError(
@@ -89,8 +102,9 @@ class McpServer:
                 f"{self._stderr_tail()}"
             ) from None
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
-        """tools/call with the server's own tool name; every failure is a failed result."""
+    async def call(self, tool: str, arguments: dict[str, Any], mounted: str) -> ToolResult:
+        """tools/call with the server's own tool name, if the server still lists the tool
+        with the definition whose digest is mounted; every failure is a failed result."""
         async with self._lock:
             connection = self._connection
             if connection is None or not connection.alive():
@@ -103,19 +117,36 @@ class McpServer:
                         f"{self._stderr_tail()}"
                     )
         try:
-            return tool_result(await connection.call(tool, arguments, CALL_TIMEOUT))
-        except MCPError as exc:
+            self.listed = digests(_unique(await connection.tools()))
+        except Exception as exc:
+            return self._failure(connection, f"listing its tools before the call to {tool}", exc)
+        listed = self.listed.get(tool)
+        if listed is None:
+            return failure(f"not run: MCP server {self.name} no longer lists {tool}")
+        if listed != mounted:
             return failure(
-                f"MCP server {self.name} refused {tool}: {exc.error.message} "
+                f"not run: MCP server {self.name} changed the definition of {tool} after it "
+                "was mounted (the tool offered and approved is the one it listed then; "
+                "restart the host to mount the new definition)"
+            )
+        try:
+            return tool_result(await connection.call(tool, arguments, CALL_TIMEOUT))
+        except Exception as exc:
+            return self._failure(connection, f"the call to {tool}", exc)
+
+    def _failure(self, connection: Connection, what: str, exc: Exception) -> ToolResult:
+        """A request that raised, as a failed result: refused, the server gone, or else."""
+        if isinstance(exc, MCPError):
+            return failure(
+                f"MCP server {self.name} refused {what}: {exc.error.message} "
                 f"(JSON-RPC error {exc.error.code})"
             )
-        except Exception as exc:
-            if not connection.alive():
-                return failure(
-                    f"MCP server {self.name} exited during the call to {tool}; the next call "
-                    f"starts it again{self._stderr_tail()}"
-                )
-            return failure(f"MCP server {self.name}: the call to {tool} failed: {error_text(exc)}")
+        if not connection.alive():
+            return failure(
+                f"MCP server {self.name} exited during {what}; the next call starts it "
+                f"again{self._stderr_tail()}"
+            )
+        return failure(f"MCP server {self.name}: {what} failed: {error_text(exc)}")
 
     async def close(self) -> None:
         connection, self._connection = self._connection, None
@@ -153,20 +184,36 @@ class McpServer:
 
 @dataclass(eq=False)
 class McpToolCallback(SentAsIs):
-    """One tool of a mounted server, offered under definition.name, called as tool."""
+    """One tool of a mounted server, offered under definition.name, called as tool; a
+    tools.callbacks.MountedTool bound to mounted_digest, the digest of its definition as the
+    server listed it at mount."""
 
     server: McpServer
     tool: str
     definition: ToolDefinition
     effect: Effect
     owner: str
+    mounted_digest: str
+
+    @property
+    def server_version(self) -> str:
+        return self.server.version
+
+    @property
+    def catalog_name(self) -> str:
+        """Its name in the workflow catalog (identity `mcp:<server>:<tool>`): the server's
+        own, which the names minted for other servers and built-ins do not change."""
+        return self.tool
+
+    def listed_digest(self) -> str | None:
+        return self.server.listed.get(self.tool)
 
     async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
         try:
             arguments = plan.arguments.object()
         except ValueError as exc:
             return failure(str(exc))
-        return await self.server.call(self.tool, arguments)
+        return await self.server.call(self.tool, arguments, self.mounted_digest)
 
 
 class McpMounts:
@@ -180,7 +227,7 @@ class McpMounts:
         """Each server as the host's plugin list shows it, with the era it spoke."""
         return [
             {
-                "id": server.name,
+                "id": server.owner,
                 "name": server.name,
                 "version": server.version,
                 "profile": PROFILE,
@@ -239,10 +286,28 @@ def make_callbacks(servers: Iterable[McpServer], taken: set[str]) -> list[McpToo
                     tool.name,
                     ToolDefinition(name, tool.description or "", dict(tool.input_schema)),
                     Effect.parse(approval_class(listed, trusted=False)),
-                    FIXED_OWNER,
+                    owner_of(server.name),
+                    definition_digest(tool),
                 )
             )
     return callbacks
+
+
+def owner_of(server: str) -> str:
+    return f"{OWNER_PREFIX}{server}"
+
+
+def definition_digest(tool: mcp_types.Tool) -> str:
+    """sha256 of a tool's definition as the server listed it: every field (name, title,
+    description, schemas, annotations, icons...) but `_meta`, in canonical JSON."""
+    listed = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+    listed.pop("_meta", None)
+    text = json.dumps(listed, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def digests(tools: Iterable[mcp_types.Tool]) -> dict[str, str]:
+    return {tool.name: definition_digest(tool) for tool in tools}
 
 
 def _launch(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from plugin_spec.filerefs import Access, FileKind
 from plugin_spec.tool_definition import Effect, ToolDefinition
@@ -113,7 +113,8 @@ class CallPlan:
 
 
 class ToolCallback(Protocol):
-    """One callable tool. `owner` is the plugin id, or "builtin"."""
+    """One callable tool. `owner` is the plugin id, "builtin", or `mcp:<server>` for a tool
+    of a mounted MCP server (MountedTool)."""
 
     definition: ToolDefinition
     effect: Effect
@@ -124,6 +125,22 @@ class ToolCallback(Protocol):
         ...
 
     async def call(self, plan: CallPlan, context: CallContext) -> ToolResult: ...
+
+
+@runtime_checkable
+class MountedTool(ToolCallback, Protocol):
+    """A tool of a server mounted for the life of the host (an MCP server of --mcp-config):
+    its owner is the server (`mcp:<server>`), which has no row in the plugin store, and its
+    definition is the server's to change at any time. An approval is bound to the definition
+    the server listed when it was mounted (`mounted_digest`); `listed_digest()` is the digest
+    of the server's latest listing of the tool (None: it no longer lists it)."""
+
+    mounted_digest: str
+
+    @property
+    def server_version(self) -> str: ...
+
+    def listed_digest(self) -> str | None: ...
 
 
 class SentAsIs:

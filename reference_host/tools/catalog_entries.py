@@ -8,11 +8,17 @@ from reference_host.tools.snapshot import Snapshot
 
 
 def from_snapshot(snapshot: Snapshot) -> list[CatalogEntry]:
-    """One entry per tool the snapshot offers (built-ins, plugin and ERP tools alike)."""
+    """One entry per tool the snapshot offers (built-ins, plugin, ERP and mounted MCP tools
+    alike; an MCP tool's plugin id is its owner, `mcp:<server>`)."""
     entries = []
     for callback in snapshot.callbacks.values():
         decl = getattr(callback, "decl", None)
-        name = getattr(decl, "code", None) or callback.definition.name
+        # ERP tools go by their toolCode, MCP tools by their server's name for them
+        name = (
+            getattr(decl, "code", None)
+            or getattr(callback, "catalog_name", None)
+            or callback.definition.name
+        )
         owner = callback.owner if callback.owner != "builtin" else BUILTIN
         entries.append(
             CatalogEntry.of(
