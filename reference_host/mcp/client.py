@@ -47,6 +47,9 @@ class Connection:
         self._task: asyncio.Task[None] | None = None
         self.client: Client | None = None
         self.pid: int | None = None
+        # set when a request found the session closed (the server's stdout ended): the next
+        # call starts the server again, even while its process has not been reaped yet
+        self.lost = False
 
     async def open(self) -> Client:
         """Start the server and open its session; raises what kept it from opening."""

@@ -33,6 +33,7 @@ from typing import Any
 
 import mcp_types
 from mcp import MCPError
+from mcp_types import CONNECTION_CLOSED
 
 from plugin_spec.mcp import approval_class, distinct_name
 from plugin_spec.tool_definition import Effect, ToolDefinition
@@ -54,6 +55,7 @@ PROFILE = "mcp"
 OWNER_PREFIX = "mcp:"  # a mounted tool's owner: mcp:<server>
 CALL_TIMEOUT = 300.0  # seconds one tools/call may take (a turn's own limit usually ends it first)
 STDERR_LINES = 5
+CONNECTION_CLOSED_MESSAGE = "Connection closed"  # the SDK's, with CONNECTION_CLOSED
 DATA_FOLDER = "mcp-data"
 
 
@@ -107,7 +109,7 @@ class McpServer:
         with the definition whose digest is mounted; every failure is a failed result."""
         async with self._lock:
             connection = self._connection
-            if connection is None or not connection.alive():
+            if connection is None or connection.lost or not connection.alive():
                 try:
                     connection = await self._restart()
                 except Exception as exc:
@@ -135,16 +137,17 @@ class McpServer:
             return self._failure(connection, f"the call to {tool}", exc)
 
     def _failure(self, connection: Connection, what: str, exc: Exception) -> ToolResult:
-        """A request that raised, as a failed result: refused, the server gone, or else."""
+        """A request that raised, as a failed result: the server gone, refused, or else."""
+        if _closed(exc) or not connection.alive():
+            connection.lost = True
+            return failure(
+                f"MCP server {self.name} exited during {what}; the next call starts it "
+                f"again{self._stderr_tail()}"
+            )
         if isinstance(exc, MCPError):
             return failure(
                 f"MCP server {self.name} refused {what}: {exc.error.message} "
                 f"(JSON-RPC error {exc.error.code})"
-            )
-        if not connection.alive():
-            return failure(
-                f"MCP server {self.name} exited during {what}; the next call starts it "
-                f"again{self._stderr_tail()}"
             )
         return failure(f"MCP server {self.name}: {what} failed: {error_text(exc)}")
 
@@ -320,6 +323,16 @@ def _folder_name(name: str) -> str:
     """A server name as one safe path component."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name).lstrip(".")
     return safe or "_"
+
+
+def _closed(exc: Exception) -> bool:
+    """Whether exc is the SDK's answer to a request whose session closed under it (the
+    server's stdout ended), not an error the server sent."""
+    return (
+        isinstance(exc, MCPError)
+        and exc.error.code == CONNECTION_CLOSED
+        and exc.error.message == CONNECTION_CLOSED_MESSAGE
+    )
 
 
 def _unique(tools: list[mcp_types.Tool]) -> list[mcp_types.Tool]:
