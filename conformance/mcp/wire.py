@@ -48,6 +48,7 @@ class Reply:
     meanwhile: tuple[dict[str, Any], ...] = ()
     timed_out: bool = False
     exited: bool = False
+    seconds: float = REQUEST_SECONDS  # how long it was waited for
 
     @property
     def result(self) -> Any:
@@ -67,8 +68,8 @@ class Reply:
         if self.response is not None:
             return json.dumps(self.response, ensure_ascii=False)[:300]
         if self.exited:
-            return "no response: the server exited"
-        return f"no response within {REQUEST_SECONDS:g} s" if self.timed_out else "no response"
+            return "no response: the server exited (or closed its stdout)"
+        return f"no response within {self.seconds:g} s" if self.timed_out else "no response"
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,8 @@ class Wire:
             meanwhile.append(message)
             self._answer_server_request(message)
         self._unread.extend(m for m in meanwhile if _is_response(m))
-        return Reply(None, tuple(meanwhile), timed_out=self.worker.alive(), exited=not self.alive())
+        ended = self.worker.at_eof or not self.alive()
+        return Reply(None, tuple(meanwhile), timed_out=not ended, exited=ended, seconds=seconds)
 
     def quiet(self, seconds: float) -> list[dict[str, Any]]:
         """Every message that arrives within seconds (and any read earlier but not taken)."""

@@ -5,6 +5,7 @@ folders; these tests only make sure the fixtures misbehave the way their names s
 from __future__ import annotations
 
 import json
+import runpy
 import subprocess
 import sys
 import time
@@ -228,7 +229,9 @@ def test_every_defect_has_a_fixture_folder() -> None:
         assert defect in listed
         assert (FIXTURES / folder / "README.md").read_text().startswith(folder[:11].rstrip("-"))
     assert "_conforming" in configs
-    assert len(named) == 30
+    defects = runpy.run_path(str(SERVER))["DEFECTS"]
+    assert set(named) == set(defects)
+    assert all(named[d].startswith(rid) for d, rid in defects.items())
 
 
 @pytest.mark.parametrize(
