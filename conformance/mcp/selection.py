@@ -79,7 +79,7 @@ def _from_config(path: Path, raw: str, names: tuple[str, ...]) -> list[McpServer
     servers = data.get(key) if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise SelectionError(
-            f"--mcp-config {path} /mcpServers: expected an object of servers, "
+            f"--mcp-config {path} /{key}: expected an object of servers, "
             f"found {_shown(servers)}"
         )
     unknown = [n for n in names if n not in servers]

@@ -80,12 +80,28 @@ def open_session(wire: Wire, mode: Mode = "auto") -> Opening:
         if not wire.alive():
             return Opening(None, discover, problem="the server exited on server/discover")
     initialize = wire.request(mcp.INITIALIZE, mcp.initialize_params())
+    late = _late_discover(discover, initialize)
+    if late is not None:  # a slow start: the probe's answer came after its deadline
+        return Opening(mcp.MODERN, discover=late, initialize=initialize)
     result = initialize.result
     if not isinstance(result, dict) or not isinstance(result.get("protocolVersion"), str):
         problem = f"initialize: {initialize.describe()}"
         return Opening(None, discover, initialize, problem)
     wire.notify(mcp.INITIALIZED)
     return Opening(mcp.LEGACY, discover, initialize)
+
+
+def _late_discover(discover: Reply | None, initialize: Reply) -> Reply | None:
+    """The probe's answer, when it came only while initialize was waited for and shows a
+    modern server (which then refuses initialize): that server is modern, as the Python SDK
+    also decides on a late answer."""
+    if discover is None or discover.response is not None or initialize.ok:
+        return None
+    for message in initialize.meanwhile:
+        late = Reply(message)
+        if "id" in message and "method" not in message and modern_result(late):
+            return late
+    return None
 
 
 def modern_result(reply: Reply) -> bool:
