@@ -22,6 +22,10 @@ from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec import mcp
 
 UNKNOWN_TOOL = "conformance_no_such_tool"
+HANG_FIX = (
+    "Bound the tool's work for every input its schema allows (cap counts and sizes in the "
+    "inputSchema, e.g. maximum), answer within 30 seconds, and stop when the call is cancelled."
+)
 
 
 def _tool(ctx: CheckContext) -> McpTool:
@@ -104,6 +108,7 @@ def _search(
             ctx.requirement.id,
             f"tool {name!r}: {found.problem}\n{_reproduction(ctx, tool, arguments, reply)}",
             f"{tool.pointer}/inputSchema",
+            fix=HANG_FIX if found.hang else "",
         )
 
 
@@ -132,9 +137,12 @@ def structured_output_conforms(ctx: CheckContext) -> Iterator[Finding]:
     except Exception as exc:  # an invalid schema is MCP-TL-002's finding
         raise NotApplicable(f"the outputSchema cannot be used (MCP-TL-002): {exc}") from None
 
+    successes: list[Reply] = []
+
     def judge(reply: Reply) -> str:
         if not succeeded(reply):
             return ""
+        successes.append(reply)
         structured = reply.result.get("structuredContent")
         if structured is None:
             return "a result without structuredContent, though the tool has an outputSchema"
@@ -146,7 +154,13 @@ def structured_output_conforms(ctx: CheckContext) -> Iterator[Finding]:
             )
         return ""
 
-    yield from _search(ctx, tool, judge)
+    findings = list(_search(ctx, tool, judge))
+    if not findings and not successes:
+        raise NotApplicable(
+            f"no generated call of {tool.name!r} succeeded (each got isError or an error): "
+            "no structuredContent to validate"
+        )
+    yield from findings
 
 
 @check("MCP-CALL-003")
@@ -229,6 +243,11 @@ def read_only_holds(ctx: CheckContext) -> Iterator[Finding]:
     effects = services.effects_of(tool.name or "", _space(tool).minimal())
     if effects.unseen:
         raise NotApplicable(effects.unseen)
+    if not effects.seen and not effects.succeeded:
+        raise NotApplicable(
+            f"the call of {tool.name!r} with its simplest arguments was refused (isError or "
+            "an error): it did nothing whose effects could be judged"
+        )
     for effect in effects.seen[:3]:
         yield ctx.server.finding(
             ctx.requirement.id,

@@ -47,7 +47,7 @@ def command_name(argv: list[str]) -> str:
         words = words[1:]
     chosen = next((w for w in words if not w.startswith("-")), argv[0])
     name = Path(re.sub(r"(?<=.)@[^/]*$", "", chosen)).name
-    name = re.sub(r"\.(py|js|mjs|cjs|ts)$", "", name)
+    name = re.sub(r"\.(py|js|mjs|cjs|ts|sh|rb|pl|jar|exe)$", "", name)
     return _NOT_IN_NAME.sub("-", name).strip("-") or "server"
 
 
@@ -79,8 +79,7 @@ def _from_config(path: Path, raw: str, names: tuple[str, ...]) -> list[McpServer
     servers = data.get(key) if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise SelectionError(
-            f"--mcp-config {path} /{key}: expected an object of servers, "
-            f"found {_shown(servers)}"
+            f"--mcp-config {path} /{key}: expected an object of servers, found {_shown(servers)}"
         )
     unknown = [n for n in names if n not in servers]
     if unknown:

@@ -62,6 +62,7 @@ class Effects:
 
     seen: list[Effect]
     unseen: str = ""
+    succeeded: bool = False  # the call got a result that is not an error
 
 
 def effects_unseen() -> str:
@@ -87,6 +88,7 @@ class McpServices:
         self._calls = 0
         self._session: Session | None = None
         self._progress: dict[str, Progress] = {}
+        self._abandoned: set[str] = set()  # tokens of calls that timed out and were cancelled
         self._exercised = False
         self.results: list[tuple[str, Any, Reply]] = []  # every call: tool, arguments, reply
 
@@ -182,7 +184,14 @@ class McpServices:
         progress it is sent is kept for MCP-UTL-004, the reply for MCP-SEC-003."""
         self._calls += 1
         token = f"conformance-progress-{self._calls}"
-        reply = self.session.call_tool(tool, arguments, progress=token)
+        session = self.session
+        reply = session.call_tool(tool, arguments, progress=token)
+        if reply.timed_out and reply.request_id is not None:
+            # A client cancels what it stopped waiting for; what the server still sends for
+            # it answers nothing the kit waits on, so it is not judged late.
+            reason = "the kit stopped waiting for it"
+            session.wire.notify(mcp.CANCELLED, {"requestId": reply.request_id, "reason": reason})
+            self._abandoned.add(token)
         progress = Progress(token)
         for message in reply.meanwhile:
             if message.get("method") != mcp.PROGRESS:
@@ -190,6 +199,8 @@ class McpServices:
             params = message.get("params") or {}
             sent = params.get("progressToken") if isinstance(params, dict) else None
             value = params.get("progress") if isinstance(params, dict) else None
+            if isinstance(sent, str) and sent in self._abandoned and sent != token:
+                continue
             if isinstance(sent, str) and sent in self._progress:
                 self._progress[sent].late = True
             else:
@@ -238,7 +249,10 @@ class McpServices:
             for a in attempts
             if a.time >= begun
         ]
-        return Effects(seen)
+        result = reply.result
+        return Effects(
+            seen, succeeded=isinstance(result, dict) and result.get("isError") is not True
+        )
 
     def save(self, wire: Wire, name: str) -> Path:
         """The wire's frames as JSONL (a header line naming the command, then one line per

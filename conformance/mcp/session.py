@@ -14,7 +14,7 @@ from typing import Any, Literal
 from conformance.mcp.wire import Reply, Wire
 from plugin_spec import mcp
 
-DISCOVER_SECONDS = 5.0  # a probe unanswered this long means a legacy server
+DISCOVER_SECONDS = 10.0  # a probe unanswered this long means a legacy server (as the SDK)
 MAX_PAGES = 100  # MCP-TL-003: a listing longer than this is taken as a loop
 
 Mode = Literal["auto", "legacy", "modern"]

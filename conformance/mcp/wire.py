@@ -49,6 +49,7 @@ class Reply:
     timed_out: bool = False
     exited: bool = False
     seconds: float = REQUEST_SECONDS  # how long it was waited for
+    request_id: int | str | None = None  # the request's id, to cancel it after a timeout
 
     @property
     def result(self) -> Any:
@@ -152,7 +153,7 @@ class Wire:
             self._answer_server_request(message)
         self._unread.extend(m for m in meanwhile if _is_response(m))
         ended = self.worker.at_eof or not self.alive()
-        return Reply(None, tuple(meanwhile), timed_out=not ended, exited=ended, seconds=seconds)
+        return Reply(None, tuple(meanwhile), not ended, ended, seconds=seconds, request_id=rid)
 
     def quiet(self, seconds: float) -> list[dict[str, Any]]:
         """Every message that arrives within seconds (and any read earlier but not taken)."""
