@@ -23,6 +23,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
 
 from conformance.generator_dialect import UntranslatableKeyword, for_generator
 from conformance.simplest import NoSimpleInstance, simplest_instance
@@ -110,7 +112,7 @@ def _admits(schema: dict[str, Any], value: Any) -> bool:
 
 
 def with_defaults(
-    strategy: st.SearchStrategy[Any], schema: Any, validator: Draft202012Validator
+    strategy: st.SearchStrategy[Any], schema: Any, validator: Validator
 ) -> st.SearchStrategy[Any]:
     """strategy, with each defaulted optional property left out, set to its default or
     kept as drawn, chosen per input; a change the whole schema rejects (minProperties, say)
@@ -149,7 +151,7 @@ class InputSpace:
     """Valid and invalid inputs of one tool's inputSchema."""
 
     schema: dict[str, Any]
-    validator: Draft202012Validator
+    validator: Validator
     strategy: st.SearchStrategy[Any]
 
     @classmethod
@@ -162,7 +164,8 @@ class InputSpace:
 
         schema = to_json_schema(input_schema)
         try:
-            Draft202012Validator.check_schema(schema)
+            dialect = validator_for(schema, default=Draft202012Validator)  # 2020-12 unless $schema
+            dialect.check_schema(schema)
             external = external_refs(schema)
         except Exception as exc:
             raise GeneratorGap(f"hypothesis-jsonschema cannot handle the schema: {exc}") from None
@@ -173,7 +176,7 @@ class InputSpace:
         except UntranslatableKeyword as exc:
             raise GeneratorGap(str(exc)) from None
         try:
-            validator = Draft202012Validator(schema, registry=DOCUMENT_ONLY)
+            validator = dialect(schema, registry=DOCUMENT_ONLY)
             strategy = with_defaults(from_schema(closed_objects(generated)), schema, validator)
         except Exception as exc:
             raise GeneratorGap(f"hypothesis-jsonschema cannot handle the schema: {exc}") from None

@@ -18,6 +18,7 @@ from typing import Any
 from hypothesis import assume
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 
 from conformance.check_registry import CheckContext, check
 from conformance.checks.fengyu_tools import ToolRun
@@ -224,7 +225,7 @@ def _just_outside(schema: Any, skipped: set[str]) -> list[tuple[str, Any]]:
     return found
 
 
-def _breaks(validator: Draft202012Validator, params: Any, skipped: set[str]) -> bool:
+def _breaks(validator: Validator, params: Any, skipped: set[str]) -> bool:
     """Whether the inputSchema refuses params, file-class parameters aside (the kit hands
     those real files, whatever was generated for them)."""
     return any(

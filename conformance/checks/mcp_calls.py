@@ -82,6 +82,11 @@ def _search(
     services = ctx.sessions
     assert tool.name is not None
     name = tool.name
+    if invalid and not space.mutations(space.minimal()):
+        raise NotApplicable(
+            f"the inputSchema of {name!r} leaves nothing the kit can break (no required or "
+            "typed property): no invalid arguments to send"
+        )
 
     def attempt(data: st.DataObject) -> Counterexample | None:
         arguments = space.draw_valid(data.draw)
