@@ -59,7 +59,7 @@ def explain(rid: str) -> str:
     if r.passes:
         lines += _block("Passes", r.passes)
     lines += _wrapped("Fix", r.hint)
-    if r.provider and r.suite == "manifest":
+    if r.provider and r.suite != "tools":
         lines += _block(
             f"{r.provider} rules (each with its source and the day it was read)",
             "\n".join(rules_for(r.provider)),
@@ -68,5 +68,7 @@ def explain(rid: str) -> str:
     elif r.provider:
         lines.append(f"--conformance-provider {r.provider} makes {r.id} MUST.")
     lines.append(f"Applies to: {', '.join(r.profiles)} ({r.suites})")
+    if r.revisions:
+        lines.append(f"MCP revisions: {', '.join(r.revisions)}")
     lines.append(f"Read more: {r.doc}")
     return "\n".join(lines)

@@ -288,7 +288,8 @@ class ConformanceItem(KitItem):
 
     def _render(self, findings: list[Finding], headline: str = "") -> str:
         r = self.requirement
-        lines = [f"{r.id} ({r.level.value}) {r.title}: {r.text} [{r.doc}]"]
+        revisions = f" (MCP {', '.join(r.revisions)})" if r.revisions else ""
+        lines = [f"{r.id} ({r.level.value}) {r.title}: {r.text} [{r.doc}]{revisions}"]
         if headline:
             lines.append(headline)
         for finding in findings:

@@ -28,7 +28,9 @@ def reference_page() -> str:
         lines += [
             f"## {r.id}",
             "",
-            f"**{r.title}** ({r.level.value}, {r.suites}; {', '.join(r.profiles)})",
+            f"**{r.title}** ({r.level.value}, {r.suites}; {', '.join(r.profiles)}"
+            + (f"; MCP {', '.join(r.revisions)}" if r.revisions else "")
+            + ")",
             "",
             r.text,
             "",
