@@ -1,7 +1,9 @@
 """MCP stdio servers mounted by the reference host (`--mcp-config`, reference_host.mcp).
 
-The server is a tiny one written with the official SDK in the test's tmp_path; it runs in the
-workers' sandbox where the machine has one. Calls go through the host's own paths: the chat
+The server is a tiny one written with the official SDK in the test's tmp_path, or the kit's
+stdlib-only dual-era fixture server (tests/fixtures/mcp/server.py: legacy-only, modern-only,
+and with the defects these tests need); it runs in the workers' sandbox where the machine has
+one. Calls go through the host's own paths: the chat
 route with the scripted `/call` model over real HTTP on 127.0.0.1, or the callbacks directly.
 """
 
@@ -23,12 +25,19 @@ import psutil
 import pytest
 
 from plugin_spec.mcp import OFFERED_NAME
+from plugin_spec.tool_definition import Effect
 from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.call_commands import CallCommandModel
 from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
 from reference_host.mcp.config import McpConfigError, read_config
-from reference_host.mcp.mount import McpMounts, McpServer, make_callbacks, mount_servers
+from reference_host.mcp.mount import (
+    McpMounts,
+    McpServer,
+    definition_digest,
+    make_callbacks,
+    mount_servers,
+)
 from reference_host.support.loopback import serve_on_loopback
 from reference_host.tools.callbacks import CallContext, plan_and_call
 from tests.reference_host.stream_items import data, kinds, stream_deciding
@@ -68,6 +77,7 @@ def start_child() -> str:
 app.run()
 '''
 WAIT = 30.0  # how long a process may take to go away before a test gives up waiting
+FIXTURE_SERVER = Path(__file__).resolve().parents[1] / "fixtures" / "mcp" / "server.py"
 
 
 @pytest.fixture
@@ -88,6 +98,18 @@ async def mounts(tmp_path: Path, config_file: Path) -> AsyncIterator[McpMounts]:
         yield mounted
     finally:
         await mounted.close()
+
+
+def fixture_config(tmp_path: Path, *flags: str) -> Path:
+    """An mcpServers file mounting the fixture server as "fixture" with flags."""
+    folder = tmp_path / "servers"
+    folder.mkdir(exist_ok=True)
+    args = [str(FIXTURE_SERVER), *flags]
+    path = folder / "mcp.json"
+    path.write_text(
+        json.dumps({"mcpServers": {"fixture": {"command": sys.executable, "args": args}}})
+    )
+    return path
 
 
 def gone(pid: int) -> bool:
@@ -238,6 +260,34 @@ async def test_read_only_hint_does_not_skip_approval(mounts: McpMounts) -> None:
         assert policy.decide(callback.effect) is Decision.ASK, callback.definition.name
 
 
+@pytest.mark.parametrize(
+    "annotations",
+    [
+        {"readOnlyHint": True},
+        {"readOnlyHint": True, "openWorldHint": False},
+        {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False},
+        {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True},
+        {"title": "Harmless", "readOnlyHint": "yes"},
+    ],
+)
+def test_annotations_never_relax_an_approval(annotations: dict[str, Any]) -> None:
+    """Whatever a mounted server says of its tool, the tool is external: asked for under the
+    default policy, never run at once as a read tool would be."""
+    server = listed("units", "convert_length")
+    server.tools = [
+        mcp_types.Tool.model_validate(
+            {
+                "name": "convert_length",
+                "inputSchema": {"type": "object"},
+                "annotations": annotations,
+            }
+        )
+    ]
+    (callback,) = make_callbacks([server], set())
+    assert callback.effect is Effect.EXTERNAL
+    assert ApprovalPolicy().decide(callback.effect) is Decision.ASK
+
+
 async def test_a_server_killed_between_calls_is_restarted(mounts: McpMounts) -> None:
     (server,) = mounts.servers
     convert = next(c for c in mounts.callbacks if c.tool == "convert_length")
@@ -295,14 +345,24 @@ def served_host(
 
 async def test_the_host_calls_a_mounted_tool_over_http(tmp_path: Path, config_file: Path) -> None:
     policy = ApprovalPolicy(timeout=20)
-    with served_host(config_file, tmp_path / "host", policy) as (url, _):
+    with served_host(config_file, tmp_path / "host", policy) as (url, made):
         async with httpx.AsyncClient(base_url=url, timeout=30) as client:
             plugins = (await client.get("/api/plugins")).json()
             (units,) = plugins
+            assert (units["id"], units["name"]) == ("mcp:units", "units")
             assert units["profile"] == "mcp" and units["era"] in ("modern", "legacy")
             assert "units__convert_length" in units["tools"]
             tools = {t["name"]: t for t in (await client.get("/api/tools")).json()}
             assert tools["units__list_units"]["effect"] == "external"
+            # the server owns its tools (a plugin id has no colon: never an installed one)
+            assert {t["owner"] for n, t in tools.items() if n.startswith("units__")} == {
+                "mcp:units"
+            }
+            catalog = (await client.get("/api/workflow/catalog")).json()
+            entry = next(
+                e for e in catalog if e["pluginId"] == "mcp:units" and e["name"] == "convert_length"
+            )
+            assert entry["identity"] == "mcp:units:convert_length"
             message = '/call units__convert_length {"value": 5, "unit": "km"}'
             decided = await stream_deciding(
                 client, "/api/chat", {"message": message, "conversationId": "c1"}
@@ -315,6 +375,14 @@ async def test_the_host_calls_a_mounted_tool_over_http(tmp_path: Path, config_fi
                 "token",
                 "done",
             ]
+            asked = data(decided.items[2])
+            (host,) = made
+            assert host.mcp is not None
+            listed_tool = next(t for t in host.mcp.servers[0].tools if t.name == "convert_length")
+            # the approval is bound to the server and the definition it listed at mount
+            assert asked["plugin"] == "mcp:units"
+            assert asked["version"] == (host.mcp.servers[0].version or None)  # serverInfo's
+            assert asked["digest"] == definition_digest(listed_tool)
             result = data(decided.items[3])
             assert result["success"] is True and result["name"] == "units__convert_length"
             assert json.loads(json.loads(result["output"])) == {"metres": 5000.0}
@@ -348,3 +416,147 @@ async def test_no_process_of_a_server_remains_after_shutdown(
         wait_until(lambda member=member: gone(member))
     with pytest.raises(ProcessLookupError):
         os.killpg(pid, 0)
+
+
+# -- the fixture server: both eras, a crash, a rug pull -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flag", "era", "version"),
+    [
+        ("--legacy-only", "legacy", "2025-11-25"),
+        pytest.param(
+            "--modern-only",
+            "modern",
+            "2026-07-28",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="the fixture server's modern tools/list result leaves out cacheScope "
+                "and ttlMs, which 2026-07-28 requires of it (its server/discover has them), so "
+                "the SDK refuses the listing and the mount fails; drop this mark once "
+                "tests/fixtures/mcp/server.py adds them",
+            ),
+        ),
+    ],
+)
+async def test_the_fixture_server_in_each_era(
+    tmp_path: Path, flag: str, era: str, version: str
+) -> None:
+    policy = ApprovalPolicy(timeout=20)
+    with served_host(fixture_config(tmp_path, flag), tmp_path / "host", policy) as (url, _):
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            (fixture,) = (await client.get("/api/plugins")).json()
+            assert fixture["id"] == "mcp:fixture" and fixture["profile"] == "mcp"
+            assert (fixture["era"], fixture["protocolVersion"]) == (era, version)
+            assert (fixture["name"], fixture["version"]) == ("fixture", "1.0.0")
+            assert sorted(fixture["tools"]) == ["fixture__add", "fixture__echo"]
+            tools = {t["name"]: t for t in (await client.get("/api/tools")).json()}
+            for name in ("fixture__add", "fixture__echo"):  # both say readOnlyHint: true
+                assert (tools[name]["owner"], tools[name]["effect"]) == ("mcp:fixture", "external")
+            added = await stream_deciding(
+                client, "/api/chat", {"message": '/call fixture__add {"a": 2, "b": 40}'}
+            )
+            assert kinds(added.items)[1:4] == ["tool.call", "approval", "tool.result"]
+            asked = data(added.items[2])
+            assert (asked["plugin"], asked["version"]) == ("mcp:fixture", "1.0.0")
+            result = data(added.items[3])
+            assert result["success"] is True and json.loads(result["output"]) == "42"
+            echoed = await stream_deciding(
+                client, "/api/chat", {"message": '/call fixture__echo {"text": "hello"}'}
+            )
+            result = data(echoed.items[3])
+            assert result["success"] is True
+            assert json.loads(result["output"]) == {"text": "hello"}
+
+
+async def test_a_call_that_crashes_the_server_fails_and_the_next_call_restarts_it(
+    tmp_path: Path,
+) -> None:
+    config = fixture_config(tmp_path, "--legacy-only", "--defect", "crash-on-empty-text")
+    policy = ApprovalPolicy(Decision.ALLOW, Decision.ALLOW, 20)
+    with served_host(config, tmp_path / "host", policy) as (url, made):
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            (host,) = made
+            assert host.mcp is not None
+            (server,) = host.mcp.servers
+            first = server.pid
+            assert first is not None
+            crashed = await stream_deciding(
+                client, "/api/chat", {"message": '/call fixture__echo {"text": ""}'}
+            )  # answered 200: the crash is the call's failed result
+            result = next(data(i) for i in crashed.items if kinds([i]) == ["tool.result"])
+            assert result["success"] is False
+            assert "MCP server fixture exited during the call to echo" in result["output"]
+            assert "the next call starts it again" in result["output"]
+            assert "exiting (empty text)" in result["output"]  # the end of its stderr
+            assert kinds(crashed.items)[-1] == "done"
+            again = await stream_deciding(
+                client, "/api/chat", {"message": '/call fixture__echo {"text": "back"}'}
+            )
+            result = next(data(i) for i in again.items if kinds([i]) == ["tool.result"])
+            assert result["success"] is True, result
+            assert json.loads(result["output"]) == {"text": "back"}
+            assert server.pid not in (None, first)
+            assert server.era == "legacy"
+
+
+async def test_a_changed_definition_is_never_called(tmp_path: Path) -> None:
+    """The fixture's rug pull: after its first call, it lists echo with another description.
+    Even without an approval (allow), the call is refused: the model was offered the
+    definition listed at mount."""
+    mounted = await mount_servers(
+        fixture_config(tmp_path, "--legacy-only", "--defect", "rug-pull"), tmp_path / "host"
+    )
+    try:
+        echo = next(c for c in mounted.callbacks if c.tool == "echo")
+        assert echo.owner == "mcp:fixture" and echo.listed_digest() == echo.mounted_digest
+        first = await plan_and_call(echo, {"text": "a"}, CallContext())
+        assert first.ok, first.error
+        second = await plan_and_call(echo, {"text": "b"}, CallContext())
+        assert not second.ok and second.error
+        assert second.error.startswith(
+            "not run: MCP server fixture changed the definition of echo after it was mounted"
+        )
+        assert echo.listed_digest() not in (None, echo.mounted_digest)
+        # the tool whose definition did not change is still called
+        add = next(c for c in mounted.callbacks if c.tool == "add")
+        assert (await plan_and_call(add, {"a": 1, "b": 2}, CallContext())).ok
+    finally:
+        await mounted.close()
+
+
+async def test_an_approval_does_not_carry_over_to_a_changed_definition(tmp_path: Path) -> None:
+    """An approval is bound to the definition listed at mount: when the server lists another
+    while the approval waits, approving it is refused (409) and nothing runs; a later call
+    of the changed tool is refused without asking."""
+    config = fixture_config(tmp_path, "--legacy-only", "--defect", "rug-pull")
+    policy = ApprovalPolicy(timeout=20)
+    with served_host(config, tmp_path / "host", policy) as (url, _):
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+
+            async def rug_pull() -> None:
+                # (over HTTP: the server's session lives in the host's event loop) a first
+                # call makes the fixture list echo anew; the next call's listing shows it
+                for _ in range(2):
+                    added = await stream_deciding(
+                        client, "/api/chat", {"message": '/call fixture__add {"a": 1, "b": 1}'}
+                    )
+                    result = next(data(i) for i in added.items if kinds([i]) == ["tool.result"])
+                    assert result["success"] is True, result
+
+            message = {"message": '/call fixture__echo {"text": "x"}', "conversationId": "c"}
+            waited = await stream_deciding(client, "/api/chat", message, before_deciding=rug_pull)
+            (decision,) = waited.decisions
+            assert decision.status_code == 409
+            assert "mcp:fixture changed the definition of fixture__echo" in decision.text
+            result = next(data(i) for i in waited.items if kinds([i]) == ["tool.result"])
+            assert result["success"] is False
+            assert "while the approval waited" in result["output"]
+            later = await stream_deciding(client, "/api/chat", message)
+            assert "approval" not in kinds(later.items)
+            result = next(data(i) for i in later.items if kinds([i]) == ["tool.result"])
+            assert result["success"] is False
+            assert (
+                "not run: mcp:fixture changed the definition of fixture__echo after it was "
+                "mounted" in result["output"]
+            )
