@@ -13,7 +13,7 @@ from typing import Any
 from conformance.check_registry import CheckContext, check
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.mcp.services import UNKNOWN_VERSION, Probe
-from conformance.mcp.wire import Frame, Reply
+from conformance.mcp.wire import Frame, Reply, Wire
 from plugin_spec import mcp
 from plugin_spec.jsonrpc import INVALID_PARAMS
 
@@ -206,6 +206,74 @@ def notifications_unanswered(ctx: CheckContext) -> Iterator[Finding]:
             ctx.requirement.id,
             f"the server answered notifications: got: {shown(answers[0])}\n{_note(ctx, probe)}",
         )
+
+
+@check("MCP-STD-004")
+def results_match_the_schema(ctx: CheckContext) -> Iterator[Finding]:
+    from mcp_types.methods import validate_server_result
+    from pydantic import ValidationError
+
+    services = ctx.sessions
+    services.require_session()
+    services.progress_seen()  # one call of each tool, so that tools/call results are judged
+    reported: set[tuple[str, str]] = set()
+    for wire in services.wires():
+        if wire.version is None:
+            continue
+        for method, response in _answered(wire):
+            result = response["result"]
+            try:
+                validate_server_result(method, wire.version, result)
+            except KeyError:
+                continue  # no such result in this revision: the request's error is its finding
+            except (ValidationError, TypeError, AttributeError) as exc:
+                problem = _first_error(method, exc)
+                if not problem or (method, problem) in reported:
+                    continue
+                reported.add((method, problem))
+                yield ctx.server.finding(
+                    ctx.requirement.id,
+                    f"the {method} result (protocol {wire.version}) does not match its "
+                    f"schema: {problem}\ngot: {shown(result)}\n"
+                    f"{services.transcript_note(wire, ctx.requirement.id)}",
+                    "/result",
+                )
+
+
+def _answered(wire: Wire) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(method, response) for each request the kit sent on the wire and got a result for."""
+    pending: dict[str, str] = {}
+    for frame in wire.frames:
+        message = frame.message
+        if message is None or "id" not in message:
+            continue
+        key = json.dumps(message["id"])
+        if frame.direction == "sent" and isinstance(message.get("method"), str):
+            pending[key] = message["method"]
+        elif frame.direction == "received" and "result" in message and key in pending:
+            yield pending.pop(key), message
+
+
+# Parts of results that requirements of their own judge: a defect there is their finding.
+OWNED = {
+    mcp.INITIALIZE: ("/serverInfo", "/capabilities", "/protocolVersion"),  # LIF-001, LIF-002
+    mcp.DISCOVER: ("/capabilities", "/supportedVersions", "/_meta"),  # LIF-001, ERA-002
+    mcp.TOOLS_LIST: ("/tools/", "/nextCursor"),  # the listing suite
+}
+
+
+def _first_error(method: str, exc: Exception) -> str:
+    """The first schema error outside the parts other requirements own ("" if none)."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    owned = OWNED.get(method, ())
+    for error in exc.errors():
+        where = "/" + "/".join(str(p) for p in error["loc"])
+        if not any(where == o.rstrip("/") or where.startswith(o) for o in owned):
+            return f"{where}: {error['msg']}"
+    return ""
 
 
 @check("MCP-UTL-001")

@@ -92,6 +92,10 @@ class McpServices:
         self._exercised = False
         self.results: list[tuple[str, Any, Reply]] = []  # every call: tool, arguments, reply
 
+    def wires(self) -> list[Wire]:
+        """Every server process the run's checks started, in order."""
+        return list(self._wires)
+
     def launch(self, purpose: str) -> Wire:
         wire = Wire(self.server.spec(self.workdir / purpose))
         self._wires.append(wire)

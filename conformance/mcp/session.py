@@ -67,7 +67,17 @@ class Listing:
 
 def open_session(wire: Wire, mode: Mode = "auto") -> Opening:
     """Open a session: probe server/discover (mode auto or modern), fall back to the
-    handshake on anything but a DiscoverResult naming the modern version (mode auto)."""
+    handshake on anything but a DiscoverResult naming the modern version (mode auto); the
+    wire remembers the era it opened."""
+    opening = _opened(wire, mode)
+    wire.era = opening.era
+    negotiated = opening.result.get("protocolVersion")
+    legacy = negotiated if negotiated in mcp.HANDSHAKE_VERSIONS else opening.era
+    wire.version = mcp.MODERN if opening.era == mcp.MODERN else legacy
+    return opening
+
+
+def _opened(wire: Wire, mode: Mode) -> Opening:
     discover = None
     if mode != "legacy":
         discover = wire.request(

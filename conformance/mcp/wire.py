@@ -96,6 +96,8 @@ class Wire:
     frames: list[Frame] = field(default_factory=list)
     worker: RawWorker = field(init=False)
     started: float = field(init=False)
+    era: str | None = None  # the era its session opened in (session.open_session sets it)
+    version: str | None = None  # the protocol version that session speaks
     _next_id: int = 1
     _unread: list[dict[str, Any]] = field(default_factory=list)
 

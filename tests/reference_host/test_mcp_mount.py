@@ -425,18 +425,7 @@ async def test_no_process_of_a_server_remains_after_shutdown(
     ("flag", "era", "version"),
     [
         ("--legacy-only", "legacy", "2025-11-25"),
-        pytest.param(
-            "--modern-only",
-            "modern",
-            "2026-07-28",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the fixture server's modern tools/list result leaves out cacheScope "
-                "and ttlMs, which 2026-07-28 requires of it (its server/discover has them), so "
-                "the SDK refuses the listing and the mount fails; drop this mark once "
-                "tests/fixtures/mcp/server.py adds them",
-            ),
-        ),
+        ("--modern-only", "modern", "2026-07-28"),
     ],
 )
 async def test_the_fixture_server_in_each_era(
