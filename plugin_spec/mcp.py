@@ -63,7 +63,9 @@ ANNOTATION_DEFAULTS: Final = {
     "openWorldHint": True,
 }
 
-CLIENT_INFO: Final = {"name": "plugin-conformance", "version": "1"}
+# How the kit and the host name themselves to a server: the same, so that a server cannot
+# tell the kit's sessions from a host's by the client it is talking to.
+CLIENT_INFO: Final = {"name": "ai-plugin-host", "version": "0.1.0"}
 
 
 def offered_name(server: str, tool: str) -> str:

@@ -24,6 +24,7 @@ import mcp_types
 import psutil
 from mcp import Client, stdio_client
 
+from plugin_spec.mcp import CLIENT_INFO
 from reference_host.mcp.launch import Launch
 from reference_host.process.lineage import carriers, end_lineage, new_token
 from reference_host.process.reaper import MANAGED
@@ -112,7 +113,10 @@ class Connection:
             with self._stderr.open("ab") as errlog:
                 parameters = self._launch.parameters(self._token)
                 transport = stdio_client(parameters, errlog=errlog)  # type: ignore[arg-type]
-                async with Client(transport, mode="auto", cache=None) as client:
+                info = mcp_types.Implementation(
+                    name=CLIENT_INFO["name"], version=CLIENT_INFO["version"]
+                )
+                async with Client(transport, mode="auto", cache=None, client_info=info) as client:
                     self._find_pid()
                     opened.set_result(client)
                     await self._leave.wait()
