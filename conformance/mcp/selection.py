@@ -9,13 +9,14 @@ the JSON pointer and the value found.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from pathlib import Path
 from typing import Any
 
+from conformance.findings import shown
 from conformance.mcp.server import McpServer
+from reference_host.mcp.config import McpConfigError, escape, read_document, server_entry
 
 LAUNCHERS = frozenset(
     {"python", "python3", "node", "npx", "uvx", "uv", "bunx", "deno", "pipx", "bun", "pnpm"}
@@ -70,16 +71,14 @@ def _from_command(raw: str, base: Path) -> McpServer:
 
 def _from_config(path: Path, raw: str, names: tuple[str, ...]) -> list[McpServer]:
     try:
-        data = json.loads(path.read_text("utf-8"))
-    except OSError as exc:
-        raise SelectionError(f"--mcp-config {raw}: cannot read {path}: {exc.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SelectionError(f"--mcp-config {path}: not JSON: {exc}") from None
+        data = read_document(path)
+    except McpConfigError as exc:
+        raise SelectionError(f"--mcp-config {exc}") from None
     key = "mcpServers" if isinstance(data, dict) and "mcpServers" in data else "servers"
     servers = data.get(key) if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise SelectionError(
-            f"--mcp-config {path} /{key}: expected an object of servers, found {_shown(servers)}"
+            f"--mcp-config {path}: /{key}: must be an object of servers, found {shown(servers)}"
         )
     unknown = [n for n in names if n not in servers]
     if unknown:
@@ -96,43 +95,25 @@ def _from_config(path: Path, raw: str, names: tuple[str, ...]) -> list[McpServer
 
 
 def _entry(path: Path, key: str, name: str, entry: Any, explicit: bool) -> McpServer | None:
-    at = f"/{key}/{_escape(name)}"
-    where = f"--mcp-config {path} {at}"
-    if not isinstance(entry, dict):
-        raise SelectionError(f"{where}: expected an object, found {_shown(entry)}")
-    stdio = entry.get("type", "stdio") == "stdio" and "url" not in entry
-    if not stdio:
+    """One stdio entry, checked as the reference host checks it (server_entry); another
+    transport is left out, or refused when --mcp-server names it."""
+    if isinstance(entry, dict) and (entry.get("type", "stdio") != "stdio" or "url" in entry):
         if explicit:
+            where = f"--mcp-config {path}: /{key}/{escape(name)}"
             raise SelectionError(f"{where}: not a stdio server (the kit checks stdio servers)")
         return None
-    command = entry.get("command")
-    if not isinstance(command, str) or not command.strip():
-        raise SelectionError(f"{where}/command: expected a command, found {_shown(command)}")
-    args = entry.get("args", [])
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise SelectionError(f"{where}/args: expected a list of strings, found {_shown(args)}")
-    env = entry.get("env", {})
-    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        raise SelectionError(f"{where}/env: expected an object of strings, found {_shown(env)}")
-    cwd = entry.get("cwd")
-    if cwd is not None and not isinstance(cwd, str):
-        raise SelectionError(f"{where}/cwd: expected a folder, found {_shown(cwd)}")
-    root = (path.parent / cwd).resolve() if cwd else path.parent.resolve()
-    if not root.is_dir():
-        raise SelectionError(f"{where}/cwd: {root} is not a folder")
+    try:
+        config = server_entry(path, path.parent.resolve(), name, entry, key)
+    except McpConfigError as exc:
+        raise SelectionError(f"--mcp-config {exc}") from None
+    if not config.cwd.is_dir():
+        where = f"--mcp-config {path}: /{key}/{escape(name)}/cwd"
+        raise SelectionError(f"{where}: {config.cwd} is not a folder")
     return McpServer(
         name=_NOT_IN_NAME.sub("-", name).strip("-") or "server",
-        argv=(command, *args),
-        root=root,
-        env=dict(env),
+        argv=(config.command, *config.args),
+        root=config.cwd,
+        env=config.env,
         selection=("--mcp-config", str(path.resolve()), "--mcp-server", name),
         source=str(path),
     )
-
-
-def _escape(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")
-
-
-def _shown(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)[:80] if value is not None else "nothing"

@@ -37,6 +37,13 @@ class ServerConfig:
 
 def read_config(path: Path) -> list[ServerConfig]:
     """The servers the file lists, in its order; McpConfigError when it is not a valid file."""
+    servers = _member(path, read_document(path), "", "mcpServers", dict, "an object of servers")
+    folder = path.parent.resolve()
+    return [server_entry(path, folder, name, entry) for name, entry in servers.items()]
+
+
+def read_document(path: Path) -> Any:
+    """The file's JSON; McpConfigError naming the file when it cannot be read or parsed."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -44,18 +51,19 @@ def read_config(path: Path) -> list[ServerConfig]:
     except UnicodeDecodeError:
         raise McpConfigError(f"{path}: is not UTF-8 text") from None
     try:
-        document = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise McpConfigError(
             f"{path}: is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
-    servers = _member(path, document, "", "mcpServers", dict, "an object of servers")
-    folder = path.parent.resolve()
-    return [_server(path, folder, name, entry) for name, entry in servers.items()]
 
 
-def _server(path: Path, folder: Path, name: str, entry: Any) -> ServerConfig:
-    at = f"/mcpServers/{_escape(name)}"
+def server_entry(
+    path: Path, folder: Path, name: str, entry: Any, servers: str = "mcpServers"
+) -> ServerConfig:
+    """One entry of the file's servers object (the key `servers` names: VS Code's is
+    `servers`), checked; it runs in folder unless its cwd says otherwise."""
+    at = f"/{servers}/{escape(name)}"
     if not name:
         raise McpConfigError(f"{path}: {at}: a server needs a non-empty name")
     if not isinstance(entry, dict):
@@ -78,7 +86,7 @@ def _server(path: Path, folder: Path, name: str, entry: Any) -> ServerConfig:
         raise McpConfigError(f"{path}: {at}/env: must be an object of strings, found {_shown(env)}")
     for key, value in env.items():
         if not isinstance(value, str):
-            where = f"{at}/env/{_escape(key)}"
+            where = f"{at}/env/{escape(key)}"
             raise McpConfigError(f"{path}: {where}: must be a string, found {_shown(value)}")
     cwd = entry.get("cwd")
     if cwd is not None and (not isinstance(cwd, str) or not cwd):
@@ -105,7 +113,7 @@ def _member(path: Path, parent: Any, at: str, key: str, kind: type, wanted: str)
     return value
 
 
-def _escape(token: str) -> str:
+def escape(token: str) -> str:
     """A key as a JSON pointer token (RFC 6901)."""
     return token.replace("~", "~0").replace("/", "~1")
 

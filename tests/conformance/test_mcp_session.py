@@ -74,15 +74,15 @@ def write_config(tmp_path: Path, data: object) -> Path:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"mcpServers": []}, "/mcpServers: expected an object of servers, found []"),
-        ({"mcpServers": {"a": {"args": []}}}, "/mcpServers/a/command: expected a command"),
+        ({"mcpServers": []}, "/mcpServers: must be an object of servers, found []"),
+        ({"mcpServers": {"a": {"args": []}}}, "/mcpServers/a/command: is missing"),
         (
             {"mcpServers": {"a/b": {"command": "x", "args": "y"}}},
-            '/mcpServers/a~1b/args: expected a list of strings, found "y"',
+            '/mcpServers/a~1b/args: must be an array of strings, found "y"',
         ),
         (
             {"mcpServers": {"a": {"command": "x", "env": {"K": 1}}}},
-            '/mcpServers/a/env: expected an object of strings, found {"K": 1}',
+            "/mcpServers/a/env/K: must be a string, found 1",
         ),
     ],
 )
