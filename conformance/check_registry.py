@@ -87,6 +87,10 @@ class CheckContext:
         """A finding at pointer `at` of the FengYu plugin's manifest.json, with its line."""
         return self.fengyu.finding(self.requirement.id, at, message, fix)
 
+    def server_finding(self, message: str, at: str = "", fix: str = "") -> Finding:
+        """A finding on the MCP server, at pointer `at` of what it answered."""
+        return self.server.finding(self.requirement.id, message, at, fix)
+
     def tool_finding(self, tool: ErpTool, at: str, message: str, fix: str = "") -> Finding:
         """A finding at pointer `at` of one ERP tool file, with its line."""
         return tool.finding(self.requirement.id, at, message, fix)

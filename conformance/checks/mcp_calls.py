@@ -7,7 +7,7 @@ an unknown tool must be refused, and no result may carry the canary secret
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from hypothesis import strategies as st
@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 
 from conformance.check_registry import CheckContext, check
 from conformance.findings import Finding, NotApplicable, shown
-from conformance.mcp.server import McpTool
+from conformance.mcp.server import CANARY_VARIABLE, McpTool
 from conformance.mcp.wire import Reply
 from conformance.properties import Counterexample, find_counterexample
 from conformance.strategies import GeneratorGap, InputSpace
@@ -62,10 +62,6 @@ def result_problem(reply: Reply) -> str:
     return ""
 
 
-def succeeded(reply: Reply) -> bool:
-    return isinstance(reply.result, dict) and reply.result.get("isError") is not True
-
-
 def _reproduction(ctx: CheckContext, tool: McpTool, arguments: Any, reply: Reply) -> str:
     request = {"name": tool.name, "arguments": arguments}
     note = ctx.sessions.transcript_note(
@@ -76,7 +72,7 @@ def _reproduction(ctx: CheckContext, tool: McpTool, arguments: Any, reply: Reply
 
 
 def _search(
-    ctx: CheckContext, tool: McpTool, judge: Any, *, invalid: bool = False
+    ctx: CheckContext, tool: McpTool, judge: Callable[[Reply], str], *, invalid: bool = False
 ) -> Iterator[Finding]:
     space = _space(tool)
     services = ctx.sessions
@@ -109,8 +105,7 @@ def _search(
     found = find_counterexample(attempt, services.settings)
     if found is not None:
         arguments, reply = found.outcome
-        yield ctx.server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"tool {name!r}: {found.problem}\n{_reproduction(ctx, tool, arguments, reply)}",
             f"{tool.pointer}/inputSchema",
             fix=HANG_FIX if found.hang else "",
@@ -145,7 +140,7 @@ def structured_output_conforms(ctx: CheckContext) -> Iterator[Finding]:
     successes: list[Reply] = []
 
     def judge(reply: Reply) -> str:
-        if not succeeded(reply):
+        if not reply.succeeded:
             return ""
         successes.append(reply)
         structured = reply.result.get("structuredContent")
@@ -174,7 +169,7 @@ def invalid_arguments_refused(ctx: CheckContext) -> Iterator[Finding]:
     yield from _search(
         ctx,
         tool,
-        lambda r: f"invalid arguments got a success result: {r.describe()}" if succeeded(r) else "",
+        lambda r: f"invalid arguments got a success result: {r.describe()}" if r.succeeded else "",
         invalid=True,
     )
 
@@ -198,9 +193,8 @@ def input_errors_as_results(ctx: CheckContext) -> Iterator[Finding]:
 def unknown_tool_refused(ctx: CheckContext) -> Iterator[Finding]:
     ctx.sessions.require_session()
     reply = ctx.sessions.call(UNKNOWN_TOOL, {})
-    if reply.response is None or succeeded(reply):
-        yield ctx.server.finding(
-            ctx.requirement.id,
+    if reply.response is None or reply.succeeded:
+        yield ctx.server_finding(
             f"tools/call of {UNKNOWN_TOOL!r}, which the server did not list, got: "
             f"{reply.describe()}",
             "/params/name",
@@ -221,20 +215,13 @@ def secrets_stay_in(ctx: CheckContext) -> Iterator[Finding]:
             and reply.response is not None
             and canary in json.dumps(reply.response)
         ):
-            yield ctx.server.finding(
-                ctx.requirement.id,
+            yield ctx.server_finding(
                 f"tool {name!r} returned the value of the environment variable "
-                f"{_variable()} (the kit's canary secret) for arguments "
+                f"{CANARY_VARIABLE} (the kit's canary secret) for arguments "
                 f"{shown(arguments)}\n{_reproduction(ctx, tool, arguments, reply)}",
-                f"{tool.pointer}",
+                tool.pointer,
             )
             return
-
-
-def _variable() -> str:
-    from conformance.mcp.server import CANARY_VARIABLE
-
-    return CANARY_VARIABLE
 
 
 @check("MCP-ANN-001")
@@ -254,8 +241,7 @@ def read_only_holds(ctx: CheckContext) -> Iterator[Finding]:
             "an error): it did nothing whose effects could be judged"
         )
     for effect in effects.seen[:3]:
-        yield ctx.server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"tool {tool.name!r} is annotated readOnlyHint: true, but a call with "
             f"{shown(effect.arguments)} {effect.what}",
             f"{tool.pointer}/annotations/readOnlyHint",

@@ -31,7 +31,7 @@ def _note(ctx: CheckContext, probe: Probe) -> str:
 def session_opens(ctx: CheckContext) -> Iterator[Finding]:
     server = ctx.server
     if server.load_error is not None:
-        yield server.finding(ctx.requirement.id, server.load_error.message)
+        yield ctx.server_finding(server.load_error.message)
         return
     opening = server.opening
     assert opening is not None
@@ -42,15 +42,13 @@ def session_opens(ctx: CheckContext) -> Iterator[Finding]:
         and isinstance(info.get("name"), str)
         and isinstance(info.get("version"), str)
     ):
-        yield server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"the {opening.era} session opened without serverInfo {{name, version}}: "
             f"got: {shown(info)}",
             where,
         )
     if not isinstance(opening.result.get("capabilities"), dict):
-        yield server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"the {opening.era} session opened without a capabilities object: "
             f"got: {shown(opening.result.get('capabilities'))}",
             "/result/capabilities",
@@ -59,13 +57,12 @@ def session_opens(ctx: CheckContext) -> Iterator[Finding]:
 
 @check("MCP-LIF-002")
 def version_negotiated(ctx: CheckContext) -> Iterator[Finding]:
-    server, services = ctx.server, ctx.sessions
+    services = ctx.sessions
     services.require_session()
     legacy = services.require_legacy()
     answered = legacy.opening.result.get("protocolVersion")
     if answered != mcp.LEGACY:
-        yield server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"offered {mcp.LEGACY}, which it speaks, the server answered protocolVersion "
             f"{shown(answered)}",
             "/result/protocolVersion",
@@ -73,13 +70,11 @@ def version_negotiated(ctx: CheckContext) -> Iterator[Finding]:
     reply, alive = services.unknown_version
     version = reply.result.get("protocolVersion") if isinstance(reply.result, dict) else None
     if not alive:
-        yield server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"offered protocolVersion {UNKNOWN_VERSION!r}, the server exited: {reply.describe()}",
         )
     elif reply.response is None or (reply.ok and version not in mcp.HANDSHAKE_VERSIONS):
-        yield server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"offered protocolVersion {UNKNOWN_VERSION!r}, the server answered neither a "
             f"version initialize can open nor an error: {reply.describe()}",
             "/result/protocolVersion",
@@ -92,16 +87,14 @@ def capabilities_declared(ctx: CheckContext) -> Iterator[Finding]:
     probe = _probe(ctx)
     capabilities = probe.opening.capabilities
     if server.tools and not isinstance(capabilities.get("tools"), dict):
-        yield server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"tools/list answered {len(server.tools)} tool(s), but the capabilities do not "
             f"declare tools: got: {shown(capabilities)}",
             "/result/capabilities",
         )
     logged = [m for m in _received(probe) if m.get("method") == mcp.LOG_MESSAGE]
     if logged and not isinstance(capabilities.get("logging"), dict):
-        yield server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"the server sent {mcp.LOG_MESSAGE} without declaring logging: got: {shown(logged[0])}",
             "/result/capabilities",
         )
@@ -112,9 +105,7 @@ def exits_on_eof(ctx: CheckContext) -> Iterator[Finding]:
     probe = _probe(ctx)
     shutdown = probe.shutdown
     if shutdown is not None and shutdown.by != "eof":
-        yield ctx.server.finding(
-            ctx.requirement.id, f"stdin closed: the server was {shutdown.describe()}"
-        )
+        yield ctx.server_finding(f"stdin closed: the server was {shutdown.describe()}")
 
 
 @check("MCP-ERA-001")
@@ -123,8 +114,7 @@ def survives_the_probe(ctx: CheckContext) -> Iterator[Finding]:
     if server.era == mcp.MODERN:
         raise NotApplicable("the server speaks 2026-07-28: it answered server/discover")
     if server.probe_killed is not None:
-        yield server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"the server exited on the first {mcp.DISCOVER}, so a dual-era client cannot "
             f"follow with initialize: {server.probe_killed.describe()}",
         )
@@ -140,8 +130,7 @@ def modern_envelope(ctx: CheckContext) -> Iterator[Finding]:
     assert opening is not None
     versions = opening.result.get("supportedVersions")
     if not (isinstance(versions, list) and all(isinstance(v, str) for v in versions)):
-        yield server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"the DiscoverResult's supportedVersions is not a list of versions: "
             f"got: {shown(versions)}",
             "/result/supportedVersions",
@@ -149,8 +138,7 @@ def modern_envelope(ctx: CheckContext) -> Iterator[Finding]:
     session = services.session
     bare = session.wire.request(mcp.TOOLS_LIST, {})
     if _code(bare) != INVALID_PARAMS:
-        yield server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             "tools/list without the _meta protocol version should get -32602; "
             f"got: {bare.describe()}",
             "/params/_meta",
@@ -159,8 +147,7 @@ def modern_envelope(ctx: CheckContext) -> Iterator[Finding]:
     meta = {**mcp.modern_meta(UNKNOWN_VERSION)}
     wrong = session.wire.request(mcp.TOOLS_LIST, {"_meta": meta})
     if _code(wrong) != mcp.UNSUPPORTED_VERSION:
-        yield server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"tools/list at protocol version {UNKNOWN_VERSION!r} should get -32022; "
             f"got: {wrong.describe()}",
             "/params/_meta",
@@ -173,8 +160,7 @@ def stdout_carries_only_messages(ctx: CheckContext) -> Iterator[Finding]:
     bad = [(f, why) for f in probe.wire.received() if (why := _not_a_message(f))]
     if bad:
         lines = "\n".join(f"  line at {f.at:.2f} s: {shown(f.text)} ({why})" for f, why in bad[:5])
-        yield ctx.server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"{len(bad)} stdout line(s) of the probe's session are not one JSON-RPC "
             f"message:\n{lines}\n{_note(ctx, probe)}",
         )
@@ -189,8 +175,7 @@ def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
             continue  # an unanswered tools/list is the listing's finding, not the id's
         got = reply.response.get("id")
         if type(got) is not type(sent[kind]) or got != sent[kind]:
-            yield ctx.server.finding(
-                ctx.requirement.id,
+            yield ctx.server_finding(
                 f"a request with the {kind} id {json.dumps(sent[kind])} was answered with id "
                 f"{json.dumps(got)}\n{_note(ctx, probe)}",
                 "/id",
@@ -202,8 +187,7 @@ def notifications_unanswered(ctx: CheckContext) -> Iterator[Finding]:
     probe = _probe(ctx)
     answers = [m for m in probe.after_notifications if "method" not in m]
     if answers:
-        yield ctx.server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"the server answered notifications: got: {shown(answers[0])}\n{_note(ctx, probe)}",
         )
 
@@ -231,8 +215,7 @@ def results_match_the_schema(ctx: CheckContext) -> Iterator[Finding]:
                 if not problem or (method, problem) in reported:
                     continue
                 reported.add((method, problem))
-                yield ctx.server.finding(
-                    ctx.requirement.id,
+                yield ctx.server_finding(
                     f"the {method} result (protocol {wire.version}) does not match its "
                     f"schema: {problem}\ngot: {shown(result)}\n"
                     f"{services.transcript_note(wire, ctx.requirement.id)}",
@@ -282,8 +265,7 @@ def ping_answered(ctx: CheckContext) -> Iterator[Finding]:
     session = ctx.sessions.require_legacy()
     reply = session.request(mcp.PING)
     if reply.result != {}:
-        yield ctx.server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"ping should get an empty result; got: {reply.describe()}\n"
             f"{ctx.sessions.transcript_note(session.wire, ctx.requirement.id)}",
         )
@@ -298,15 +280,13 @@ def log_levels_checked(ctx: CheckContext) -> Iterator[Finding]:
     for level in mcp.LOG_LEVELS:
         reply = session.request(mcp.SET_LEVEL, {"level": level})
         if not reply.ok:
-            yield ctx.server.finding(
-                ctx.requirement.id,
+            yield ctx.server_finding(
                 f"logging/setLevel {level!r} was refused: {reply.describe()}",
                 "/params/level",
             )
     reply = session.request(mcp.SET_LEVEL, {"level": "verbose"})
     if _code(reply) != INVALID_PARAMS:
-        yield ctx.server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"logging/setLevel 'verbose', not a level, should get -32602; got: {reply.describe()}",
             "/params/level",
         )
@@ -317,8 +297,7 @@ def cancellation_survived(ctx: CheckContext) -> Iterator[Finding]:
     probe = _probe(ctx)
     reply = probe.after_cancel
     if reply is not None and not reply.ok:
-        yield ctx.server.finding(
-            ctx.requirement.id,
+        yield ctx.server_finding(
             f"after notifications/cancelled, the next tools/list got: {reply.describe()}\n"
             f"{_note(ctx, probe)}",
         )
@@ -334,7 +313,7 @@ def progress_well_formed(ctx: CheckContext) -> Iterator[Finding]:
     for seen in progress:
         problem = _progress_problem(seen.token, seen.values, seen.late)
         if problem:
-            yield ctx.server.finding(ctx.requirement.id, problem, "/params/progress")
+            yield ctx.server_finding(problem, "/params/progress")
 
 
 def _progress_problem(token: str, values: list[tuple[Any, Any]], late: bool) -> str:

@@ -43,11 +43,10 @@ def tool_shape(ctx: CheckContext) -> Iterator[Finding]:
     for tool in _tools(ctx):
         d, at = tool.definition, tool.pointer
         if not isinstance(d.get("name"), str):
-            yield _at(ctx, f"a tool has no string name: got: {shown(d.get('name'))}", at)
+            yield ctx.server_finding(f"a tool has no string name: got: {shown(d.get('name'))}", at)
         schema = d.get("inputSchema")
         if not isinstance(schema, dict) or schema.get("type") != "object":
-            yield _at(
-                ctx,
+            yield ctx.server_finding(
                 f"tool {_name(tool)}: inputSchema must be an object schema with type "
                 f'"object"; got: {shown(schema)}',
                 f"{at}/inputSchema",
@@ -56,8 +55,7 @@ def tool_shape(ctx: CheckContext) -> Iterator[Finding]:
         if output is not None:
             object_root = isinstance(output, dict) and output.get("type") == "object"
             if not isinstance(output, dict) or (era != mcp.MODERN and not object_root):
-                yield _at(
-                    ctx,
+                yield ctx.server_finding(
                     f"tool {_name(tool)}: outputSchema must be an object schema "
                     f'(type "object" before 2026-07-28); got: {shown(output)}',
                     f"{at}/outputSchema",
@@ -70,19 +68,18 @@ def tool_shape(ctx: CheckContext) -> Iterator[Finding]:
 def _annotation_problems(ctx: CheckContext, tool: McpTool, annotations: Any) -> Iterator[Finding]:
     at = f"{tool.pointer}/annotations"
     if not isinstance(annotations, dict):
-        yield _at(
-            ctx, f"tool {_name(tool)}: annotations is not an object: {shown(annotations)}", at
+        yield ctx.server_finding(
+            f"tool {_name(tool)}: annotations is not an object: {shown(annotations)}", at
         )
         return
     for hint in HINTS:
         if hint in annotations and not isinstance(annotations[hint], bool):
-            yield _at(
-                ctx,
+            yield ctx.server_finding(
                 f"tool {_name(tool)}: {hint} must be a boolean; got: {shown(annotations[hint])}",
                 f"{at}/{hint}",
             )
     if "title" in annotations and not isinstance(annotations["title"], str):
-        yield _at(ctx, f"tool {_name(tool)}: title must be a string", f"{at}/title")
+        yield ctx.server_finding(f"tool {_name(tool)}: title must be a string", f"{at}/title")
 
 
 @check("MCP-TL-002")
@@ -93,7 +90,9 @@ def schemas_valid(ctx: CheckContext) -> Iterator[Finding]:
             if isinstance(schema, dict):
                 problem = schema_problem(schema)
                 if problem:
-                    yield _at(ctx, f"tool {_name(tool)}: {key} {problem}", f"{tool.pointer}/{key}")
+                    yield ctx.server_finding(
+                        f"tool {_name(tool)}: {key} {problem}", f"{tool.pointer}/{key}"
+                    )
 
 
 def schema_problem(schema: dict[str, Any]) -> str:
@@ -122,11 +121,13 @@ def pagination_ends(ctx: CheckContext) -> Iterator[Finding]:
     if listing is None:
         raise NotApplicable("the server was not listed")
     if listing.problem:
-        yield _at(ctx, f"tools/list did not reach a last page: {listing.problem}", "/nextCursor")
+        yield ctx.server_finding(
+            f"tools/list did not reach a last page: {listing.problem}", "/nextCursor"
+        )
     repeated = [n for n, k in Counter(_names(ctx.server)).items() if k > 1]
     if repeated and len(listing.pages) > 1:
-        yield _at(
-            ctx, f"tools/list pages repeat tool(s) {', '.join(map(repr, repeated))}", "/tools"
+        yield ctx.server_finding(
+            f"tools/list pages repeat tool(s) {', '.join(map(repr, repeated))}", "/tools"
         )
 
 
@@ -137,8 +138,7 @@ def bad_cursors_refused(ctx: CheckContext) -> Iterator[Finding]:
         raise NotApplicable("the server lists its tools on one page: it issues no cursor")
     reply = ctx.sessions.session.request(mcp.TOOLS_LIST, {"cursor": BAD_CURSOR})
     if reply.ok:
-        yield _at(
-            ctx,
+        yield ctx.server_finding(
             f"tools/list with the cursor {BAD_CURSOR!r}, never issued, got a page: "
             f"{reply.describe()}",
             "/params/cursor",
@@ -150,8 +150,7 @@ def tool_names(ctx: CheckContext) -> Iterator[Finding]:
     for tool in _tools(ctx):
         name = tool.name
         if name is not None and not mcp.TOOL_NAME.fullmatch(name):
-            yield _at(
-                ctx,
+            yield ctx.server_finding(
                 f"tool name {name!r} is not 1-128 characters from A-Z a-z 0-9 _ - .",
                 f"{tool.pointer}/name",
             )
@@ -165,7 +164,7 @@ def unique_names(ctx: CheckContext) -> Iterator[Finding]:
         raise NotApplicable("the listing did not end (MCP-TL-003)", ("MCP-TL-003",))
     for name, count in Counter(_names(ctx.server)).items():
         if count > 1:
-            yield _at(ctx, f"{count} tools are named {name!r}", "/tools")
+            yield ctx.server_finding(f"{count} tools are named {name!r}", "/tools")
 
 
 @check("MCP-TL-007")
@@ -173,8 +172,7 @@ def tools_described(ctx: CheckContext) -> Iterator[Finding]:
     for tool in _tools(ctx):
         description = tool.definition.get("description")
         if not isinstance(description, str) or not description.strip():
-            yield _at(
-                ctx,
+            yield ctx.server_finding(
                 f"tool {_name(tool)} has no description: got: {shown(description)}",
                 f"{tool.pointer}/description",
             )
@@ -191,8 +189,8 @@ def stable_listing(ctx: CheckContext) -> Iterator[Finding]:
     for when, listing in (("asked again", again), ("after tool calls", after)):
         names = [t.get("name") for t in listing.tools if isinstance(t, dict)]
         if listing.complete and names != first:
-            yield _at(
-                ctx, f"tools/list {when} answered {shown(names)}, first {shown(first)}", "/tools"
+            yield ctx.server_finding(
+                f"tools/list {when} answered {shown(names)}, first {shown(first)}", "/tools"
             )
 
 
@@ -203,8 +201,7 @@ def no_hidden_characters(ctx: CheckContext) -> Iterator[Finding]:
             hidden = [c for c in text if is_hidden(c)]
             if hidden:
                 named = ", ".join(dict.fromkeys(f"U+{ord(c):04X} {_char_name(c)}" for c in hidden))
-                yield _at(
-                    ctx,
+                yield ctx.server_finding(
                     f"tool {_name(tool)} hides {len(hidden)} invisible character(s) ({named}) "
                     f"in: {shown(text)}",
                     at,
@@ -244,8 +241,7 @@ def no_rug_pull(ctx: CheckContext) -> Iterator[Finding]:
         }
         gone, added = sorted(set(first) - set(later)), sorted(set(later) - set(first))
         if gone or added:
-            yield _at(
-                ctx,
+            yield ctx.server_finding(
                 f"the tools changed {when}: gone {shown(gone)}, added {shown(added)}",
                 "/tools",
             )
@@ -256,8 +252,7 @@ def no_rug_pull(ctx: CheckContext) -> Iterator[Finding]:
             changed = sorted(k for k in set(before) | set(tool) if before.get(k) != tool.get(k))
             if changed:
                 key = changed[0]
-                yield _at(
-                    ctx,
+                yield ctx.server_finding(
                     f"tool {name!r} changed its {', '.join(changed)} {when}: first "
                     f"{shown(before.get(key))}, then {shown(tool.get(key))}",
                     f"/tools/{index}/{key}",
@@ -287,7 +282,3 @@ def _names(server: McpServer) -> list[Any]:
 
 def _name(tool: McpTool) -> str:
     return json.dumps(tool.definition.get("name"), ensure_ascii=False)
-
-
-def _at(ctx: CheckContext, message: str, pointer: str) -> Finding:
-    return ctx.server.finding(ctx.requirement.id, message, pointer)

@@ -26,7 +26,7 @@ from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.fengyu.probe import Exchange, Step, Transcript, handshake_result, run_probe
 from conformance.fengyu.resource_watch import OverrunLog, Seen, SeenLog
-from conformance.fengyu.syscall_trace import strace_program, tracer
+from conformance.fengyu.syscall_trace import effects_unseen, strace_program, tracer
 from conformance.fengyu.tool_files import ToolFiles
 from conformance.fengyu.worker import declared_methods, declares_worker, worker_spec
 from conformance.findings import NotApplicable, shown
@@ -35,7 +35,6 @@ from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.fengyu_decls import resource_limits
 from plugin_spec.fengyu_runtime import handshake_problems
 from reference_host.process.launch import MissingArtifact, WorkerSpec
-from reference_host.process.sandbox import support
 from reference_host.process.timeouts import effective_timeout
 from reference_host.process.worker_errors import WorkerLaunchError
 
@@ -69,18 +68,6 @@ def _left_behind(folder: str, names: list[str]) -> list[str]:
         return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
 
     return [name for name in names if name == ".git" or special(name)]
-
-
-def effects_unseen() -> str:
-    """Why the kit cannot see what workers do on this machine; "" when it can."""
-    if not support().available:
-        return f"effects are seen only inside the worker sandbox: {support().reason}"
-    if not strace_program():
-        return (
-            "strace is not installed, and without it what the sandbox refuses is not seen "
-            "(Debian: apt-get install strace)"
-        )
-    return ""
 
 
 def _unwatched(spec: WorkerSpec | None) -> str:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from reference_host.process.sandbox import support
+
 WRITES = (
     *("open", "openat", "openat2", "creat", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat"),
     *("rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "truncate"),
@@ -50,6 +52,18 @@ _INET = re.compile(
 def strace_program() -> str:
     """strace, where it is installed (the kit needs it to see refused attempts)."""
     return shutil.which("strace") or ""
+
+
+def effects_unseen() -> str:
+    """Why the kit cannot see what a worker or server does on this machine; "" when it can."""
+    if not support().available:
+        return f"effects are seen only inside the worker sandbox: {support().reason}"
+    if not strace_program():
+        return (
+            "strace is not installed, and without it what the sandbox refuses is not seen "
+            "(Debian: apt-get install strace)"
+        )
+    return ""
 
 
 def tracer(strace: str, output: Path) -> tuple[str, ...]:

@@ -15,14 +15,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from conformance.fengyu.syscall_trace import read_trace, strace_program, tracer
+from conformance.fengyu.syscall_trace import effects_unseen, read_trace, strace_program, tracer
 from conformance.findings import NotApplicable
 from conformance.mcp.server import McpServer
 from conformance.mcp.session import Listing, Opening, Session, open_session
 from conformance.mcp.wire import Reply, Shutdown, Wire
 from conformance.search_settings import PropertySettings
 from plugin_spec import mcp
-from reference_host.process.sandbox import support
 
 UNKNOWN_VERSION = "1999-01-01"  # MCP-LIF-002: a version no server knows
 QUIET_SECONDS = 0.5  # how long the probe listens for what a notification made it write
@@ -65,15 +64,6 @@ class Effects:
     succeeded: bool = False  # the call got a result that is not an error
 
 
-def effects_unseen() -> str:
-    """Why effects cannot be seen on this machine ("" when they can)."""
-    if not support().available:
-        return f"effects are seen only inside the sandbox: {support().reason}"
-    if not strace_program():
-        return "strace is not installed (Debian: apt-get install strace)"
-    return ""
-
-
 class McpServices:
     """One server's sessions for the checks of a run."""
 
@@ -96,8 +86,9 @@ class McpServices:
         """Every server process the run's checks started, in order."""
         return list(self._wires)
 
-    def launch(self, purpose: str) -> Wire:
-        wire = Wire(self.server.spec(self.workdir / purpose))
+    def launch(self, purpose: str, wrapper: tuple[str, ...] = ()) -> Wire:
+        """The server started for one purpose, with a data folder of that name."""
+        wire = Wire(self.server.spec(self.workdir / purpose, wrapper))
         self._wires.append(wire)
         return wire
 
@@ -123,8 +114,7 @@ class McpServices:
         wire.notify("notifications/conformance/unknown", {})
         wire.notify(mcp.CANCELLED, {"requestId": "never-sent", "reason": "probe"})
         probe.after_notifications = wire.quiet(QUIET_SECONDS)
-        cancelled = wire.next_id()
-        wire.send({"jsonrpc": "2.0", "id": cancelled, "method": mcp.TOOLS_LIST, **_params(session)})
+        cancelled = wire.start_request(mcp.TOOLS_LIST, session.params())
         wire.notify(mcp.CANCELLED, {"requestId": cancelled, "reason": "the kit cancels it"})
         wire.quiet(QUIET_SECONDS)
         probe.after_cancel = session.request(mcp.TOOLS_LIST)
@@ -133,24 +123,17 @@ class McpServices:
 
     @cached_property
     def legacy(self) -> Session | None:
-        """A 2025-11-25 session (None: the server does not open one): the probe's own when
-        it spoke that era, else a launch that goes straight to initialize."""
-        if self.probe.opening.era == mcp.LEGACY:
-            return Session(self.probe.wire, self.probe.opening)
+        """A 2025-11-25 session of its own, a launch that goes straight to initialize (None:
+        the server does not open one); the probe's session has ended by the time it is asked
+        for, whichever era the probe spoke."""
         wire = self.launch("legacy")
         opening = open_session(wire, "legacy")
         return Session(wire, opening) if opening.era == mcp.LEGACY else None
 
     def require_legacy(self) -> Session:
-        session = self.legacy
-        if session is None:
+        if self.legacy is None:
             raise NotApplicable("the server does not speak 2025-11-25 (initialize failed)")
-        if session.wire is self.probe.wire:  # the probe's session has ended: start another
-            wire = self.launch("legacy")
-            opening = open_session(wire, "legacy")
-            session = Session(wire, opening)
-            self.__dict__["legacy"] = session
-        return session
+        return self.legacy
 
     @cached_property
     def unknown_version(self) -> tuple[Reply, bool]:
@@ -236,10 +219,9 @@ class McpServices:
         the sandbox: writes it refused and connections (syscall_trace.py)."""
         if unseen := effects_unseen():
             return Effects([], unseen)
-        trace = self.workdir / f"trace-{len(self._wires)}.txt"
-        data = self.workdir / f"effects-{len(self._wires)}"
-        wire = Wire(self.server.spec(data, tracer(strace_program(), trace)))
-        self._wires.append(wire)
+        purpose = f"effects-{len(self._wires)}"
+        trace = self.workdir / f"{purpose}.trace"
+        wire = self.launch(purpose, tracer(strace_program(), trace))
         opening = open_session(wire, self.server.mode)
         if opening.era is None:
             wire.kill()
@@ -247,16 +229,13 @@ class McpServices:
         begun = time.time()
         reply = Session(wire, opening).call_tool(tool, arguments)
         wire.close()
-        attempts = read_trace(trace, self.server.root, (data,))
+        attempts = read_trace(trace, self.server.root, (self.workdir / purpose,))
         seen = [
             Effect(arguments, f"{a.describe()} ({reply.describe()[:80]})")
             for a in attempts
             if a.time >= begun
         ]
-        result = reply.result
-        return Effects(
-            seen, succeeded=isinstance(result, dict) and result.get("isError") is not True
-        )
+        return Effects(seen, succeeded=reply.succeeded)
 
     def save(self, wire: Wire, name: str) -> Path:
         """The wire's frames as JSONL (a header line naming the command, then one line per
@@ -280,8 +259,3 @@ class McpServices:
         for wire in self._wires:
             wire.kill()
         shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-def _params(session: Session) -> dict[str, Any]:
-    params = session.params()
-    return {"params": params} if params is not None else {}

@@ -64,6 +64,11 @@ class Reply:
     def ok(self) -> bool:
         return self.response is not None and "result" in self.response
 
+    @property
+    def succeeded(self) -> bool:
+        """A tool call's success: a result that is not marked isError."""
+        return isinstance(self.result, dict) and self.result.get("isError") is not True
+
     def describe(self) -> str:
         """How the request ended, for a finding."""
         if self.response is not None:
@@ -138,13 +143,21 @@ class Wire:
     ) -> Reply:
         """Send a request and read until its response (matched by id value and type),
         the deadline or the server's exit."""
+        rid = self.start_request(method, params, request_id)
+        if rid is None:
+            return Reply(None, exited=True)
+        return self.await_response(rid, seconds)
+
+    def start_request(
+        self, method: str, params: dict[str, Any] | None = None, request_id: int | str | None = None
+    ) -> int | str | None:
+        """Send a request without waiting for its answer: its id, or None when the server
+        no longer reads stdin."""
         rid = self.next_id() if request_id is None else request_id
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
-        if not self.send(message):
-            return Reply(None, exited=True)
-        return self.await_response(rid, seconds)
+        return rid if self.send(message) else None
 
     def await_response(self, rid: int | str, seconds: float = REQUEST_SECONDS) -> Reply:
         meanwhile: list[dict[str, Any]] = []

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.fengyu import file_watch, services
+from conformance.fengyu import file_watch, syscall_trace
 from conformance.fengyu.effects import EffectWatch
 from conformance.fengyu.file_watch import Area, changes, snapshot
 from conformance.fengyu.harness import CallOutcome
@@ -152,7 +152,7 @@ def test_without_a_sandbox_effects_are_skipped_with_the_reason(
     """Where no sandbox can be made, nothing a worker does can be seen completely: the
     effect items say why and are never passed."""
     missing = Support("", "bubblewrap is not installed (test)")
-    monkeypatch.setattr(services, "support", lambda: missing)
+    monkeypatch.setattr(syscall_trace, "support", lambda: missing)
     monkeypatch.setattr(launch, "support", lambda: missing)
     result = run_kit([FIXTURE_PLUGINS / "FY-EFF-003-raw-socket"])
     for rid in ("FY-EFF-001", "FY-EFF-002", "FY-EFF-003"):
@@ -266,7 +266,7 @@ def test_the_trace_gives_refused_writes_and_internet_attempts(tmp_path: Path) ->
 def _sandboxed(tmp_path: Path, code: str, network: bool = False) -> tuple[str, list[str]]:
     """Run code in the worker sandbox, traced; its output and what the trace saw."""
     if not support().available or not strace_program():
-        pytest.skip(services.effects_unseen())
+        pytest.skip(syscall_trace.effects_unseen())
     package, data = tmp_path / "package", tmp_path / "data"
     package.mkdir(exist_ok=True)
     data.mkdir(exist_ok=True)

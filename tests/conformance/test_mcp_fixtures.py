@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conformance.catalog import Level, load_catalog
-from conformance.mcp.services import effects_unseen
+from conformance.fengyu.syscall_trace import effects_unseen
 from tests.conftest import REPO, KitResult
 
 MCP_FIXTURES = REPO / "tests" / "fixtures" / "mcp"

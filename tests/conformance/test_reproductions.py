@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.fengyu.services import effects_unseen
+from conformance.fengyu.syscall_trace import effects_unseen
 from conformance.fengyu.tool_files import EXAMPLES, ToolFiles
 from tests.conftest import FIXTURE_PLUGINS, copy_plugin
 

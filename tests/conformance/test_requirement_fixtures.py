@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from conformance.catalog import Level, load_catalog
-from conformance.fengyu.services import effects_unseen
+from conformance.fengyu.syscall_trace import effects_unseen
 from sample_plugins.erp_backends import serve_backends
 from tests.conftest import FIXTURE_PLUGINS, REPO, copy_plugin, plugin_with_manifest
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conformance.fengyu.services import effects_unseen
+from conformance.fengyu.syscall_trace import effects_unseen
 from reference_host.host import Host
 from reference_host.process.sandbox import support
 from reference_host.tools.callbacks import CallContext, plan_and_call
