@@ -122,7 +122,7 @@ def load_mcp_server(server: McpServer) -> McpServer:
         return server
     try:
         opening = open_session(wire)
-        if opening.era is None and opening.discover is not None and not wire.alive():
+        if opening.era is None and opening.discover is not None and opening.discover.exited:
             # It died on the era probe: a legacy client would still reach it, and so does
             # the rest of the run (MCP-ERA-001 reports the probe).
             wire.kill()

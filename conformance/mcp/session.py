@@ -87,7 +87,7 @@ def _opened(wire: Wire, mode: Mode) -> Opening:
             return Opening(mcp.MODERN, discover=discover)
         if mode == "modern":
             return Opening(None, discover, problem=f"server/discover: {discover.describe()}")
-        if not wire.alive():
+        if discover.exited:  # its stdout ended: the process may not be reaped yet
             return Opening(None, discover, problem="the server exited on server/discover")
     initialize = wire.request(mcp.INITIALIZE, mcp.initialize_params())
     late = _late_discover(discover, initialize)

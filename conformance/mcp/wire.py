@@ -167,7 +167,7 @@ class Wire:
             meanwhile.append(message)
             self._answer_server_request(message)
         self._unread.extend(m for m in meanwhile if _is_response(m))
-        ended = self.worker.at_eof or not self.alive()
+        ended = not self.alive()
         return Reply(None, tuple(meanwhile), not ended, ended, seconds=seconds, request_id=rid)
 
     def quiet(self, seconds: float) -> list[dict[str, Any]]:
@@ -179,7 +179,9 @@ class Wire:
         return seen
 
     def alive(self) -> bool:
-        return self.worker.alive()
+        """Whether the server can still answer: running, its stdout not ended (a server
+        that closed it may take a while to be reaped, more so in the sandbox)."""
+        return self.worker.alive() and not self.worker.at_eof
 
     def close(self) -> Shutdown:
         """End the server as a client does: close stdin, wait, SIGTERM its group, SIGKILL."""

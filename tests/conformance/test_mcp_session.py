@@ -4,13 +4,16 @@ fallback, and the config files it reads (conformance/mcp/selection.py, session.p
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from conformance.mcp.selection import SelectionError, command_name, selected_servers
 from conformance.mcp.server import McpServer, load_mcp_server
+from conformance.mcp.wire import Wire
 from plugin_spec import mcp
+from reference_host.process.launch import WorkerSpec
 from tests.conftest import REPO
 
 SERVER = REPO / "tests" / "fixtures" / "mcp" / "server.py"
@@ -123,3 +126,17 @@ def test_a_config_selects_stdio_servers_run_in_its_folder(tmp_path: Path) -> Non
         SelectionError, match=r"--mcp-server nope: not in .*\(it has: one, two, remote\)"
     ):
         selected_servers((), (str(path),), ("nope",), tmp_path)
+
+
+def test_a_server_whose_stdout_ended_is_not_taken_for_live(tmp_path: Path) -> None:
+    """A server that closed stdout can take a while to be reaped (more so in the sandbox):
+    the kit must not wait on it as if it could still answer."""
+    linger = "import os, time; os.close(1); time.sleep(30)"
+    wire = Wire(WorkerSpec("mcp.linger", tmp_path, (sys.executable, "-c", linger), tmp_path))
+    try:
+        reply = wire.request(mcp.DISCOVER, {}, seconds=10)
+        assert reply.exited and not reply.timed_out
+        assert not wire.alive()
+        assert wire.worker.alive()  # still running: only its stdout ended
+    finally:
+        wire.kill()
