@@ -94,6 +94,15 @@ class ApprovalBinder:
         return f"{owner} {version} was disabled and enabled again"
 
 
+def remedy(callback: ToolCallback) -> str:
+    """What to do after a refused approval. A plugin's tool is bound anew when asked again;
+    a mounted tool keeps the definition it was mounted with (what the model was shown), so
+    asking again cannot help until the host mounts its server again."""
+    if isinstance(callback, MountedTool):
+        return f"restart the host to mount the new definition of {callback.owner}"
+    return "ask again"
+
+
 def _bind_mounted(name: str, callback: MountedTool, now: ToolCallback | None) -> Binding | str:
     """The binding of a mounted tool to the definition its server listed at mount, or why
     none can be asked: the server has changed (or dropped) that definition since."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from plugin_spec.sensitive import HIDDEN, has_sensitive, mask, redact, secrets
 from reference_host.agent.approval import ApprovalBroker, ApprovalPolicy, Decision
-from reference_host.agent.approval_binding import ApprovalBinder, Binding
+from reference_host.agent.approval_binding import ApprovalBinder, Binding, remedy
 from reference_host.agent.models import ChatModel, Message, ModelError, ModelTurn, ToolCall
 from reference_host.agent.turn_limit import DEFAULT_TURN_TIME_LIMIT, within_time_limit
 from reference_host.stream import events
@@ -147,7 +147,7 @@ async def execute_call(
     if decision is Decision.ASK:
         binding = settings.binder.bind(name, callback)
         if isinstance(binding, str):
-            yield failure(f"not run: {binding}; ask again")
+            yield failure(f"not run: {binding}; {remedy(callback)}")
             return
         approval_id, future = settings.approvals.open(lambda: settings.binder.changed(binding))
         yield _approval_event(approval_id, call_id, name, binding, plan)
@@ -156,7 +156,7 @@ async def execute_call(
         if verdict.approved and changed is None:
             changed = settings.binder.changed(binding)  # right before the call goes out
         if changed is not None:
-            yield failure(f"not run: {changed} while the approval waited; ask again")
+            yield failure(f"not run: {changed} while the approval waited; {remedy(callback)}")
             return
         decision = Decision.ALLOW if verdict.approved else Decision.DENY
     if decision is Decision.DENY:

@@ -540,12 +540,15 @@ async def test_an_approval_does_not_carry_over_to_a_changed_definition(tmp_path:
             assert "mcp:fixture changed the definition of fixture__echo" in decision.text
             result = next(data(i) for i in waited.items if kinds([i]) == ["tool.result"])
             assert result["success"] is False
-            assert "while the approval waited" in result["output"]
+            assert (
+                "while the approval waited; restart the host to mount the new definition of "
+                "mcp:fixture" in result["output"]
+            )
             later = await stream_deciding(client, "/api/chat", message)
             assert "approval" not in kinds(later.items)
             result = next(data(i) for i in later.items if kinds([i]) == ["tool.result"])
             assert result["success"] is False
             assert (
                 "not run: mcp:fixture changed the definition of fixture__echo after it was "
-                "mounted" in result["output"]
+                "mounted; restart the host" in result["output"]
             )
