@@ -21,6 +21,8 @@ from reference_host.mcp.config import McpConfigError, escape, read_document, ser
 LAUNCHERS = frozenset(
     {"python", "python3", "node", "npx", "uvx", "uv", "bunx", "deno", "pipx", "bun", "pnpm"}
 )
+_ENTRY_POINTS = frozenset({"index", "main", "__main__"})
+_BUILD_FOLDERS = frozenset({"dist", "build", "lib", "src", "bin", "out", "esm", "cjs"})
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -40,15 +42,21 @@ def selected_servers(
     return servers
 
 
-def command_name(argv: list[str]) -> str:
+def command_name(argv: list[str], folder: Path | None = None) -> str:
     """A server's name from its command: the package or script a launcher runs, else the
-    program, without folder, npm scope, version or extension."""
+    program, without folder, npm scope, version or extension. A script with an entry
+    point's name (dist/index.js) is named by the package folder it is in, else by the
+    folder the command runs in."""
     words = argv[1:] if Path(argv[0]).name in LAUNCHERS else argv
     if Path(argv[0]).name == "uv" and words[:1] == ["run"]:
         words = words[1:]
-    chosen = next((w for w in words if not w.startswith("-")), argv[0])
-    name = Path(re.sub(r"(?<=.)@[^/]*$", "", chosen)).name
-    name = re.sub(r"\.(py|js|mjs|cjs|ts|sh|rb|pl|jar|exe)$", "", name)
+    chosen = Path(
+        re.sub(r"(?<=.)@[^/]*$", "", next((w for w in words if not w.startswith("-")), argv[0]))
+    )
+    name = re.sub(r"\.(py|js|mjs|cjs|ts|sh|rb|pl|jar|exe)$", "", chosen.name)
+    if name in _ENTRY_POINTS:
+        named = [p.name for p in chosen.parents if p.name and p.name not in _BUILD_FOLDERS]
+        name = named[0] if named else (folder.name if folder else name)
     return _NOT_IN_NAME.sub("-", name).strip("-") or "server"
 
 
@@ -60,7 +68,7 @@ def _from_command(raw: str, base: Path) -> McpServer:
     if not argv:
         raise SelectionError("--mcp-command: the command is empty")
     return McpServer(
-        name=command_name(argv),
+        name=command_name(argv, base.resolve()),
         argv=tuple(argv),
         root=base.resolve(),
         env={},

@@ -61,11 +61,17 @@ def test_a_server_that_opens_no_session_is_the_load_requirements_finding() -> No
         ("npx -y @scope/pkg@1.2.3", "pkg"),
         ("uvx mcp-server-time", "mcp-server-time"),
         ("mcp-server-git --repository /x", "mcp-server-git"),
-        ("node dist/index.js", "index"),
+        ("node dist/index.js", "weather"),  # an entry point: the folder it runs in
+        (
+            "node /n/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+            "server-everything",
+        ),
+        ("python -m weather", "weather"),
+        ("python src/main.py", "weather"),
     ],
 )
 def test_a_command_names_its_server(argv: str, name: str) -> None:
-    assert command_name(argv.split()) == name
+    assert command_name(argv.split(), Path("/work/weather")) == name
 
 
 def write_config(tmp_path: Path, data: object) -> Path:
