@@ -123,6 +123,8 @@ class KitRun:
         plugins += [load_mcp_server(server) for server in servers]
         run = cls(plugins, baseline, options)
         run.labels = _unique_labels(run.plugins)
+        for server in servers:
+            run.store.on_close(server.discard_cache)
         return run
 
     @property

@@ -33,6 +33,21 @@ def pointer(*tokens: str | int) -> str:
     return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
 
 
+def strings_in(value: Any, at: str = "") -> Iterator[tuple[str, str]]:
+    """Every string in a JSON value, object keys too, with the pointer where it sits (below
+    at): where a check looks for text that must not be there."""
+    if isinstance(value, str):
+        yield at, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            here = at + pointer(str(key))
+            yield here, str(key)
+            yield from strings_in(item, here)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from strings_in(item, f"{at}/{index}")
+
+
 def pointer_tokens(ptr: str) -> list[str]:
     if not ptr:
         return []

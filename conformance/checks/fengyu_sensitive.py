@@ -25,7 +25,7 @@ from conformance.fengyu.harness import CallOutcome, ToolHarness
 from conformance.fengyu.manifest import AiTool
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.properties import Counterexample, find_counterexample
-from conformance.sources import pointer
+from conformance.sources import strings_in
 from plugin_spec.filerefs import by_id, resolve_refs
 from plugin_spec.schema_refs import DOCUMENT_ONLY
 from plugin_spec.schema_subset import to_json_schema
@@ -169,7 +169,7 @@ def canary_targets(schema: Any, schema_at: str) -> tuple[list[Target], list[str]
 def _returned(outcome: CallOutcome, targets: list[Target]) -> Leak | None:
     """A canary in the result (with its JSON pointer) or in the error."""
     if outcome.kind == "result":
-        for at, text in _strings(outcome.value, ""):
+        for at, text in strings_in(outcome.value, ""):
             for target in targets:
                 if target.canary in text:
                     return Leak(target, f"in its result at {at or '/'}", _excerpt(text, target))
@@ -199,20 +199,6 @@ def _finding(ctx: CheckContext, run: ToolRun, leak: Leak, request: Any, fix: str
     if request is not None:
         lines.append(f"request: {shown(request)}")
     return ctx.manifest_finding(leak.target.schema_pointer, "\n".join(lines), fix)
-
-
-def _strings(value: Any, at: str) -> Iterator[tuple[str, str]]:
-    """Every string in a JSON value (object keys too), with the pointer where it sits."""
-    if isinstance(value, str):
-        yield at, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            here = at + pointer(str(key))
-            yield here, str(key)
-            yield from _strings(item, here)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _strings(item, f"{at}/{index}")
 
 
 def _excerpt(text: str, target: Target) -> str:

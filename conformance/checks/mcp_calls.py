@@ -1,6 +1,6 @@
 """An MCP server's tools called (spec: mcp.md#calling-tools): generated valid arguments must
 be answered, structured output must match its schema, invalid arguments must never succeed,
-an unknown tool must be refused, and no result may carry the canary secret
+an unknown tool must be refused, and no result may carry a secret the server was given
 (spec: mcp.md#secrets).
 """
 
@@ -15,9 +15,10 @@ from jsonschema import Draft202012Validator
 
 from conformance.check_registry import CheckContext, check
 from conformance.findings import Finding, NotApplicable, shown
-from conformance.mcp.server import CANARY_VARIABLE, McpTool
+from conformance.mcp.server import McpTool
 from conformance.mcp.wire import Reply
 from conformance.properties import Counterexample, find_counterexample
+from conformance.sources import strings_in
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec import mcp
 
@@ -204,21 +205,24 @@ def unknown_tool_refused(ctx: CheckContext) -> Iterator[Finding]:
 @check("MCP-SEC-003")
 def secrets_stay_in(ctx: CheckContext) -> Iterator[Finding]:
     tool = _tool(ctx)
-    canary = ctx.server.canary
+    given = ctx.server.secrets()
+    if not given:
+        raise NotApplicable(
+            "the server is given no secret to keep: its env has no credential-like variable "
+            "(a name with KEY, TOKEN, SECRET, ...) of 8 characters or more; give it a test "
+            "token there to have results searched for it"
+        )
     services = ctx.sessions
-    space = _space(tool)
     if not any(t == tool.name for t, _, _ in services.results):
-        services.call(tool.name or "", space.minimal())
+        services.call(tool.name or "", _space(tool).minimal())
     for name, arguments, reply in services.results:
-        if (
-            name == tool.name
-            and reply.response is not None
-            and canary in json.dumps(reply.response)
-        ):
+        texts = [text for _, text in strings_in(reply.response)] if name == tool.name else []
+        leaked = sorted(v for v, value in given.items() if any(value in t for t in texts))
+        if leaked:
             yield ctx.server_finding(
                 f"tool {name!r} returned the value of the environment variable "
-                f"{CANARY_VARIABLE} (the kit's canary secret) for arguments "
-                f"{shown(arguments)}\n{_reproduction(ctx, tool, arguments, reply)}",
+                f"{', '.join(leaked)} for arguments {shown(arguments)}\n"
+                f"{_reproduction(ctx, tool, arguments, reply)}",
                 tool.pointer,
             )
             return
@@ -240,7 +244,11 @@ def read_only_holds(ctx: CheckContext) -> Iterator[Finding]:
             f"the call of {tool.name!r} with its simplest arguments was refused (isError or "
             "an error): it did nothing whose effects could be judged"
         )
-    for effect in effects.seen[:3]:
+    # Reading the open world (a fetch, a search) is still read-only; a tool that also says
+    # openWorldHint: false has no business connecting anywhere.
+    closed = not mcp.annotation(tool.definition, "openWorldHint")
+    counted = [e for e in effects.seen if e.kind == "write" or closed]
+    for effect in counted[:3]:
         yield ctx.server_finding(
             f"tool {tool.name!r} is annotated readOnlyHint: true, but a call with "
             f"{shown(effect.arguments)} {effect.what}",

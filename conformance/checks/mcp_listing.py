@@ -20,6 +20,7 @@ from jsonschema.validators import validator_for
 from conformance.check_registry import CheckContext, check
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.mcp.server import McpServer, McpTool
+from conformance.sources import strings_in
 from plugin_spec import mcp
 from plugin_spec.schema_refs import external_refs
 
@@ -197,7 +198,7 @@ def stable_listing(ctx: CheckContext) -> Iterator[Finding]:
 @check("MCP-SEC-001")
 def no_hidden_characters(ctx: CheckContext) -> Iterator[Finding]:
     for tool in _tools(ctx):
-        for at, text in _strings(tool.definition, tool.pointer):
+        for at, text in strings_in(tool.definition, tool.pointer):
             hidden = [c for c in text if is_hidden(c)]
             if hidden:
                 named = ", ".join(dict.fromkeys(f"U+{ord(c):04X} {_char_name(c)}" for c in hidden))
@@ -257,19 +258,6 @@ def no_rug_pull(ctx: CheckContext) -> Iterator[Finding]:
                     f"{shown(before.get(key))}, then {shown(tool.get(key))}",
                     f"/tools/{index}/{key}",
                 )
-
-
-def _strings(value: Any, at: str) -> Iterator[tuple[str, str]]:
-    """Every string in a definition, keys included, with its pointer."""
-    if isinstance(value, str):
-        yield at, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield f"{at}/{key}", str(key)
-            yield from _strings(item, f"{at}/{key}")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _strings(item, f"{at}/{i}")
 
 
 def _char_name(char: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -58,9 +59,17 @@ def replay(path: Path, write: Callable[[str], None] = print) -> int:
     reading before that."""
     transcript = Transcript.read(path)
     env = {name: os.environ[name] for name in transcript.env if name in os.environ}
-    server = McpServer("replay", transcript.command, transcript.cwd, env, (), str(path))
     scratch = Path(tempfile.mkdtemp(prefix="mcp-replay-"))
-    wire = Wire(server.spec(scratch))
+    server = McpServer(
+        "replay", transcript.command, transcript.cwd, env, (), str(path), cache=scratch / "cache"
+    )
+    try:
+        return _replayed(transcript, Wire(server.spec(scratch / "data")), write)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _replayed(transcript: Transcript, wire: Wire, write: Callable[[str], None]) -> int:
     write(f"started: {' '.join(transcript.command)} (in {transcript.cwd})")
     expected = 0
     shown = 0

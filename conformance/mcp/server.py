@@ -9,7 +9,6 @@ naming it.
 
 from __future__ import annotations
 
-import secrets
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -20,12 +19,14 @@ from conformance.findings import Finding
 from conformance.mcp.session import Listing, Mode, Opening, Session, open_session
 from conformance.mcp.wire import Reply, Wire
 from plugin_spec.mcp import offered_name
+from reference_host.mcp.launch import launcher_caches
+from reference_host.process.environment import SECRET_LOOKING
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.sandbox import SandboxPolicy
 
 MCP = "mcp"
 LOAD_REQUIREMENT = "MCP-LIF-001"
-CANARY_VARIABLE = "SERVICE_API_TOKEN"  # MCP-SEC-003: a secret no result may show
+SHORTEST_SECRET = 8  # MCP-SEC-003: a shorter value would be found in results by chance
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class McpServer:
     source: str  # where it was selected: the config file, or --mcp-command
     profile: str = MCP
     load_requirement: str = LOAD_REQUIREMENT
-    canary: str = field(default_factory=lambda: "sk-" + secrets.token_hex(20))
+    cache: Path | None = None  # the launchers' downloads, kept across the run's starts
     tools: list[McpTool] = field(default_factory=list)
     opening: Opening | None = None
     listing: Listing | None = None
@@ -91,19 +92,45 @@ class McpServer:
         return {offered_name(self.name, t.name) for t in self.tools if t.name is not None}
 
     def spec(self, data_dir: Path, wrapper: tuple[str, ...] = ()) -> WorkerSpec:
-        """How the kit starts it: in its folder, with its environment and the canary, in the
-        sandbox (its folder read-only, data_dir writable, no network) where there is one."""
-        policy = SandboxPolicy(package=self.root, data=data_dir)
+        """How the kit starts it: as the reference host does (reference_host/mcp/launch.py),
+        in its folder with its environment, in the sandbox where there is one: its folder
+        read-only, data_dir and the run's launcher cache of the server writable, and the
+        network shared. A server cannot tell the kit's starts from a host's by what it may
+        reach, nor by a variable only the kit sets."""
+        cache = self.cache_folder()
+        policy = SandboxPolicy(package=self.root, data=data_dir, writable=(cache,), network=True)
         return WorkerSpec(
             plugin_id=self.name,
             root=self.root,
             argv=self.argv,
             data_dir=data_dir,
-            extra_env={**self.env, CANARY_VARIABLE: self.canary},
+            extra_env={**launcher_caches(cache), **self.env},
             sandbox=policy,
             wrapper=wrapper,
             host_variables=False,
         )
+
+    def cache_folder(self) -> Path:
+        """The server's launcher cache for this run, made on first use: npx downloads a
+        package once, not at each of the run's starts."""
+        if self.cache is None:
+            self.cache = Path(tempfile.mkdtemp(prefix=f"mcp-cache-{self.name}-"))
+        return self.cache
+
+    def discard_cache(self) -> None:
+        if self.cache is not None:
+            shutil.rmtree(self.cache, ignore_errors=True)
+            self.cache = None
+
+    def secrets(self) -> dict[str, str]:
+        """MCP-SEC-003: the secrets it is given, the credential-looking variables of its
+        configured env (as the host's environment rules tell them), long enough to be found
+        only where they were copied."""
+        return {
+            name: value
+            for name, value in self.env.items()
+            if SECRET_LOOKING.search(name) and len(value) >= SHORTEST_SECRET
+        }
 
     def finding(self, requirement: str, message: str, pointer: str = "", fix: str = "") -> Finding:
         """A finding on the server: located at its listing (tools/list) or its session."""

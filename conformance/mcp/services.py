@@ -53,6 +53,7 @@ class Progress:
 class Effect:
     arguments: Any
     what: str
+    kind: str  # write | connect (syscall_trace.Attempt)
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,7 @@ class McpServices:
         wire.close()
         attempts = read_trace(trace, self.server.root, (self.workdir / purpose,))
         seen = [
-            Effect(arguments, f"{a.describe()} ({reply.describe()[:80]})")
+            Effect(arguments, f"{a.describe()} ({reply.describe()[:80]})", a.kind)
             for a in attempts
             if a.time >= begun
         ]

@@ -13,9 +13,10 @@ call filter (process/seccomp.py) through one, so the bwrap command is started be
 folder, as descriptor 3 and becomes bwrap.
 
 Environment: the workers' allow-list of the host's environment (process/environment.py,
-`--worker-env`), TMPDIR in the data folder, HOME there when unconfined, the entry's own `env`
-on top, and a lineage token (process/lineage.py) that marks every process the server starts,
-so what left its process group is still found and ended.
+`--worker-env`), TMPDIR in the data folder, HOME there when unconfined, the launchers' caches
+there too (launcher_caches), the entry's own `env` on top, and a lineage token
+(process/lineage.py) that marks every process the server starts, so what left its process
+group is still found and ended.
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ from reference_host.process.seccomp import program
 SECCOMP_FD = 3
 OPEN_FILTER = f'exec "$@" {SECCOMP_FD}<"$0"'
 SHELL = "/bin/sh"
+
+
+def launcher_caches(folder: Path) -> dict[str, str]:
+    """Where the launchers an entry names (npx, uvx, pipx run) keep what they download: a
+    folder of the server's own. The user's caches are read-only in the sandbox, where npx
+    fails on them (EROFS), and a shared writable one would let one server plant code that
+    another server's launcher runs."""
+    return {"npm_config_cache": str(folder / "npm"), "XDG_CACHE_HOME": str(folder)}
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,7 @@ class Launch:
             env["HOME"] = str(self.data_dir / "home")
         elif "HOME" in os.environ:
             env["HOME"] = os.environ["HOME"]
+        env.update(launcher_caches(self.data_dir / "cache"))
         env.update(self.server.env)
         env[LINEAGE_VARIABLE] = lineage
         return env
@@ -82,6 +92,7 @@ class Launch:
     def parameters(self, lineage: str) -> StdioServerParameters:
         """The SDK's spawn parameters, after creating the data folders."""
         self.tmp.mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "cache").mkdir(exist_ok=True)
         if not self.sandboxed:
             (self.data_dir / "home").mkdir(parents=True, exist_ok=True)
         command_line = self.argv()

@@ -3,7 +3,8 @@
 Each folder in tests/fixtures/mcp is named `<REQUIREMENT-ID>-<what>` and holds an mcp.json
 that starts the shared fixture server (server.py) with one `--defect`. The kit, run on it with
 --mcp-config, must report exactly that requirement (plus the SHOULDs its expect.toml lists
-under `also`), with a finding that quotes `value` and a fix that names `keyword`. The
+under `also`), with a finding that quotes `value` (and none that says `absent`) and a fix that names
+`keyword`. The
 conforming server and the sample MCP server report nothing, in strict mode.
 """
 
@@ -61,6 +62,7 @@ def test_fixture_server_reports_exactly_its_requirement(
     assert findings and all(f["file"] for f in findings)
     messages = "\n".join(f["message"] for f in findings)
     assert expect["value"] in messages, f"no finding quotes {expect['value']!r}:\n{messages}"
+    assert expect.get("absent", "\0") not in messages, messages
     assert any(expect["keyword"] in f["fix"] for f in findings), [f["fix"] for f in findings]
     assert rid in (folder / "README.md").read_text("utf-8")
 

@@ -19,10 +19,12 @@ from tests.conftest import REPO
 SERVER = REPO / "tests" / "fixtures" / "mcp" / "server.py"
 
 
-def loaded(*flags: str) -> McpServer:
-    command = " ".join(["python", str(SERVER), *flags])
+def loaded(*flags: str, command: str = "") -> McpServer:
+    """The fixture server (or command) loaded as a run loads it, its launcher cache gone."""
+    command = command or " ".join(["python", str(SERVER), *flags])
     (server,) = selected_servers((command,), (), (), REPO)
-    return load_mcp_server(server)
+    load_mcp_server(server).discard_cache()
+    return server
 
 
 @pytest.mark.parametrize(
@@ -49,8 +51,7 @@ def test_the_era_a_dual_era_client_would_settle_on(flags: tuple[str, ...], era: 
 def test_a_server_that_opens_no_session_is_the_load_requirements_finding() -> None:
     server = loaded("--defect", "no-server-info", "--defect", "crash-on-unknown-version")
     assert server.era is not None  # serverInfo missing: the session opens, MCP-LIF-001 fails
-    (broken,) = selected_servers(("python -c 'import sys; sys.exit(3)'",), (), (), REPO)
-    assert load_mcp_server(broken).load_error is not None
+    assert loaded(command="python -c 'import sys; sys.exit(3)'").load_error is not None
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,100 @@
+"""An MCP server finds the same world in the kit as in the reference host: the same network,
+the same environment names, a writable launcher cache of its own. A server that could tell
+the two apart could behave only while it is checked (spec: mcp.md#how-the-kit-drives-a-server).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.mcp.server import McpServer
+from conformance.mcp.wire import Wire
+from reference_host.mcp.config import ServerConfig
+from reference_host.mcp.launch import Launch
+from reference_host.process.lineage import LINEAGE_VARIABLE
+from reference_host.process.sandbox import support
+
+# What a server can see of its world, as one JSON line on stdout.
+LOOK = """
+import json, os, socket
+cache = os.environ.get("npm_config_cache", "")
+try:
+    os.makedirs(cache, exist_ok=True)
+    open(os.path.join(cache, "probe"), "w").close()
+    writable = True
+except OSError:
+    writable = False
+print(json.dumps({
+    "env": sorted(os.environ),
+    "interfaces": sorted(name for _, name in socket.if_nameindex()),
+    "cache_writable": writable,
+    "token": os.environ.get("API_TOKEN"),
+}), flush=True)
+"""
+ENV = {"API_TOKEN": "test-token-1234"}
+
+
+def seen_by_the_kit(tmp_path: Path) -> dict[str, Any]:
+    server = McpServer("look", (sys.executable, "-c", LOOK), tmp_path, dict(ENV), (), "test")
+    wire = Wire(server.spec(tmp_path / "kit-data"))
+    try:
+        (seen,) = wire.quiet(10) or [{}]
+        return seen
+    finally:
+        wire.kill()
+        server.discard_cache()
+
+
+def seen_by_the_host(tmp_path: Path) -> dict[str, Any]:
+    config = ServerConfig("look", sys.executable, ("-c", LOOK), dict(ENV), tmp_path)
+    state = tmp_path / "host-state"
+    state.mkdir()
+    hidden = (state,) if support().available else None
+    parameters = Launch(config, tmp_path / "host-data", hidden).parameters("lineage-token")
+    done = subprocess.run(
+        [parameters.command, *parameters.args],
+        env=parameters.env,
+        cwd=parameters.cwd,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    lines = done.stdout.splitlines()
+    assert lines, done.stderr
+    seen: dict[str, Any] = json.loads(lines[0])
+    return seen
+
+
+@pytest.fixture(scope="module")
+def worlds(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
+    tmp_path = tmp_path_factory.mktemp("worlds")
+    return seen_by_the_kit(tmp_path), seen_by_the_host(tmp_path)
+
+
+def test_the_kit_and_the_host_give_a_server_the_same_network(
+    worlds: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    kit, host = worlds
+    assert kit["interfaces"] == host["interfaces"]
+
+
+def test_the_kit_sets_no_variable_the_host_does_not(
+    worlds: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    kit, host = worlds
+    assert set(kit["env"]) - {LINEAGE_VARIABLE} == set(host["env"]) - {LINEAGE_VARIABLE}
+    assert kit["token"] == host["token"] == ENV["API_TOKEN"]
+
+
+def test_a_server_has_a_writable_launcher_cache_in_both(
+    worlds: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    kit, host = worlds
+    assert kit["cache_writable"] and host["cache_writable"]
