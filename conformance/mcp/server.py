@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from conformance.findings import Finding
-from conformance.mcp.session import Listing, Mode, Opening, Session, open_session
+from conformance.mcp.session import (
+    FIRST_START_SECONDS,
+    Listing,
+    Mode,
+    Opening,
+    Session,
+    open_session,
+)
 from conformance.mcp.wire import Reply, Wire
 from plugin_spec.mcp import offered_name
 from reference_host.mcp.launch import launcher_caches
@@ -148,7 +155,7 @@ def load_mcp_server(server: McpServer) -> McpServer:
         shutil.rmtree(scratch, ignore_errors=True)
         return server
     try:
-        opening = open_session(wire)
+        opening = open_session(wire, seconds=FIRST_START_SECONDS)
         if opening.era is None and opening.discover is not None and opening.discover.exited:
             # It died on the era probe: a legacy client would still reach it, and so does
             # the rest of the run (MCP-ERA-001 reports the probe).

@@ -11,10 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from conformance.mcp.wire import Reply, Wire
+from conformance.mcp.wire import REQUEST_SECONDS, Reply, Wire
 from plugin_spec import mcp
 
 DISCOVER_SECONDS = 10.0  # a probe unanswered this long means a legacy server (as the SDK)
+# How long a server's first start may take to answer initialize: `npx -y` and `uvx` fetch the
+# package then (later starts find it in the run's launcher cache).
+FIRST_START_SECONDS = 60.0
 MAX_PAGES = 100  # MCP-TL-003: a listing longer than this is taken as a loop
 
 Mode = Literal["auto", "legacy", "modern"]
@@ -65,11 +68,11 @@ class Listing:
         return not self.problem
 
 
-def open_session(wire: Wire, mode: Mode = "auto") -> Opening:
+def open_session(wire: Wire, mode: Mode = "auto", seconds: float = REQUEST_SECONDS) -> Opening:
     """Open a session: probe server/discover (mode auto or modern), fall back to the
-    handshake on anything but a DiscoverResult naming the modern version (mode auto); the
-    wire remembers the era it opened."""
-    opening = _opened(wire, mode)
+    handshake on anything but a DiscoverResult naming the modern version (mode auto),
+    waiting seconds for its answer; the wire remembers the era it opened."""
+    opening = _opened(wire, mode, seconds)
     wire.era = opening.era
     negotiated = opening.result.get("protocolVersion")
     legacy = negotiated if negotiated in mcp.HANDSHAKE_VERSIONS else opening.era
@@ -77,7 +80,7 @@ def open_session(wire: Wire, mode: Mode = "auto") -> Opening:
     return opening
 
 
-def _opened(wire: Wire, mode: Mode) -> Opening:
+def _opened(wire: Wire, mode: Mode, seconds: float) -> Opening:
     discover = None
     if mode != "legacy":
         discover = wire.request(
@@ -89,7 +92,7 @@ def _opened(wire: Wire, mode: Mode) -> Opening:
             return Opening(None, discover, problem=f"server/discover: {discover.describe()}")
         if discover.exited:  # its stdout ended: the process may not be reaped yet
             return Opening(None, discover, problem="the server exited on server/discover")
-    initialize = wire.request(mcp.INITIALIZE, mcp.initialize_params())
+    initialize = wire.request(mcp.INITIALIZE, mcp.initialize_params(), seconds=seconds)
     late = _late_discover(discover, initialize)
     if late is not None:  # a slow start: the probe's answer came after its deadline
         return Opening(mcp.MODERN, discover=late, initialize=initialize)
