@@ -120,6 +120,8 @@ class KitRun:
         except SelectionError as exc:
             raise KitUsageError(str(exc)) from None
         plugins: list[Plugin] = [load_plugin(root) for root in roots]
+        for server in servers:
+            server.pass_env = options.worker_env  # as the host's --worker-env reaches them
         plugins += [load_mcp_server(server) for server in servers]
         run = cls(plugins, baseline, options)
         run.labels = _unique_labels(run.plugins)

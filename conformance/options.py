@@ -213,11 +213,11 @@ class KitOptions:
         (),
         Flag(
             "--worker-env",
-            "pass this variable of the kit's environment to the worker, as a host's "
-            "--worker-env would (repeatable; NAME* for a prefix); otherwise a worker sees only "
+            "pass this variable of the kit's environment to the worker or MCP server, as a "
+            "host's --worker-env would (repeatable; NAME* for a prefix); otherwise it sees only "
             "PATH, the locale, TZ, JAVA_HOME and what the spec's worker environment sets",
             "NAME",
-            suites=WORKER_SUITES,
+            suites=(*WORKER_SUITES, "lifecycle", "listing"),
             ini="conformance_worker_env",
             ini_type="linelist",
             repeat=True,

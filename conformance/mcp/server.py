@@ -79,6 +79,7 @@ class McpServer:
     profile: str = MCP
     load_requirement: str = LOAD_REQUIREMENT
     cache: Path | None = None  # the launchers' downloads, kept across the run's starts
+    pass_env: tuple[str, ...] = ()  # --worker-env: the host's variables it also gets
     tools: list[McpTool] = field(default_factory=list)
     opening: Opening | None = None
     listing: Listing | None = None
@@ -112,6 +113,7 @@ class McpServer:
             argv=self.argv,
             data_dir=data_dir,
             extra_env={**launcher_caches(cache), **self.env},
+            pass_env=self.pass_env,
             sandbox=policy,
             wrapper=wrapper,
             host_variables=False,

@@ -39,11 +39,18 @@ SHELL = "/bin/sh"
 
 
 def launcher_caches(folder: Path) -> dict[str, str]:
-    """Where the launchers an entry names (npx, uvx, pipx run) keep what they download: a
-    folder of the server's own. The user's caches are read-only in the sandbox, where npx
-    fails on them (EROFS), and a shared writable one would let one server plant code that
-    another server's launcher runs."""
-    return {"npm_config_cache": str(folder / "npm"), "XDG_CACHE_HOME": str(folder)}
+    """Where the launchers an entry names (npx, uvx, pipx run) keep what they fetch and
+    install: a folder of the server's own (npm's cache; the XDG cache, data and state
+    folders, where uv keeps its tools and Python builds). The user's own are read-only in the
+    sandbox, where npx and uvx fail on them (EROFS), and a shared writable one would let one
+    server plant code that another server's launcher runs. XDG_CONFIG_HOME stays the user's:
+    a registry mirror configured there still applies."""
+    return {
+        "npm_config_cache": str(folder / "npm"),
+        "XDG_CACHE_HOME": str(folder / "cache"),
+        "XDG_DATA_HOME": str(folder / "data"),
+        "XDG_STATE_HOME": str(folder / "state"),
+    }
 
 
 @dataclass(frozen=True)

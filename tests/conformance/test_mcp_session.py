@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from conformance.kit import KitRun
 from conformance.mcp.selection import SelectionError, command_name, selected_servers
 from conformance.mcp.server import McpServer, load_mcp_server
 from conformance.mcp.wire import Wire
+from conformance.options import KitOptions
 from plugin_spec import mcp
 from reference_host.process.launch import WorkerSpec
 from tests.conftest import REPO
@@ -147,3 +149,18 @@ def test_a_server_whose_stdout_ended_is_not_taken_for_live(tmp_path: Path) -> No
         assert wire.worker.alive()  # still running: only its stdout ended
     finally:
         wire.kill()
+
+
+def test_worker_env_reaches_mcp_servers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--worker-env passes a machine variable to MCP servers too, as the host's does (a
+    launcher behind a proxy may need one)."""
+    monkeypatch.setenv("UV_NATIVE_TLS", "1")
+    options = KitOptions(mcp_commands=(f"python {SERVER}",), worker_env=("UV_NATIVE_TLS",))
+    run = KitRun.load(options, REPO)
+    try:
+        (server,) = run.plugins
+        assert isinstance(server, McpServer) and server.load_error is None
+        assert server.spec(tmp_path).environment()["UV_NATIVE_TLS"] == "1"
+    finally:
+        run.close()
+    assert server.cache is None  # the run's launcher cache went with it

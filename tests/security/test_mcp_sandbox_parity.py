@@ -1,6 +1,7 @@
 """An MCP server finds the same world in the kit as in the reference host: the same network,
-the same environment names, a writable launcher cache of its own. A server that could tell
-the two apart could behave only while it is checked (spec: mcp.md#how-the-kit-drives-a-server).
+the same environment names, writable launcher folders of its own (npx's cache, uv's tools).
+A server that could tell the two apart could behave only while it is checked (spec:
+mcp.md#how-the-kit-drives-a-server).
 """
 
 from __future__ import annotations
@@ -23,17 +24,18 @@ from reference_host.process.sandbox import support
 # What a server can see of its world, as one JSON line on stdout.
 LOOK = """
 import json, os, socket
-cache = os.environ.get("npm_config_cache", "")
-try:
-    os.makedirs(cache, exist_ok=True)
-    open(os.path.join(cache, "probe"), "w").close()
-    writable = True
-except OSError:
-    writable = False
+def writable(name):
+    try:
+        os.makedirs(os.environ[name], exist_ok=True)
+        open(os.path.join(os.environ[name], "probe"), "w").close()
+        return True
+    except (KeyError, OSError):
+        return False
+caches = ("npm_config_cache", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
 print(json.dumps({
     "env": sorted(os.environ),
     "interfaces": sorted(name for _, name in socket.if_nameindex()),
-    "cache_writable": writable,
+    "cache_writable": all(writable(name) for name in caches),
     "token": os.environ.get("API_TOKEN"),
 }), flush=True)
 """
