@@ -23,6 +23,13 @@ from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec import mcp
 
 UNKNOWN_TOOL = "conformance_no_such_tool"
+# Invalid arguments left unanswered are MCP-CALL-003's finding; the rules that judge the
+# answer's form are skipped naming it, without waiting out another call.
+UNANSWERED_OWNER = "MCP-CALL-003"
+UNANSWERED_FIX = (
+    "Answer every tools/call, invalid arguments included: an isError result naming what is "
+    "wrong (or a -32602 error), never silence, which leaves the client waiting."
+)
 HANG_FIX = (
     "Bound the tool's work for every input its schema allows (cap counts and sizes in the "
     "inputSchema, e.g. maximum), answer within 30 seconds, and stop when the call is cancelled."
@@ -84,6 +91,10 @@ def _search(
             f"the inputSchema of {name!r} leaves nothing the kit can break (no required or "
             "typed property): no invalid arguments to send"
         )
+    unanswered = f"invalid arguments of {name!r} got no answer ({UNANSWERED_OWNER})"
+    owner = ctx.requirement.id == UNANSWERED_OWNER
+    if invalid and not owner and name in services.unanswered:
+        raise NotApplicable(unanswered)
 
     def attempt(data: st.DataObject) -> Counterexample | None:
         arguments = space.draw_valid(data.draw)
@@ -95,6 +106,10 @@ def _search(
         else:
             why = ""
         reply = services.call(name, arguments)
+        if invalid and reply.response is None:  # the search ends here: each would wait
+            services.unanswered.add(name)
+            problem = f"invalid arguments got no answer: {reply.describe()}"
+            return Counterexample(f"{problem} ({why})", (arguments, reply), hang=True)
         problem = judge(reply)
         if not problem:
             return None
@@ -104,13 +119,17 @@ def _search(
         )
 
     found = find_counterexample(attempt, services.settings)
-    if found is not None:
-        arguments, reply = found.outcome
-        yield ctx.server_finding(
-            f"tool {name!r}: {found.problem}\n{_reproduction(ctx, tool, arguments, reply)}",
-            f"{tool.pointer}/inputSchema",
-            fix=HANG_FIX if found.hang else "",
-        )
+    if found is None:
+        return
+    arguments, reply = found.outcome
+    if invalid and reply.response is None and not owner:
+        raise NotApplicable(unanswered)
+    fix = UNANSWERED_FIX if invalid and found.hang else HANG_FIX if found.hang else ""
+    yield ctx.server_finding(
+        f"tool {name!r}: {found.problem}\n{_reproduction(ctx, tool, arguments, reply)}",
+        f"{tool.pointer}/inputSchema",
+        fix=fix,
+    )
 
 
 @check("MCP-CALL-001")

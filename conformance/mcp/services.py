@@ -80,6 +80,7 @@ class McpServices:
         self._session: Session | None = None
         self._progress: dict[str, Progress] = {}
         self._abandoned: set[str] = set()  # tokens of calls that timed out and were cancelled
+        self.unanswered: set[str] = set()  # tools whose invalid arguments got no answer
         self._exercised = False
         self.results: list[tuple[str, Any, Reply]] = []  # every call: tool, arguments, reply
 
