@@ -11,6 +11,8 @@ worker's start, costs no more than that.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
     from conformance.erp.endpoints import EndpointServices
     from conformance.fengyu.services import WorkerServices
     from conformance.mcp.services import McpServices
+
+# Where failing MCP items save their transcripts when the run writes no report.
+TRANSCRIPTS = Path(tempfile.gettempdir(), "mcp-transcripts")
 
 
 class KitUsageError(Exception):
@@ -120,13 +125,11 @@ class KitRun:
         except SelectionError as exc:
             raise KitUsageError(str(exc)) from None
         plugins: list[Plugin] = [load_plugin(root) for root in roots]
-        for server in servers:
-            server.pass_env = options.worker_env  # as the host's --worker-env reaches them
-        plugins += [load_mcp_server(server) for server in servers]
         run = cls(plugins, baseline, options)
+        if servers:
+            run.prepare_mcp(servers)
+        run.plugins += [load_mcp_server(server) for server in servers]
         run.labels = _unique_labels(run.plugins)
-        for server in servers:
-            run.store.on_close(server.discard_cache)
         return run
 
     @property
@@ -184,10 +187,23 @@ class KitRun:
         return services
 
     @property
-    def transcripts(self) -> Path | None:
+    def transcripts(self) -> Path:
         """Where failing MCP items save their transcripts: beside the report, if any."""
         report = self.options.report
-        return Path(f"{report}.transcripts") if report else None
+        return Path(f"{report}.transcripts") if report else TRANSCRIPTS
+
+    def prepare_mcp(self, servers: list[McpServer]) -> None:
+        """Give the run's MCP servers what a host would: --worker-env, and each a scratch
+        folder in one run folder; their sandboxes hide that run folder and the transcripts,
+        so no server reads another's data, the kit's traces or what earlier runs saved."""
+        root = Path(tempfile.mkdtemp())
+        self.store.on_close(lambda: shutil.rmtree(root, ignore_errors=True))
+        transcripts = self.transcripts.resolve()
+        transcripts.mkdir(parents=True, exist_ok=True)
+        for server in servers:
+            server.pass_env = self.options.worker_env  # as the host's --worker-env reaches them
+            server.scratch = Path(tempfile.mkdtemp(dir=root))
+            server.hidden = (root, transcripts)
 
     def _start_endpoints(self, plugin: ErpPlugin) -> EndpointServices:
         from conformance.erp.endpoints import EndpointServices

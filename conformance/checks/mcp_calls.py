@@ -16,13 +16,13 @@ from jsonschema import Draft202012Validator
 from conformance.check_registry import CheckContext, check
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.mcp.server import McpTool
+from conformance.mcp.services import UNKNOWN_TOOL
 from conformance.mcp.wire import Reply
 from conformance.properties import Counterexample, find_counterexample
 from conformance.sources import strings_in
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec import mcp
 
-UNKNOWN_TOOL = "conformance_no_such_tool"
 # Invalid arguments left unanswered are MCP-CALL-003's finding; the rules that judge the
 # answer's form are skipped naming it, without waiting out another call.
 UNANSWERED_OWNER = "MCP-CALL-003"
@@ -212,7 +212,9 @@ def input_errors_as_results(ctx: CheckContext) -> Iterator[Finding]:
 @check("MCP-CALL-005")
 def unknown_tool_refused(ctx: CheckContext) -> Iterator[Finding]:
     ctx.sessions.require_session()
-    reply = ctx.sessions.call(UNKNOWN_TOOL, {})
+    reply = ctx.sessions.unknown_tool
+    if reply is None:
+        raise NotApplicable("a second start of the server opened no session: no call was made")
     if reply.response is None or reply.succeeded:
         yield ctx.server_finding(
             f"tools/call of {UNKNOWN_TOOL!r}, which the server did not list, got: "

@@ -316,9 +316,9 @@ def progress_well_formed(ctx: CheckContext) -> Iterator[Finding]:
             yield ctx.server_finding(problem, "/params/progress")
 
 
-def _progress_problem(token: str, values: list[tuple[Any, Any]], late: bool) -> str:
-    if any(v[0] != token for v in values):
-        wrong = next(v[0] for v in values if v[0] != token)
+def _progress_problem(token: int, values: list[tuple[Any, Any]], late: bool) -> str:
+    if any(v[0] != token or isinstance(v[0], bool) for v in values):
+        wrong = next(v[0] for v in values if v[0] != token or isinstance(v[0], bool))
         return f"a call with progressToken {token!r} got progress for token {wrong!r}"
     numbers = [v[1] for v in values]
     if not all(isinstance(n, int | float) for n in numbers):

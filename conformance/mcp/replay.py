@@ -61,10 +61,10 @@ def replay(path: Path, write: Callable[[str], None] = print) -> int:
     env = {name: os.environ[name] for name in transcript.env if name in os.environ}
     scratch = Path(tempfile.mkdtemp(prefix="mcp-replay-"))
     server = McpServer(
-        "replay", transcript.command, transcript.cwd, env, (), str(path), cache=scratch / "cache"
+        "replay", transcript.command, transcript.cwd, env, (), str(path), scratch=scratch
     )
     try:
-        return _replayed(transcript, Wire(server.spec(scratch / "data")), write)
+        return _replayed(transcript, Wire(server.spec()), write)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

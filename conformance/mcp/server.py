@@ -26,7 +26,7 @@ from conformance.mcp.session import (
 )
 from conformance.mcp.wire import Reply, Wire
 from plugin_spec.mcp import offered_name
-from reference_host.mcp.launch import launcher_caches
+from reference_host.mcp.launch import launcher_caches, server_data
 from reference_host.process.environment import SECRET_LOOKING
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.sandbox import SandboxPolicy
@@ -78,7 +78,8 @@ class McpServer:
     source: str  # where it was selected: the config file, or --mcp-command
     profile: str = MCP
     load_requirement: str = LOAD_REQUIREMENT
-    cache: Path | None = None  # the launchers' downloads, kept across the run's starts
+    scratch: Path | None = None  # the run's folder for it: its data folder, traces (hidden)
+    hidden: tuple[Path, ...] = ()  # the run's own folders its sandbox hides besides
     pass_env: tuple[str, ...] = ()  # --worker-env: the host's variables it also gets
     tools: list[McpTool] = field(default_factory=list)
     opening: Opening | None = None
@@ -99,37 +100,45 @@ class McpServer:
         """The names a host offers its tools under (what other plugins' names meet)."""
         return {offered_name(self.name, t.name) for t in self.tools if t.name is not None}
 
-    def spec(self, data_dir: Path, wrapper: tuple[str, ...] = ()) -> WorkerSpec:
+    def spec(self, wrapper: tuple[str, ...] = ()) -> WorkerSpec:
         """How the kit starts it: as the reference host does (reference_host/mcp/launch.py),
-        in its folder with its environment, in the sandbox where there is one: its folder
-        read-only, data_dir and the run's launcher cache of the server writable, and the
-        network shared. A server cannot tell the kit's starts from a host's by what it may
-        reach, nor by a variable only the kit sets."""
-        cache = self.cache_folder()
-        policy = SandboxPolicy(package=self.root, data=data_dir, writable=(cache,), network=True)
+        in its folder with its environment, in the sandbox where there is one: everything
+        read-only, the run's scratch folder hidden but for the server's data folder (laid out
+        as the host lays it out, its launcher caches in it), writable, and the network
+        shared. Every start shares that data folder, as a host's restarts do. A server cannot
+        tell the kit's starts from a host's by what it may reach, what it finds where, nor by
+        a variable only the kit sets."""
+        scratch, data = self.folder(), self.data_dir
+        hidden = tuple(dict.fromkeys((scratch, *self.hidden)))
+        policy = SandboxPolicy(data, data, hidden=hidden, network=True)
         return WorkerSpec(
             plugin_id=self.name,
             root=self.root,
             argv=self.argv,
-            data_dir=data_dir,
-            extra_env={**launcher_caches(cache), **self.env},
+            data_dir=data,
+            extra_env={**launcher_caches(data), **self.env},
             pass_env=self.pass_env,
             sandbox=policy,
             wrapper=wrapper,
             host_variables=False,
         )
 
-    def cache_folder(self) -> Path:
-        """The server's launcher cache for this run, made on first use: npx downloads a
-        package once, not at each of the run's starts."""
-        if self.cache is None:
-            self.cache = Path(tempfile.mkdtemp(prefix=f"mcp-cache-{self.name}-"))
-        return self.cache
+    def folder(self) -> Path:
+        """The run's scratch folder for the server, made on first use and kept for the run:
+        npx fetches a package once, not at each start."""
+        if self.scratch is None:
+            self.scratch = Path(tempfile.mkdtemp())
+        return self.scratch
 
-    def discard_cache(self) -> None:
-        if self.cache is not None:
-            shutil.rmtree(self.cache, ignore_errors=True)
-            self.cache = None
+    @property
+    def data_dir(self) -> Path:
+        return server_data(self.folder(), self.name)
+
+    def discard(self) -> None:
+        """Remove the scratch folder (the run's end)."""
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
     def secrets(self) -> dict[str, str]:
         """MCP-SEC-003: the secrets it is given, the credential-looking variables of its
@@ -149,12 +158,10 @@ class McpServer:
 def load_mcp_server(server: McpServer) -> McpServer:
     """Start the server once, open a session and list its tools: the run's items per tool
     come from this listing."""
-    scratch = Path(tempfile.mkdtemp(prefix="mcp-load-"))
     try:
-        wire = Wire(server.spec(scratch / "data"))
+        wire = Wire(server.spec())
     except OSError as exc:
         server.load_error = LoadProblem(f"the command could not be started: {exc}")
-        shutil.rmtree(scratch, ignore_errors=True)
         return server
     try:
         opening = open_session(wire, seconds=FIRST_START_SECONDS)
@@ -163,7 +170,7 @@ def load_mcp_server(server: McpServer) -> McpServer:
             # the rest of the run (MCP-ERA-001 reports the probe).
             wire.kill()
             server.probe_killed, server.mode = opening.discover, "legacy"
-            wire = Wire(server.spec(scratch / "data"))
+            wire = Wire(server.spec())
             opening = open_session(wire, "legacy")
         server.opening = opening
         if opening.era is None:
@@ -177,7 +184,6 @@ def load_mcp_server(server: McpServer) -> McpServer:
             server.load_error = LoadProblem(f"no tool list: {listing.problem}")
     finally:
         wire.kill()
-        shutil.rmtree(scratch, ignore_errors=True)
     return server
 
 

@@ -7,8 +7,6 @@ tool calls go through. Every session's frames can be saved as a JSONL transcript
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,6 +22,7 @@ from conformance.search_settings import PropertySettings
 from plugin_spec import mcp
 
 UNKNOWN_VERSION = "1999-01-01"  # MCP-LIF-002: a version no server knows
+UNKNOWN_TOOL = "conformance_no_such_tool"  # MCP-CALL-005: never listed
 QUIET_SECONDS = 0.5  # how long the probe listens for what a notification made it write
 
 
@@ -44,7 +43,7 @@ class Progress:
     """The progress notifications one call was sent: (token named, progress) in order, and
     whether one came after its response."""
 
-    token: str
+    token: int
     values: list[tuple[Any, Any]] = field(default_factory=list)
     late: bool = False
 
@@ -68,18 +67,16 @@ class Effects:
 class McpServices:
     """One server's sessions for the checks of a run."""
 
-    def __init__(
-        self, server: McpServer, settings: PropertySettings, transcripts: Path | None = None
-    ) -> None:
+    def __init__(self, server: McpServer, settings: PropertySettings, transcripts: Path) -> None:
         self.server = server
         self.settings = settings
-        self.workdir = Path(tempfile.mkdtemp(prefix="mcp-"))
-        self.transcripts = transcripts or Path(tempfile.gettempdir(), "mcp-transcripts")
+        self.transcripts = transcripts
         self._wires: list[Wire] = []
-        self._calls = 0
         self._session: Session | None = None
-        self._progress: dict[str, Progress] = {}
-        self._abandoned: set[str] = set()  # tokens of calls that timed out and were cancelled
+        # Progress per (wire, token): a token is its request's id, which a restarted session
+        # numbers from 1 again.
+        self._progress: dict[tuple[int, Any], Progress] = {}
+        self._abandoned: set[tuple[int, Any]] = set()  # calls that timed out and were cancelled
         self.unanswered: set[str] = set()  # tools whose invalid arguments got no answer
         self._exercised = False
         self.results: list[tuple[str, Any, Reply]] = []  # every call: tool, arguments, reply
@@ -88,9 +85,9 @@ class McpServices:
         """Every server process the run's checks started, in order."""
         return list(self._wires)
 
-    def launch(self, purpose: str, wrapper: tuple[str, ...] = ()) -> Wire:
-        """The server started for one purpose, with a data folder of that name."""
-        wire = Wire(self.server.spec(self.workdir / purpose, wrapper))
+    def launch(self, wrapper: tuple[str, ...] = ()) -> Wire:
+        """The server started once more, as a host restarts it (the same data folder)."""
+        wire = Wire(self.server.spec(wrapper))
         self._wires.append(wire)
         return wire
 
@@ -102,7 +99,7 @@ class McpServices:
     def probe(self) -> Probe:
         """Launch, open as a dual-era client, send ids of both kinds, notifications, a
         cancellation, then close stdin and escalate as a client does."""
-        wire = self.launch("probe")
+        wire = self.launch()
         opening = open_session(wire, self.server.mode)
         probe = Probe(wire, opening)
         if opening.era is None:
@@ -128,7 +125,7 @@ class McpServices:
         """A 2025-11-25 session of its own, a launch that goes straight to initialize (None:
         the server does not open one); the probe's session has ended by the time it is asked
         for, whichever era the probe spoke."""
-        wire = self.launch("legacy")
+        wire = self.launch()
         opening = open_session(wire, "legacy")
         return Session(wire, opening) if opening.era == mcp.LEGACY else None
 
@@ -141,7 +138,7 @@ class McpServices:
     def unknown_version(self) -> tuple[Reply, bool]:
         """initialize offering a version no server knows: the reply, and whether the
         server still ran after it."""
-        wire = self.launch("unknown-version")
+        wire = self.launch()
         reply = wire.request(mcp.INITIALIZE, mcp.initialize_params(UNKNOWN_VERSION))
         wire.quiet(QUIET_SECONDS)
         alive = wire.alive()
@@ -155,32 +152,51 @@ class McpServices:
         a crashed server: one tool's crash is its own finding, not every later item's."""
         self.require_session()
         if self._session is None or not self._session.wire.alive():
-            wire = self.launch("calls")
+            wire = self.launch()
             self._session = Session(wire, open_session(wire, self.server.mode))
         return self._session
 
     @cached_property
     def second_start(self) -> Listing | None:
         """The tools listed by a second start of the server (None: it opened no session)."""
-        wire = self.launch("second-start")
+        return self._second_start[0]
+
+    @property
+    def unknown_tool(self) -> Reply | None:
+        """MCP-CALL-005: the answer to a tools/call of a tool never listed (None: the second
+        start opened no session)."""
+        return self._second_start[1]
+
+    @cached_property
+    def _second_start(self) -> tuple[Listing | None, Reply | None]:
+        """A second start, which lists the tools and then calls one it did not list. Not in
+        the calls session: a call no host makes would tell the server, before the calls that
+        are judged, that it is being checked."""
+        wire = self.launch()
         opening = open_session(wire, self.server.mode)
-        listing = Session(wire, opening).list_tools() if opening.era else None
+        if opening.era is None:
+            wire.kill()
+            return None, None
+        session = Session(wire, opening)
+        listing = session.list_tools()
+        reply = session.call_tool(UNKNOWN_TOOL, {})
         wire.kill()
-        return listing
+        return listing, reply
 
     def call(self, tool: str, arguments: Any) -> Reply:
-        """One tools/call in the calls session, with a progress token of its own; the
-        progress it is sent is kept for MCP-UTL-004, the reply for MCP-SEC-003."""
-        self._calls += 1
-        token = f"conformance-progress-{self._calls}"
+        """One tools/call in the calls session, following its progress as a host that shows
+        progress does (the token is the request's id); the progress it is sent is kept for
+        MCP-UTL-004, the reply for MCP-SEC-003."""
         session = self.session
+        wire = id(session.wire)
+        token = session.wire.next_id()
         reply = session.call_tool(tool, arguments, progress=token)
-        if reply.timed_out and reply.request_id is not None:
+        if reply.timed_out:
             # A client cancels what it stopped waiting for; what the server still sends for
             # it answers nothing the kit waits on, so it is not judged late.
             reason = "the kit stopped waiting for it"
-            session.wire.notify(mcp.CANCELLED, {"requestId": reply.request_id, "reason": reason})
-            self._abandoned.add(token)
+            session.wire.notify(mcp.CANCELLED, {"requestId": token, "reason": reason})
+            self._abandoned.add((wire, token))
         progress = Progress(token)
         for message in reply.meanwhile:
             if message.get("method") != mcp.PROGRESS:
@@ -188,14 +204,16 @@ class McpServices:
             params = message.get("params") or {}
             sent = params.get("progressToken") if isinstance(params, dict) else None
             value = params.get("progress") if isinstance(params, dict) else None
-            if isinstance(sent, str) and sent in self._abandoned and sent != token:
+            hashable = isinstance(sent, str | int) and not isinstance(sent, bool)
+            key = (wire, sent) if hashable else None
+            if key in self._abandoned and sent != token:
                 continue
-            if isinstance(sent, str) and sent in self._progress:
-                self._progress[sent].late = True
+            if key in self._progress:
+                self._progress[key].late = True
             else:
                 progress.values.append((sent, value))
         if progress.values:
-            self._progress[token] = progress
+            self._progress[(wire, token)] = progress
         self.results.append((tool, arguments, reply))
         return reply
 
@@ -221,17 +239,18 @@ class McpServices:
         the sandbox: writes it refused and connections (syscall_trace.py)."""
         if unseen := effects_unseen():
             return Effects([], unseen)
-        purpose = f"effects-{len(self._wires)}"
-        trace = self.workdir / f"{purpose}.trace"
-        wire = self.launch(purpose, tracer(strace_program(), trace))
+        trace = self.server.folder() / f"effects-{len(self._wires)}.trace"
+        wire = self.launch(tracer(strace_program(), trace))
         opening = open_session(wire, self.server.mode)
         if opening.era is None:
             wire.kill()
             return Effects([], f"the traced server opened no session: {opening.problem}")
+        session = Session(wire, opening)
+        session.list_tools()  # as a host lists the tools before each call
         begun = time.time()
-        reply = Session(wire, opening).call_tool(tool, arguments)
+        reply = session.call_tool(tool, arguments, progress=wire.next_id())
         wire.close()
-        attempts = read_trace(trace, self.server.root, (self.workdir / purpose,))
+        attempts = read_trace(trace, self.server.root, (self.server.data_dir,))
         seen = [
             Effect(arguments, f"{a.describe()} ({reply.describe()[:80]})", a.kind)
             for a in attempts
@@ -260,4 +279,3 @@ class McpServices:
     def close(self) -> None:
         for wire in self._wires:
             wire.kill()
-        shutil.rmtree(self.workdir, ignore_errors=True)

@@ -171,12 +171,14 @@ class Session:
             seen_cursors.add(cursor)
 
     def call_tool(
-        self, name: str, arguments: Any, *, progress: str | None = None, seconds: float = 30.0
+        self, name: str, arguments: Any, *, progress: int | None = None, seconds: float = 30.0
     ) -> Reply:
+        """tools/call; progress: the request's id, also sent as its progressToken, as the SDK
+        does when the caller follows progress (wire.next_id() gives one)."""
         params: dict[str, Any] = {"name": name, "arguments": arguments}
         if progress is not None:
             params["_meta"] = {"progressToken": progress}
-        return self.request(mcp.TOOLS_CALL, params, seconds=seconds)
+        return self.request(mcp.TOOLS_CALL, params, seconds=seconds, request_id=progress)
 
 
 def _page_tools(page: Reply) -> list[Any]:

@@ -103,7 +103,7 @@ class Wire:
     started: float = field(init=False)
     era: str | None = None  # the era its session opened in (session.open_session sets it)
     version: str | None = None  # the protocol version that session speaks
-    _next_id: int = 1
+    _next_id: int = 0  # the first request is 1, as the SDK numbers them
     _unread: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -115,8 +115,9 @@ class Wire:
         return self._next_id
 
     def send(self, message: Any) -> bool:
-        """Write one message as a line; False when the server no longer reads stdin."""
-        text = json.dumps(message, ensure_ascii=False)
+        """Write one message as a line, compact as the SDK writes it (a server must not tell
+        the kit from a host by its spacing); False when the server no longer reads stdin."""
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
         self.frames.append(Frame("sent", self._now(), text, message))
         deadline = time.monotonic() + REQUEST_SECONDS
         return bool(self.worker.send([text.encode() + b"\n"], deadline))

@@ -23,6 +23,7 @@ from typing import Any
 import mcp_types
 import psutil
 from mcp import Client, stdio_client
+from mcp.shared.dispatcher import ProgressFnT
 
 from plugin_spec.mcp import CLIENT_INFO
 from reference_host.mcp.launch import Launch
@@ -95,7 +96,10 @@ class Connection:
         self, name: str, arguments: dict[str, Any], timeout: float | None
     ) -> mcp_types.CallToolResult:
         assert self.client is not None
-        return await self.client.call_tool(name, arguments, read_timeout_seconds=timeout)
+        progress = _progress_logger(self._launch.server.name, name)
+        return await self.client.call_tool(
+            name, arguments, read_timeout_seconds=timeout, progress_callback=progress
+        )
 
     async def close(self) -> None:
         """Leave the session (the SDK's shutdown), then end whatever it left running."""
@@ -139,3 +143,13 @@ class Connection:
                     self.pid = pid
                     MANAGED.add(pid)
                     return
+
+
+def _progress_logger(server: str, tool: str) -> ProgressFnT:
+    """A progress callback for one call: the call then carries a progressToken, as clients
+    that show progress send, and what the server reports is logged."""
+
+    async def logged(progress: float, total: float | None, message: str | None) -> None:
+        log.debug("MCP server %s: %s at %s/%s %s", server, tool, progress, total, message or "")
+
+    return logged

@@ -38,18 +38,29 @@ OPEN_FILTER = f'exec "$@" {SECCOMP_FD}<"$0"'
 SHELL = "/bin/sh"
 
 
-def launcher_caches(folder: Path) -> dict[str, str]:
+DATA_FOLDER = "mcp-data"
+
+
+def server_data(data_dir: Path, name: str) -> Path:
+    """The data folder of the server called name, under a host's (or a kit run's) data_dir;
+    the name made one safe path component."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name).lstrip(".")
+    return data_dir / DATA_FOLDER / (safe or "_")
+
+
+def launcher_caches(data_dir: Path) -> dict[str, str]:
     """Where the launchers an entry names (npx, uvx, pipx run) keep what they fetch and
-    install: a folder of the server's own (npm's cache; the XDG cache, data and state
+    install: `cache` in the server's data folder (npm's cache; the XDG cache, data and state
     folders, where uv keeps its tools and Python builds). The user's own are read-only in the
     sandbox, where npx and uvx fail on them (EROFS), and a shared writable one would let one
     server plant code that another server's launcher runs. XDG_CONFIG_HOME stays the user's:
     a registry mirror configured there still applies."""
+    folder = data_dir / "cache"
     return {
         "npm_config_cache": str(folder / "npm"),
-        "XDG_CACHE_HOME": str(folder / "cache"),
-        "XDG_DATA_HOME": str(folder / "data"),
-        "XDG_STATE_HOME": str(folder / "state"),
+        "XDG_CACHE_HOME": str(folder / "xdg-cache"),
+        "XDG_DATA_HOME": str(folder / "xdg-data"),
+        "XDG_STATE_HOME": str(folder / "xdg-state"),
     }
 
 
@@ -91,7 +102,7 @@ class Launch:
             env["HOME"] = str(self.data_dir / "home")
         elif "HOME" in os.environ:
             env["HOME"] = os.environ["HOME"]
-        env.update(launcher_caches(self.data_dir / "cache"))
+        env.update(launcher_caches(self.data_dir))
         env.update(self.server.env)
         env[LINEAGE_VARIABLE] = lineage
         return env
@@ -99,7 +110,6 @@ class Launch:
     def parameters(self, lineage: str) -> StdioServerParameters:
         """The SDK's spawn parameters, after creating the data folders."""
         self.tmp.mkdir(parents=True, exist_ok=True)
-        (self.data_dir / "cache").mkdir(exist_ok=True)
         if not self.sandboxed:
             (self.data_dir / "home").mkdir(parents=True, exist_ok=True)
         command_line = self.argv()

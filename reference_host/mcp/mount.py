@@ -39,7 +39,7 @@ from plugin_spec.mcp import approval_class, distinct_name
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.mcp.client import Connection
 from reference_host.mcp.config import McpConfigError, ServerConfig, read_config
-from reference_host.mcp.launch import Launch
+from reference_host.mcp.launch import DATA_FOLDER, Launch, server_data
 from reference_host.mcp.results import error_text, tool_result
 from reference_host.tools.callbacks import (
     CallContext,
@@ -56,7 +56,6 @@ OWNER_PREFIX = "mcp:"  # a mounted tool's owner: mcp:<server>
 CALL_TIMEOUT = 300.0  # seconds one tools/call may take (a turn's own limit usually ends it first)
 STDERR_LINES = 5
 CONNECTION_CLOSED_MESSAGE = "Connection closed"  # the SDK's, with CONNECTION_CLOSED
-DATA_FOLDER = "mcp-data"
 
 
 class McpServer:
@@ -261,9 +260,8 @@ async def mount_servers(
     bad file or a server that cannot be mounted; the servers already started are stopped."""
     configs = [c for c in read_config(config_file) if not c.disabled]
     hidden = (data_dir.resolve(),) if sandbox else None
-    folder = data_dir / DATA_FOLDER
-    shutil.rmtree(folder, ignore_errors=True)  # what an earlier host left
-    servers = [McpServer(_launch(c, folder, hidden, pass_env)) for c in configs]
+    shutil.rmtree(data_dir / DATA_FOLDER, ignore_errors=True)  # what an earlier host left
+    servers = [McpServer(_launch(c, data_dir, hidden, pass_env)) for c in configs]
     mounted: list[McpServer] = []
     try:
         for server in servers:
@@ -314,15 +312,9 @@ def digests(tools: Iterable[mcp_types.Tool]) -> dict[str, str]:
 
 
 def _launch(
-    config: ServerConfig, folder: Path, hidden: tuple[Path, ...] | None, pass_env: tuple[str, ...]
+    config: ServerConfig, data_dir: Path, hidden: tuple[Path, ...] | None, pass_env: tuple[str, ...]
 ) -> Launch:
-    return Launch(config, folder / _folder_name(config.name), hidden, pass_env)
-
-
-def _folder_name(name: str) -> str:
-    """A server name as one safe path component."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name).lstrip(".")
-    return safe or "_"
+    return Launch(config, server_data(data_dir, config.name), hidden, pass_env)
 
 
 def _closed(exc: Exception) -> bool:

@@ -166,7 +166,9 @@ def _hidden(policy: SandboxPolicy) -> list[Path]:
     home = os.environ.get("HOME")
     credentials = [Path(home) / c for c in CREDENTIALS] if home else []
     shared = [p for p in (*SHARED, *credentials) if p.is_dir() and not p.is_symlink()]
-    return [*shared, *(p for p in policy.hidden if p not in shared)]
+    folders = [*shared, *(p for p in policy.hidden if p not in shared)]
+    # One inside another is hidden with it (bwrap cannot remount it read-only on its own).
+    return [p for p in folders if not any(p != q and p.is_relative_to(q) for q in folders)]
 
 
 def _kept(hidden: list[Path]) -> list[Path]:

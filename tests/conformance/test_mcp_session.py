@@ -25,7 +25,7 @@ def loaded(*flags: str, command: str = "") -> McpServer:
     """The fixture server (or command) loaded as a run loads it, its launcher cache gone."""
     command = command or " ".join(["python", str(SERVER), *flags])
     (server,) = selected_servers((command,), (), (), REPO)
-    load_mcp_server(server).discard_cache()
+    load_mcp_server(server).discard()
     return server
 
 
@@ -151,7 +151,7 @@ def test_a_server_whose_stdout_ended_is_not_taken_for_live(tmp_path: Path) -> No
         wire.kill()
 
 
-def test_worker_env_reaches_mcp_servers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_worker_env_reaches_mcp_servers(monkeypatch: pytest.MonkeyPatch) -> None:
     """--worker-env passes a machine variable to MCP servers too, as the host's does (a
     launcher behind a proxy may need one)."""
     monkeypatch.setenv("UV_NATIVE_TLS", "1")
@@ -160,7 +160,9 @@ def test_worker_env_reaches_mcp_servers(tmp_path: Path, monkeypatch: pytest.Monk
     try:
         (server,) = run.plugins
         assert isinstance(server, McpServer) and server.load_error is None
-        assert server.spec(tmp_path).environment()["UV_NATIVE_TLS"] == "1"
+        assert server.spec().environment()["UV_NATIVE_TLS"] == "1"
+        scratch = server.folder()
+        assert scratch.is_dir()
     finally:
         run.close()
-    assert server.cache is None  # the run's launcher cache went with it
+    assert not scratch.exists()  # the run's folders (data, launcher caches) went with it

@@ -17,7 +17,7 @@ import pytest
 from conformance.mcp.server import McpServer
 from conformance.mcp.wire import Wire
 from reference_host.mcp.config import ServerConfig
-from reference_host.mcp.launch import Launch
+from reference_host.mcp.launch import Launch, server_data
 from reference_host.process.lineage import LINEAGE_VARIABLE
 from reference_host.process.sandbox import support
 
@@ -37,6 +37,7 @@ print(json.dumps({
     "interfaces": sorted(name for _, name in socket.if_nameindex()),
     "cache_writable": all(writable(name) for name in caches),
     "token": os.environ.get("API_TOKEN"),
+    "around": sorted(os.listdir(os.path.join(os.environ["TMPDIR"], "..", "..", ".."))),
 }), flush=True)
 """
 ENV = {"API_TOKEN": "test-token-1234"}
@@ -44,21 +45,24 @@ ENV = {"API_TOKEN": "test-token-1234"}
 
 def seen_by_the_kit(tmp_path: Path) -> dict[str, Any]:
     server = McpServer("look", (sys.executable, "-c", LOOK), tmp_path, dict(ENV), (), "test")
-    wire = Wire(server.spec(tmp_path / "kit-data"))
+    (server.folder() / "effects-1.trace").write_text("what the kit keeps to itself")
+    wire = Wire(server.spec())
     try:
         (seen,) = wire.quiet(10) or [{}]
         return seen
     finally:
         wire.kill()
-        server.discard_cache()
+        server.discard()
 
 
 def seen_by_the_host(tmp_path: Path) -> dict[str, Any]:
     config = ServerConfig("look", sys.executable, ("-c", LOOK), dict(ENV), tmp_path)
     state = tmp_path / "host-state"
     state.mkdir()
+    (state / "host.sqlite3").write_text("what the host keeps to itself")
     hidden = (state,) if support().available else None
-    parameters = Launch(config, tmp_path / "host-data", hidden).parameters("lineage-token")
+    launch = Launch(config, server_data(state, "look"), hidden)
+    parameters = launch.parameters("lineage-token")
     done = subprocess.run(
         [parameters.command, *parameters.args],
         env=parameters.env,
@@ -100,3 +104,12 @@ def test_a_server_has_a_writable_launcher_cache_in_both(
 ) -> None:
     kit, host = worlds
     assert kit["cache_writable"] and host["cache_writable"]
+
+
+def test_a_server_sees_only_its_own_data_folder_in_both(
+    worlds: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    """The kit's scratch folder (its traces, other servers' folders) is hidden as the host's
+    data folder is: around the server's data folder there is only its mcp-data folder."""
+    kit, host = worlds
+    assert kit["around"] == host["around"] == ["mcp-data"]
