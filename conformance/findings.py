@@ -7,8 +7,23 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-NAMED_REQUIREMENT = re.compile(r"\(((?:FY|ERP)-[A-Z]+-\d{3})\)")
+NAMED_REQUIREMENT = re.compile(r"\(((?:FY|ERP|MCP)-[A-Z]+-\d{3})\)")
 SHOWN_CHARS = 200
+# What a terminal or a Markdown viewer would act on rather than show: C0 and C1 controls
+# (ESC starts the sequences that erase lines and fake colours), DEL, the bidirectional
+# overrides and isolates, and the Unicode line separators. Tab and newline are kept in text.
+_CONTROLS = "\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069"
+_UNPRINTABLE = re.compile(f"[{_CONTROLS}]")
+_UNPRINTABLE_IN_NAME = re.compile(f"[{_CONTROLS}\\t\\n]")
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """text with what a terminal would act on written as escapes (\\x1b, \\u202e): a
+    plugin's or server's words (stderr, a tool name, an error message) reach the kit's output,
+    and must not erase lines or print a fake PASSED there. one_line escapes tab and newline
+    too (a node id)."""
+    pattern = _UNPRINTABLE_IN_NAME if one_line else _UNPRINTABLE
+    return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 @dataclass(frozen=True)
@@ -25,6 +40,10 @@ class Finding:
     pointer: str = ""
     line: int | None = None
     fix: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("message", "file", "pointer", "fix"):
+            object.__setattr__(self, name, printable(getattr(self, name)))
 
     @property
     def location(self) -> str:

@@ -24,7 +24,7 @@ import pytest
 from conformance.baseline import BaselineError, ExpectedFailure
 from conformance.fengyu.code_first import BUILD_ADVICE
 from conformance.fengyu.manifest import FengYuPlugin
-from conformance.findings import Finding
+from conformance.findings import Finding, printable
 from conformance.kit import UNCHECKED, KitRun, KitUsageError, Status, Target, Verdict
 from conformance.mcp.server import McpServer
 from conformance.options import SUITES, KitOptions, OptionError
@@ -114,6 +114,8 @@ class KitSession:
 
     def pytest_report_header(self) -> list[str]:
         lines = []
+        if warning := self._settings_warning():
+            lines.append(warning)
         for plugin in self.kit.plugins:
             profile = plugin.profile
             if isinstance(plugin, McpServer):
@@ -122,6 +124,23 @@ class KitSession:
             if isinstance(plugin, FengYuPlugin) and plugin.code_first is not None:
                 lines.append(f"  {BUILD_ADVICE}")
         return lines
+
+    def _settings_warning(self) -> str:
+        """A warning when pytest took its settings from a file inside a folder the run checks:
+        a plugin's own pytest.ini can deselect checks, or load code into the kit's process
+        through addopts. An author's own file is harmless; someone else's is not, and no check
+        the kit runs afterwards could undo what it did."""
+        settings = self.config.inipath
+        if settings is None:
+            return ""
+        checked = [p.root for p in self.kit.plugins]
+        if not any(settings.resolve().is_relative_to(root.resolve()) for root in checked):
+            return ""
+        return (
+            f"conformance: pytest's settings come from {settings}, inside a folder this run "
+            "checks, and decide what runs: fine for your own plugin; for one you did not "
+            "write, run the kit from a folder of yours (README: Checking code you did not write)"
+        )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(
@@ -239,9 +258,10 @@ class ConformanceItem(KitItem):
         plugin, requirement = target.plugin, target.requirement
         name = f"{requirement.id} {requirement.title}"
         if target.tool_name is not None:
-            name += f"[{target.tool_name}]"
+            name += f"[{printable(target.tool_name, one_line=True)}]"
         kit = kw["parent"].config.stash[KIT_RUN]
-        nodeid = f"conformance.{kit.label(plugin)}.{requirement.suite}::{name}"
+        label = printable(kit.label(plugin), one_line=True)
+        nodeid = f"conformance.{label}.{requirement.suite}::{name}"
         super().__init__(name=name, nodeid=nodeid, **kw)
         self.target = target
         self.plugin, self.requirement = plugin, requirement
@@ -263,7 +283,7 @@ class ConformanceItem(KitItem):
     def runtest(self) -> None:
         verdict = self.verdict = self.kit.judge(self.target)
         if verdict.status in UNCHECKED:
-            pytest.skip(verdict.reason)
+            pytest.skip(printable(verdict.reason))
         if verdict.status is Status.EXPECTED:
             pytest.xfail(f"listed in the baseline: {verdict.reason or 'no reason given'}")
         if verdict.status is Status.STALE:
