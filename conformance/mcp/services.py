@@ -156,7 +156,7 @@ class McpServices:
             self._session = Session(wire, open_session(wire, self.server.mode))
         return self._session
 
-    @cached_property
+    @property
     def second_start(self) -> Listing | None:
         """The tools listed by a second start of the server (None: it opened no session)."""
         return self._second_start[0]
