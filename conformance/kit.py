@@ -25,7 +25,7 @@ from conformance.check_registry import CheckContext, run_checks
 from conformance.erp.plugin import ErpPlugin
 from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
 from conformance.fengyu.migrate import MigrationError, migrate_v1
-from conformance.findings import Finding, NotApplicable, named_requirements
+from conformance.findings import Finding, NotApplicable, named_requirements, printable
 from conformance.mcp.selection import SelectionError, selected_servers
 from conformance.mcp.server import McpServer, load_mcp_server
 from conformance.options import KitOptions
@@ -72,6 +72,10 @@ class Verdict:
     reason: str = ""
     blocked_by: tuple[str, ...] = ()
     seed: int | None = None  # the seed the kit chose for the search that failed
+
+    def __post_init__(self) -> None:
+        # A reason quotes what a plugin or server said; it reaches the terminal and the reports.
+        object.__setattr__(self, "reason", printable(self.reason))
 
     @classmethod
     def skipped(cls, reason: str, blocked_by: tuple[str, ...]) -> Verdict:

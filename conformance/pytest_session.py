@@ -283,7 +283,7 @@ class ConformanceItem(KitItem):
     def runtest(self) -> None:
         verdict = self.verdict = self.kit.judge(self.target)
         if verdict.status in UNCHECKED:
-            pytest.skip(printable(verdict.reason))
+            pytest.skip(verdict.reason)
         if verdict.status is Status.EXPECTED:
             pytest.xfail(f"listed in the baseline: {verdict.reason or 'no reason given'}")
         if verdict.status is Status.STALE:

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from conformance.findings import Finding, printable
+from conformance.kit import Verdict
 
 ATTACK = "\x1b[2K\x1b[1A\x1b[32m=== 40 passed ===\x1b[0m\r\u202eevil\x9b"
 
@@ -49,3 +50,9 @@ def test_settings_from_the_checked_folder_are_warned_of(pytester: pytest.Pyteste
     script.write_text("import sys\nsys.exit(1)\n")
     result = pytester.runpytest("--mcp-command", f"{sys.executable} {script}", "-m", "lifecycle")
     result.stdout.fnmatch_lines(["conformance: pytest's settings come from *tox.ini*, inside*"])
+
+
+def test_skip_reasons_hold_no_controls() -> None:
+    """A reason quotes a server's words too (a refusal, a stderr tail), and is printed in the
+    run's summary and reports as well as on the skip."""
+    assert "\x1b" not in Verdict.skipped(f"the server said {ATTACK}", ()).reason
