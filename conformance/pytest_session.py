@@ -30,7 +30,7 @@ from conformance.mcp.server import McpServer
 from conformance.options import SUITES, KitOptions, OptionError
 from conformance.previous_version import PreviousError
 from conformance.report import report_paths, write_reports
-from conformance.rerun import rerun_command, rerun_key
+from conformance.rerun import failure_text, rerun_key
 from reference_host.process.environment import WorkerEnvError
 
 KIT_RUN = pytest.StashKey[KitRun]()
@@ -307,20 +307,9 @@ class ConformanceItem(KitItem):
             )
 
     def _render(self, findings: list[Finding], headline: str = "") -> str:
-        r = self.requirement
-        revisions = f" (MCP {', '.join(r.revisions)})" if r.revisions else ""
-        lines = [f"{r.id} ({r.level.value}) {r.title}: {r.text} [{r.doc}]{revisions}"]
-        if headline:
-            lines.append(headline)
-        for finding in findings:
-            lines.append(f"  {finding.location}")
-            lines += [f"    {line}" for line in finding.message.splitlines()]
-        for fix in dict.fromkeys(f.fix or r.hint for f in findings):
-            lines.append(f"  fix ({r.id}): {fix}")
         seed = self.verdict.seed if self.verdict else None
         base = self.config.invocation_params.dir
-        lines.append(f"  rerun: {rerun_command(self.kit, self.target, base, seed)}")
-        return "\n".join(lines)
+        return failure_text(self.kit, self.target, findings, base, seed, headline)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.plugin.root, 0, self.name

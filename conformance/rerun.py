@@ -1,4 +1,5 @@
-"""The rerun line of a failing item: a command that, pasted, runs that item alone again.
+"""The text of a failing item, and its last line, the rerun line: a command that, pasted,
+runs that item alone again.
 
 It carries every option the item's suite reads (a worker check without the --worker-cmd it
 ran with would check another worker) and, for a property search, the seed that failed. It
@@ -12,6 +13,7 @@ import re
 import shlex
 from pathlib import Path
 
+from conformance.findings import Finding
 from conformance.kit import KitRun, Target
 from conformance.mcp.server import McpServer
 
@@ -36,3 +38,28 @@ def rerun_command(kit: KitRun, target: Target, base: Path, seed: int | None) -> 
     argv += kit.options.to_argv(target.requirement.suite, base, seed)
     argv += ["-k", rerun_key(kit, target)]
     return shlex.join(argv)
+
+
+def failure_text(
+    kit: KitRun,
+    target: Target,
+    findings: list[Finding],
+    base: Path,
+    seed: int | None,
+    headline: str = "",
+) -> str:
+    """What a failing (or warning) item prints: the requirement with its source, each
+    finding where it was found, the fixes, and the rerun line (base and seed as for
+    rerun_command)."""
+    r = target.requirement
+    revisions = f" (MCP {', '.join(r.revisions)})" if r.revisions else ""
+    lines = [f"{r.id} ({r.level.value}) {r.title}: {r.text} [{r.doc}]{revisions}"]
+    if headline:
+        lines.append(headline)
+    for finding in findings:
+        lines.append(f"  {finding.location}")
+        lines += [f"    {line}" for line in finding.message.splitlines()]
+    for fix in dict.fromkeys(f.fix or r.hint for f in findings):
+        lines.append(f"  fix ({r.id}): {fix}")
+    lines.append(f"  rerun: {rerun_command(kit, target, base, seed)}")
+    return "\n".join(lines)

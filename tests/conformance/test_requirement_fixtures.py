@@ -24,6 +24,7 @@ import socket
 import sys
 import tomllib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,11 @@ import pytest
 
 from conformance.catalog import Level, load_catalog
 from conformance.fengyu.syscall_trace import effects_unseen
+from conformance.kit import KitRun, Status
+from conformance.options import KitOptions
+from conformance.rerun import failure_text
 from sample_plugins.erp_backends import serve_backends
-from tests.conftest import FIXTURE_PLUGINS, REPO, copy_plugin, plugin_with_manifest
+from tests.conftest import FIXTURE_PLUGINS, REPO, KitResult, copy_plugin, plugin_with_manifest
 
 ID_PREFIX = re.compile(r"^((?:FY|ERP)-[A-Z]+-\d{3})")
 LEGACY_WARNING = "FY-LEG-001"
@@ -82,17 +86,69 @@ def silent_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
+STATIC_SUITES = {"manifest": {"manifest"}, "upgrade": {"manifest", "upgrade"}}
+
+
 def kit_arguments(folder: Path, suite: str, base_url: str | None) -> list[str]:
-    """Static and upgrade fixtures hold no worker, so only their suites run; the others
-    run every suite, to prove their one defect shows up under exactly one requirement.
-    An endpoints fixture without a backend is checked against a URL nobody answers."""
+    """The live fixtures run every suite, to prove their one defect shows up under exactly
+    one requirement. An endpoints fixture without a backend is checked against a URL nobody
+    answers."""
     if suite == "endpoints" and base_url is None:
         return ["--plugin-base-url", silent_url()]
-    if suite == "manifest":
-        return ["-m", "manifest"]
-    if suite == "upgrade":
-        return ["-m", "manifest or upgrade", "--previous-manifest", str(folder / "previous")]
     return ["--plugin-base-url", base_url] if base_url else []
+
+
+def outcomes(result: KitResult) -> set[tuple[str, str, str]]:
+    """Each record's requirement, status and findings (as JSON), whoever judged them."""
+    return {
+        (r["requirement"], r["status"], json.dumps(r["findings"], sort_keys=True))
+        for r in result.report["results"]
+    }
+
+
+@dataclass
+class Judged:
+    """What the kit reported on a fixture: its JSON report's records and what it printed."""
+
+    kit: KitResult
+    printed: str
+
+
+def judged_by_pytest(run_kit, folder: Path, suite: str, base_url: str | None) -> Judged:
+    result = run_kit([folder], *kit_arguments(folder, suite, base_url))
+    return Judged(result, result.result.stdout.str())
+
+
+def judged_in_process(folder: Path, suite: str) -> Judged:
+    """A static (or upgrade) fixture holds no worker: its items are judged by the run itself,
+    as `-m manifest` (`-m "manifest or upgrade" --previous-manifest previous`) selects them,
+    without a pytest session around them. Its records are the JSON report's, and its printed
+    text is each failing or warning item's failure text, as pytest shows it."""
+    previous = str(folder / "previous") if suite == "upgrade" else None
+    options = KitOptions(plugin_dirs=(str(folder),), previous=previous)
+    kit = KitRun.load(options, folder.parent)
+    records, texts = [], []
+    try:
+        (plugin,) = kit.plugins
+        for target in kit.targets(plugin):
+            r = target.requirement
+            if not STATIC_SUITES[suite] & {r.suite, *r.also_in}:
+                continue
+            verdict = kit.judge(target)
+            findings = [{**f.to_json(), "fix": f.fix or r.hint} for f in verdict.findings]
+            records.append(
+                {
+                    "plugin": kit.label(plugin),
+                    "requirement": r.id,
+                    "status": verdict.status.value,
+                    "findings": findings,
+                }
+            )
+            if verdict.status in (Status.FAILED, Status.WARNED):
+                texts.append(failure_text(kit, target, verdict.findings, folder, verdict.seed))
+    finally:
+        kit.close()
+    return Judged(KitResult(None, {"results": records}), "\n".join(texts))
 
 
 def expectation(folder: Path) -> dict[str, Any]:
@@ -122,8 +178,12 @@ def test_fixture_reports_exactly_its_requirement(run_kit, folder: Path, tmp_path
     expect = expectation(folder)
     if rid.startswith("FY-EFF") and effects_unseen() and not os.environ.get("REQUIRE_SANDBOX"):
         pytest.skip(effects_unseen())
-    with served_backend(folder) as base_url:
-        result = run_kit([folder], *kit_arguments(folder, requirement.suite, base_url))
+    if requirement.suite in STATIC_SUITES:
+        judged = judged_in_process(folder, requirement.suite)
+    else:
+        with served_backend(folder) as base_url:
+            judged = judged_by_pytest(run_kit, folder, requirement.suite, base_url)
+    result = judged.kit
 
     assert result.reported() == expected_reports(folder)
     status = "failed" if requirement.level is Level.MUST else "warned"
@@ -133,15 +193,35 @@ def test_fixture_reports_exactly_its_requirement(run_kit, folder: Path, tmp_path
     for finding in findings:
         assert finding["pointer"] or finding["file"], finding
     if requirement.level is Level.MUST:
-        assert rid in result.result.stdout.str()
+        assert rid in judged.printed
     messages = "\n".join(f["message"] for f in findings)
     assert expect["value"] in messages, f"no finding quotes {expect['value']!r}:\n{messages}"
     fixes = [f["fix"] for f in findings]
     assert any(expect["keyword"] in fix for fix in fixes), f"no fix names {expect['keyword']!r}"
     rendered = [
-        line for line in result.result.stdout.lines if line.lstrip().startswith(f"fix ({rid}):")
+        line for line in judged.printed.splitlines() if line.lstrip().startswith(f"fix ({rid}):")
     ]
     assert any(expect["keyword"] in line for line in rendered), rendered
+
+
+def test_static_fixtures_are_judged_in_process_as_pytest_reports_them(run_kit, tmp_path) -> None:
+    """The in-process judgement of static fixtures stands for the kit's pytest run: on a
+    static and an upgrade fixture both give the same records and the same fix lines."""
+    for name in ("FY-MAN-004-dangling-method", "FY-UPG-001-tool-removed-in-minor"):
+        folder = copy_plugin(FIXTURE_PLUGINS / name, tmp_path / name)
+        suite = load_catalog()[requirement_of(folder)].suite
+        args = ["-m", " or ".join(sorted(STATIC_SUITES[suite]))]
+        if suite == "upgrade":
+            args += ["--previous-manifest", str(folder / "previous")]
+        by_pytest = run_kit([folder], *args)
+        in_process = judged_in_process(folder, suite)
+        assert outcomes(by_pytest) == outcomes(in_process.kit) != set()
+        fix_lines = {
+            line.strip()
+            for line in by_pytest.result.stdout.lines
+            if line.lstrip().startswith("fix (")
+        }
+        assert fix_lines and fix_lines <= {line.strip() for line in in_process.printed.splitlines()}
 
 
 def test_every_fixture_has_expectations() -> None:
