@@ -1,0 +1,44 @@
+"""The project's own test runs are parallel by default: `pytest` means `pytest -n auto`.
+
+Most of the suite waits on processes (sandboxed workers, MCP servers, runs of the kit), so
+`auto` starts two xdist workers per core; `-n N` or `-n 0` chooses otherwise. Each test goes
+to whichever worker is free, but a tutorial's code blocks (docs/tutorials, run by Sybil) share
+a folder and a shell's state, so one worker runs all of a tutorial's blocks, in order.
+
+A kit run (`--plugin-dir`, `--mcp-*`) never reads this file: the kit turns conftest files
+off for its runs (conformance/pytest_plugin.py), so a plugin's CI is not made parallel here.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+WORKERS_PER_CORE = 2
+IN_ORDER = "docs/tutorials/"  # node ids under it run on one worker per file
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the option
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    option = config.option
+    if getattr(option, "numprocesses", 0) is None and not hasattr(config, "workerinput"):
+        option.numprocesses = "auto"
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    return WORKERS_PER_CORE * len(os.sched_getaffinity(0))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scope scheduling with one scope per test, but per file under IN_ORDER (its
+    `--dist loadgroup` groups by rewriting node ids, which Sybil's items here do not show)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TestsAndTutorials(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path.startswith(IN_ORDER) else nodeid
+
+    return TestsAndTutorials(config, log)
