@@ -24,7 +24,7 @@ from conformance.mcp.session import (
     Session,
     open_session,
 )
-from conformance.mcp.wire import Reply, Wire
+from conformance.mcp.wire import TERM_SECONDS, Reply, Wire
 from plugin_spec.mcp import offered_name
 from reference_host.mcp.launch import launcher_caches, server_data
 from reference_host.process.environment import SECRET_LOOKING
@@ -188,6 +188,8 @@ def load_mcp_server(server: McpServer) -> McpServer:
 
 
 def _no_session(opening: Opening, wire: Wire) -> str:
+    if not wire.alive():  # its last stderr lines may still be on their way: read them all
+        wire.worker.exit_code(TERM_SECONDS)
     stderr = wire.stderr.strip().splitlines()[-5:]
     tail = ("\nits stderr ended:\n  " + "\n  ".join(stderr)) if stderr else ""
     return f"no session could be opened in either era: {opening.problem}{tail}"
