@@ -77,6 +77,11 @@ class Verdict:
         # A reason quotes what a plugin or server said; it reaches the terminal and the reports.
         object.__setattr__(self, "reason", printable(self.reason))
 
+    def finding_records(self, requirement: Requirement) -> list[dict[str, Any]]:
+        """The findings as the reports hold them, each with its fix (the requirement's hint
+        where the finding names none)."""
+        return [{**f.to_json(), "fix": f.fix or requirement.hint} for f in self.findings]
+
     @classmethod
     def skipped(cls, reason: str, blocked_by: tuple[str, ...]) -> Verdict:
         """Skipped because of blocked_by's failure, or not applicable when nothing blocks."""

@@ -328,9 +328,7 @@ class ConformanceItem(KitItem):
             "status": verdict.status.value if verdict else Status.SKIPPED.value,
             "reason": verdict.reason if verdict else "",
             "blocked_by": list(verdict.blocked_by) if verdict else [],
-            "findings": [{**f.to_json(), "fix": f.fix or r.hint} for f in verdict.findings]
-            if verdict
-            else [],
+            "findings": verdict.finding_records(r) if verdict else [],
         }
 
 

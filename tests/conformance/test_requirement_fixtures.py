@@ -135,13 +135,12 @@ def judged_in_process(folder: Path, suite: str) -> Judged:
             if not STATIC_SUITES[suite] & {r.suite, *r.also_in}:
                 continue
             verdict = kit.judge(target)
-            findings = [{**f.to_json(), "fix": f.fix or r.hint} for f in verdict.findings]
             records.append(
                 {
                     "plugin": kit.label(plugin),
                     "requirement": r.id,
                     "status": verdict.status.value,
-                    "findings": findings,
+                    "findings": verdict.finding_records(r),
                 }
             )
             if verdict.status in (Status.FAILED, Status.WARNED):
