@@ -72,6 +72,12 @@ async def spawn(spec: WorkerSpec, limit: int, lineage: str) -> Spawned:
 
 
 def _inode(transport: asyncio.SubprocessTransport, fd: int) -> int:
+    """The inode of the worker's stdio pipe fd, or 0 (no pipe's) when asyncio has closed its
+    end already: a worker that exits at once can be read to EOF before spawn() returns. A pipe
+    is closed only once its other end is gone in every process, so none holds it any more."""
     pipe = transport.get_pipe_transport(fd)
     assert pipe is not None
-    return os.fstat(pipe.get_extra_info("pipe").fileno()).st_ino
+    try:
+        return os.fstat(pipe.get_extra_info("pipe").fileno()).st_ino
+    except ValueError:  # the file object was closed with the pipe
+        return 0
