@@ -133,10 +133,11 @@ def _providers(dirs: list[Path]) -> int:
 
 
 def _replay(path: Path) -> int:
+    from conformance.deadlines import Deadlines
     from conformance.mcp.replay import ReplayError, replay
 
     try:
-        return replay(path)
+        return replay(path, Deadlines())
     except ReplayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from conformance.baseline import Baseline, ExpectedFailure, load_baseline
 from conformance.catalog import Level, Requirement, load_catalog
 from conformance.check_registry import CheckContext, run_checks
+from conformance.deadlines import Deadlines
 from conformance.erp.plugin import ErpPlugin
 from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
 from conformance.fengyu.migrate import MigrationError, migrate_v1
@@ -137,7 +138,7 @@ class KitRun:
         run = cls(plugins, baseline, options)
         if servers:
             run.prepare_mcp(servers)
-        run.plugins += [load_mcp_server(server) for server in servers]
+        run.plugins += [load_mcp_server(server, run.deadlines) for server in servers]
         run.labels = _unique_labels(run.plugins)
         return run
 
@@ -150,6 +151,11 @@ class KitRun:
         """How the property searches of this run draw their examples."""
         o = self.options
         return PropertySettings(examples=o.examples, seed=o.seed, derandomize=o.derandomize)
+
+    @property
+    def deadlines(self) -> Deadlines:
+        """How long this run waits on what it starts: the defaults, scaled as it was told."""
+        return Deadlines().scaled(self.options.deadline_scale)
 
     def label(self, plugin: Plugin) -> str:
         return self.labels[plugin]
@@ -191,7 +197,7 @@ class KitRun:
         from conformance.mcp.services import McpServices
 
         become_subreaper()
-        services = McpServices(server, self.settings, self.transcripts)
+        services = McpServices(server, self.settings, self.transcripts, self.deadlines)
         self.store.on_close(services.close)
         return services
 
@@ -218,7 +224,7 @@ class KitRun:
         from conformance.erp.endpoints import EndpointServices
 
         o = self.options
-        services = EndpointServices(o.base_url, o.tenant, o.actor, self.settings)
+        services = EndpointServices(o.base_url, o.tenant, o.actor, self.settings, self.deadlines)
         self.store.on_close(services.close)
         return services
 
@@ -227,7 +233,9 @@ class KitRun:
 
         become_subreaper()
         o = self.options
-        services = WorkerServices(plugin, o.worker_cmd, self.settings, o.worker_env, self.notify)
+        services = WorkerServices(
+            plugin, o.worker_cmd, self.settings, o.worker_env, self.notify, self.deadlines
+        )
         self.store.on_close(services.close)
         return services
 

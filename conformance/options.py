@@ -102,6 +102,18 @@ def _examples(raw: object) -> int:
     return value
 
 
+def _deadline_scale(raw: object) -> float:
+    if raw in (None, ""):
+        return 1.0
+    try:
+        value = float(str(raw))
+    except ValueError:
+        raise OptionError(f"--conformance-deadline-scale: {raw!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise OptionError(f"--conformance-deadline-scale: {value:g} is not a positive number")
+    return value
+
+
 def _derandomize(raw: object) -> bool:
     """On, by the flag or because CI is set: a CI run fails the same way when run again."""
     return bool(raw) or bool(os.environ.get("CI"))
@@ -247,6 +259,17 @@ class KitOptions:
             suites=SEARCH_SUITES,
             switch=True,
             read=_derandomize,
+        ),
+    )
+    deadline_scale: float = _option(
+        1.0,
+        Flag(
+            "--conformance-deadline-scale",
+            "multiply every deadline the kit waits on a plugin (default 1; "
+            "docs/guide/options.md#deadlines lists them)",
+            "FACTOR",
+            suites=(*WORKER_SUITES, "endpoints", "lifecycle", "listing"),
+            read=_deadline_scale,
         ),
     )
     base_url: str | None = _option(

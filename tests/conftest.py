@@ -15,6 +15,7 @@ from typing import Any
 import hypothesis  # noqa: F401  (imported once here: in-process kit runs would re-import it)
 import pytest
 
+from conformance.deadlines import Deadlines
 from reference_host.grants.grant_store import GrantStore
 from reference_host.host import Host, HostConfig
 
@@ -35,6 +36,12 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 # Workers get only a short list of the host's variables (spec: host.md#the-worker-environment);
 # PYTHONPATH is passed to them explicitly, as a host owner would with --worker-env.
 os.environ["REFERENCE_HOST_WORKER_ENV"] = "PYTHONPATH"
+# The kit's deadlines in these tests (docs/guide/options.md#deadlines): a fixture that hangs
+# is waited on half as long as a user's plugin, which still leaves an honest worker started
+# in a sandbox on a loaded 2-core machine ample time. Kit runs get it as the flag, the tests
+# that build the kit's parts themselves as DEADLINES.
+DEADLINE_SCALE = 0.5
+DEADLINES = Deadlines().scaled(DEADLINE_SCALE)
 SEVERITY = [
     "failed",
     "stale-baseline-entry",
@@ -87,9 +94,12 @@ class KitResult:
 
 @pytest.fixture
 def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """pytester whose inner runs leave pytest-asyncio out: the kit does not need it, and
-    without an ini file it warns about its defaults, which would count in the outcomes."""
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:asyncio")
+    """pytester whose inner runs leave pytest-asyncio out (the kit does not need it, and
+    without an ini file it warns about its defaults, which would count in the outcomes) and
+    use the tests' deadlines."""
+    monkeypatch.setenv(
+        "PYTEST_ADDOPTS", f"-p no:asyncio --conformance-deadline-scale {DEADLINE_SCALE}"
+    )
     return pytester
 
 

@@ -96,6 +96,7 @@ def sensitive_inputs_kept_secret(ctx: CheckContext) -> Iterator[Finding]:
         stray=run.workers.stray_reporter(),
         hangs=run.workers.hangs,
         notify=run.workers.notify,
+        deadlines=run.workers.deadlines,
     )
     connections: list[Any] = []
 

@@ -233,9 +233,8 @@ def _stray(ctx: CheckContext, where: str, problem: str, text: str, again: str = 
 def exits_on_eof(ctx: CheckContext) -> Iterator[Finding]:
     result = transcript(ctx)
     if result.exit_after_eof is None:
-        yield finding(
-            ctx, "the worker was still running 5 s after its stdin closed (it was killed)", None
-        )
+        waited = f"{result.eof_wait:g} s after its stdin closed"
+        yield finding(ctx, f"the worker was still running {waited} (it was killed)", None)
 
 
 @check("FY-WRK-010")

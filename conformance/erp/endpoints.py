@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from conformance.deadlines import Deadlines
 from conformance.findings import cut
 from conformance.search_settings import PropertySettings
 from plugin_spec.rest_handler import DispatchError, RestHandler
@@ -49,18 +50,24 @@ class EndpointServices:
     """The base URL, tenant and actor the kit calls an ERP plugin's endpoints with."""
 
     def __init__(
-        self, base_url: str | None, tenant: str, actor: str, settings: PropertySettings
+        self,
+        base_url: str | None,
+        tenant: str,
+        actor: str,
+        settings: PropertySettings,
+        deadlines: Deadlines,
     ) -> None:
         self.base_url = base_url
         self.tenant = tenant
         self.actor = actor
         self.settings = settings
+        self.deadlines = deadlines
         self._client: httpx.Client | None = None
 
     @property
     def client(self) -> httpx.Client:
         if self._client is None:
-            self._client = httpx.Client(timeout=30.0, follow_redirects=False)
+            self._client = httpx.Client(timeout=self.deadlines.http, follow_redirects=False)
         return self._client
 
     @cached_property

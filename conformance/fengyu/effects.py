@@ -11,8 +11,8 @@ tried. What changed in the handed files after a call's snapshot, before the tool
 or until its worker was gone, is laid at that call's door as a late change.
 
 Verdicts wait for the worker's whole process tree to be gone (settle): the kit lets it live
-LINGER seconds after its latest call, as a host's worker would go on living, then ends it
-the way a host does. What the trace shows after a call answered is laid at that call's door.
+a while after its latest call (Deadlines.linger), as a host's worker would go on living, then
+ends it the way a host does. What the trace shows after a call answered is laid at that call's door.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from conformance.fengyu.harness import CallOutcome
 from conformance.fengyu.syscall_trace import Attempt, read_trace
 
 LOG_LIMIT = 500  # observations kept per tool; a property run makes far fewer calls
-LINGER = 3.0  # how long the worker lives on after its latest call before it is ended
 
 
 @dataclass(frozen=True)
@@ -79,7 +78,7 @@ class EffectWatch:
     ) -> None:
         """trace: the worker's strace output; cwd: its working folder; writable: the folders
         it may write (its data folder, the handed files); unwatched: why effects
-        cannot be seen here ("" when they can); finish: ends the worker, once LINGER has
+        cannot be seen here ("" when they can); finish: ends the worker, once its linger has
         passed since the latest call, returning when its tree was gone (None when no worker
         was running)."""
         self.trace = trace

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from conformance.deadlines import Deadlines
 from conformance.fengyu.resource_watch import REPORT_ONLY, Reporter
 from conformance.findings import shown
 from conformance.loop_thread import LoopThread
@@ -83,6 +84,7 @@ class ToolHarness:
         tools: Mapping[str, str] | None = None,
         hangs: dict[str, CallOutcome] | None = None,
         notify: Callable[[str], None] | None = None,
+        deadlines: Deadlines,
     ) -> None:
         """resources: the declared limits, watched and told to report (never enforced:
         resource_watch.py) together with the call under way; called: told when each call
@@ -90,8 +92,10 @@ class ToolHarness:
         runs a copy); stray: told of each stdout line that is not a JSON-RPC response;
         tools: the tool names of each method, as messages name calls; hangs: where the
         first call of each method that timed out is kept; notify: told of a call waited on
-        for NOTICE_SECONDS, and again every NOTICE_EVERY (the kit's terminal)."""
+        for NOTICE_SECONDS, and again every NOTICE_EVERY (the kit's terminal); deadlines: how
+        long its start may take."""
         self.notify = notify
+        self.deadlines = deadlines
         self.spec = spec
         self.folder = folder or spec.root
         self.tools = dict(tools or {})
@@ -138,7 +142,8 @@ class ToolHarness:
         if not self._warm:
             self._warm = True
             with contextlib.suppress(WorkerError):
-                self._loop.run(self.manager.start(self.spec.plugin_id), timeout=60)
+                start = self.manager.start(self.spec.plugin_id)
+                self._loop.run(start, timeout=self.deadlines.start)
 
     def call(self, method: str, params: Any, timeout: float) -> CallOutcome:
         """Call method as a host would; the first call of a method that times out is kept

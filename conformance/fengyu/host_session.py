@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance.deadlines import Deadlines
 from conformance.loop_thread import LoopThread
 from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
@@ -25,13 +26,16 @@ class HostSession:
         plugin_root: Path,
         workdir: Path,
         shared: Path,
-        worker_env: tuple[str, ...] = (),
-        worker_commands: Mapping[str, str] | None = None,
+        worker_env: tuple[str, ...],
+        worker_commands: Mapping[str, str],
+        deadlines: Deadlines,
     ) -> None:
         """shared: the folder whose files the kit may attach as grants; worker_env: the
         variables passed through to the worker; worker_commands: launch commands by plugin
-        id (--worker-cmd), so the host starts the worker the other suites checked."""
+        id (--worker-cmd), so the host starts the worker the other suites checked;
+        deadlines: how long the worker's start may take."""
         self.workdir = workdir
+        self.deadlines = deadlines
         self.loop = LoopThread(f"kit host loop {plugin_root.name}")
         policy = ApprovalPolicy(write=Decision.ALLOW, external=Decision.ALLOW)
         config = HostConfig(
@@ -59,7 +63,7 @@ class HostSession:
         try:
             self.loop.run(
                 self.host.manager.invoke(
-                    self.info.id, "conformance/sentinel", {}, caller_timeout=20
+                    self.info.id, "conformance/sentinel", {}, caller_timeout=self.deadlines.start
                 )
             )
         except WorkerError as exc:

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from conformance.deadlines import Deadlines
 from conformance.fengyu.raw_worker import Line, LogLines, RawWorker
 from conformance.findings import cut
 from plugin_spec import jsonrpc
 from plugin_spec.fengyu_runtime import (
     DEFAULT_LOCALE,
     HANDSHAKE_METHOD,
-    HANDSHAKE_SECONDS,
     SET_LEVEL_METHOD,
     envelope,
     handshake_params,
@@ -39,14 +39,6 @@ from reference_host.process.launch import WorkerSpec
 
 SENTINEL_METHOD = "conformance/sentinel"
 NO_SUCH_METHOD = "conformance_no_such_method"
-REPLY_SECONDS = 5.0
-STARTUP_SECONDS = 20.0
-EOF_SECONDS = 5.0
-EXIT_SECONDS = 2.0  # after stdout EOF: how long the process (a sandbox's) may take to exit
-LEFTOVER_SECONDS = 1.0  # after a kill: how long the last lines may take to be read
-# After the sentinel's answer: how long a step still missing an expected reply reads on. Kept
-# short, as a worker that rewrites ids makes each of its steps wait this long.
-GRACE_SECONDS = 0.5
 AT_EXIT = "at its exit, after its stdin was closed"
 BIG_FRAME_BYTES = 4 * 1024 * 1024
 # The ids of the "ids" exchange, expected back unchanged: a string beyond ASCII, a small
@@ -154,6 +146,7 @@ class Transcript:
     command: str
     exchanges: dict[str, Exchange] = field(default_factory=dict)
     exit_after_eof: int | None = None
+    eof_wait: float = 0.0  # how long the worker was given to exit after its stdin closed
     eof_stderr: str = ""
     logs: LogLines = field(default_factory=LogLines)
     # Lines read after an exchange ended: when (AT_EXIT, or after which step) and the line.
@@ -229,23 +222,24 @@ def frame(message: Any, ending: bytes = b"\n") -> bytes:
     return json.dumps(message, ensure_ascii=False).encode() + ending
 
 
-def script(methods: dict[str, float]) -> list[Planned]:
-    """The probe's exchanges. The notification steps have a step with replies to wait for
-    between them, so that a late reply to one of them is not met in the other."""
+def script(methods: dict[str, float], reply: float) -> list[Planned]:
+    """The probe's exchanges, each waited on for reply seconds (a method's call, for its
+    declared timeout). The notification steps have a step with replies to wait for between
+    them, so that a late reply to one of them is not met in the other."""
     first_method = next(iter(methods), NO_SUCH_METHOD)
     steps = [
-        Planned(Step.START, [], REPLY_SECONDS),
-        Planned(Step.PARSE_ERROR, [b"{this is not json\n"], REPLY_SECONDS, ((None,),)),
+        Planned(Step.START, [], reply),
+        Planned(Step.PARSE_ERROR, [b"{this is not json\n"], reply, ((None,),)),
         Planned(
             Step.INVALID_REQUEST,
             [frame({"jsonrpc": "2.0", "id": INVALID_REQUEST_ID, "params": {}, **envelope("en")})],
-            REPLY_SECONDS,
+            reply,
             ((INVALID_REQUEST_ID, None),),
         ),
         Planned(
             Step.UNKNOWN_METHOD,
             [frame(request(UNKNOWN_METHOD_ID, NO_SUCH_METHOD, {}))],
-            REPLY_SECONDS,
+            reply,
             ((UNKNOWN_METHOD_ID,),),
         ),
         Planned(
@@ -254,31 +248,31 @@ def script(methods: dict[str, float]) -> list[Planned]:
                 frame(jsonrpc.notification(NO_SUCH_METHOD, {})),
                 frame(jsonrpc.notification(first_method, {})),
             ],
-            methods.get(first_method, REPLY_SECONDS),
+            methods.get(first_method, reply),
             notifies=True,
         ),
         Planned(
             Step.IDS,
             [frame(request(i, NO_SUCH_METHOD, {})) for i in PROBE_IDS],
-            REPLY_SECONDS,
+            reply,
             tuple((i,) for i in PROBE_IDS),
         ),
         Planned(
             Step.SET_LEVEL,
             [frame(jsonrpc.notification(SET_LEVEL_METHOD, {"level": "DEBUG"}))],
-            REPLY_SECONDS,
+            reply,
             notifies=True,
         ),
         Planned(
             Step.CRLF,
             [frame(request(CRLF_ID, NO_SUCH_METHOD, {}), b"\r\n")],
-            REPLY_SECONDS,
+            reply,
             ((CRLF_ID,),),
         ),
         Planned(
             Step.BIG_FRAME,
             [frame(request(BIG_FRAME_ID, NO_SUCH_METHOD, {"blob": "x" * BIG_FRAME_BYTES}))],
-            REPLY_SECONDS * 2,
+            reply * 2,
             ((BIG_FRAME_ID,),),
         ),
     ]
@@ -301,15 +295,16 @@ def method_id(method: str) -> str:
 
 
 def run_probe(
-    spec: WorkerSpec, methods: dict[str, float], *, start_only: bool = False
+    spec: WorkerSpec, methods: dict[str, float], deadlines: Deadlines, *, start_only: bool = False
 ) -> Transcript:
-    """Run the script (or just its start step) against fresh worker processes.
+    """Run the script (or just its start step) against fresh worker processes, waiting on
+    them as long as deadlines say.
 
     Never raises for worker faults: they are what the transcript records.
     """
     transcript = Transcript(command=spec.shell_command())
     worker: RawWorker | None = None
-    steps = script(methods)[:1] if start_only else script(methods)
+    steps = script(methods, deadlines.reply)[: 1 if start_only else None]
     greeting = handshake_frame(spec)
     served: list[Exchange] = []  # the steps the current worker served, in order
     for index, step in enumerate(steps):
@@ -317,58 +312,67 @@ def run_probe(
         started = worker is None or not worker.alive()
         if worker is None or started:
             if worker is not None:
-                _retire(worker, transcript, served)
+                _retire(worker, transcript, served, deadlines)
             worker = RawWorker(spec, transcript.logs)
             served = []
             if greeting is not None:
                 # FengYu greets every worker it starts, and waits for nothing else meanwhile;
                 # a worker silent to the greeting and the sentinel after it is silent to the
                 # step too, so the greeting's exchange stands for the step's.
-                hello = Planned(
-                    str(Step.HANDSHAKE), [greeting], HANDSHAKE_SECONDS, ((HANDSHAKE_ID,),)
-                )
-                greeted = _exchange(worker, hello, "conformance-hello", HANDSHAKE_SECONDS, [])
+                wait = deadlines.handshake
+                hello = Planned(str(Step.HANDSHAKE), [greeting], wait, ((HANDSHAKE_ID,),))
+                greeted = _exchange(worker, hello, "conformance-hello", deadlines, wait, [])
                 transcript.exchanges.setdefault(Step.HANDSHAKE, greeted)
                 served.append(greeted)
                 if not greeted.answered:
-                    _retire(worker, transcript, served)
+                    _retire(worker, transcript, served, deadlines)
                     transcript.exchanges[name] = replace(greeted, name=name)
                     if name == Step.START:
                         return transcript
                     continue
-        wait = step.seconds + (STARTUP_SECONDS if started else 0)
-        exchange = _exchange(worker, step, f"conformance-sentinel-{index}", wait, served)
+        wait = step.seconds + (deadlines.startup if started else 0)
+        sentinel = f"conformance-sentinel-{index}"
+        exchange = _exchange(worker, step, sentinel, deadlines, wait, served)
         transcript.exchanges[name] = exchange
         served.append(exchange)
         if not exchange.answered:
-            _retire(worker, transcript, served)
+            _retire(worker, transcript, served, deadlines)
             if name == Step.START:
                 return transcript
     if worker is not None and worker.alive():
-        transcript.exit_after_eof = worker.close_stdin(EOF_SECONDS)
+        transcript.eof_wait = deadlines.eof
+        transcript.exit_after_eof = worker.close_stdin(deadlines.eof)
         transcript.eof_stderr = worker.stderr
         if transcript.exit_after_eof is None:
             worker.kill()
-        transcript.keep_rest(worker, AT_EXIT, EOF_SECONDS, served)
+        transcript.keep_rest(worker, AT_EXIT, deadlines.eof, served)
     elif worker is not None:
         transcript.exit_after_eof = worker.process.returncode
-        _retire(worker, transcript, served)
+        _retire(worker, transcript, served, deadlines)
     return transcript
 
 
-def _retire(worker: RawWorker, transcript: Transcript, served: list[Exchange]) -> None:
+def _retire(
+    worker: RawWorker, transcript: Transcript, served: list[Exchange], deadlines: Deadlines
+) -> None:
     """Kill a worker the probe is done with, keeping what it wrote after its last step."""
     worker.kill()
     last = served[-1].name if served else Step.START
-    transcript.keep_rest(worker, f"after step {str(last)!r}", LEFTOVER_SECONDS, served)
+    transcript.keep_rest(worker, f"after step {str(last)!r}", deadlines.leftover, served)
 
 
 def _exchange(
-    worker: RawWorker, step: Planned, sentinel: str, seconds: float, earlier: list[Exchange]
+    worker: RawWorker,
+    step: Planned,
+    sentinel: str,
+    deadlines: Deadlines,
+    seconds: float,
+    earlier: list[Exchange],
 ) -> Exchange:
-    """Send the step's frames and the sentinel; read until the sentinel's answer has come and
-    every reply the step expects too, or the grace after it has passed. A line with an id of
-    an earlier step of this worker (earlier) is put back with that step."""
+    """Send the step's frames and the sentinel; read for up to seconds until the sentinel's
+    answer has come and every reply the step expects too, or the grace after it has passed
+    (kept short: a worker that rewrites ids makes each of its steps wait this long). A line
+    with an id of an earlier step of this worker (earlier) is put back with that step."""
     exchange = Exchange(step.name, step.frames, expects=step.expects, notifies=step.notifies)
     deadline = time.monotonic() + seconds
     sent = worker.send([*step.frames, frame(request(sentinel, SENTINEL_METHOD, {}))], deadline)
@@ -384,7 +388,7 @@ def _exchange(
             break
         if line.message is not None and line.message.get("id") == sentinel:
             exchange.answered = True
-            deadline = time.monotonic() + GRACE_SECONDS
+            deadline = time.monotonic() + deadlines.grace
             continue
         owner(line, exchange, earlier).replies.append(line)
         if line.overlong:
@@ -395,22 +399,22 @@ def _exchange(
             exchange.stderr = worker.stderr
             return exchange
     if not exchange.answered:
-        exchange.note = _why_unanswered(worker, seconds)
+        exchange.note = _why_unanswered(worker, seconds, deadlines.exit)
         exchange.stderr = worker.stderr
     return exchange
 
 
-def _why_unanswered(worker: RawWorker, seconds: float) -> str:
+def _why_unanswered(worker: RawWorker, seconds: float, exit_wait: float) -> str:
     """Why an exchange got no answer: an exit (stdout ends a moment before the process does,
     a sandboxed one's above all, so its end is waited for), a closed stdout, or silence."""
     if worker.at_eof:
-        code = worker.exit_code(EXIT_SECONDS)
+        code = worker.exit_code(exit_wait)
         if code is None:
             return "the worker closed its stdout and went on running"
         return f"worker exited with code {code}"
     code = worker.process.poll()
     if code is not None:
-        worker.exit_code(EXIT_SECONDS)  # its stderr read to the end
+        worker.exit_code(exit_wait)  # its stderr read to the end
         return f"worker exited with code {code}"
     return f"no answer within {seconds:g} s"
 

@@ -20,7 +20,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from conformance.fengyu.effects import LINGER, EffectWatch
+from conformance.deadlines import Deadlines
+from conformance.fengyu.effects import EffectWatch
 from conformance.fengyu.harness import CallOutcome, StrayReporter, ToolHarness
 from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
@@ -85,12 +86,15 @@ class WorkerServices:
         plugin: FengYuPlugin,
         override: str | None,
         settings: PropertySettings,
-        worker_env: tuple[str, ...] = (),
-        notify: Callable[[str], None] | None = None,
+        worker_env: tuple[str, ...],
+        notify: Callable[[str], None] | None,
+        deadlines: Deadlines,
     ) -> None:
         """worker_env: the variables passed through to the worker (--worker-env); notify:
-        told of a call waited on for long (the terminal, in a pytest run)."""
+        told of a call waited on for long (the terminal, in a pytest run); deadlines: how long
+        the worker is waited on."""
         self.plugin = plugin
+        self.deadlines = deadlines
         self.notify = notify
         self.override = override
         self.worker_env = worker_env
@@ -167,11 +171,11 @@ class WorkerServices:
         quick: Transcript | None = self.__dict__.get("_start_only")
         if quick is not None and not quick.exchanges[Step.START].answered:
             return quick  # the full probe would stop at the same unanswered first request
-        return run_probe(self._probe_spec, self.methods)
+        return run_probe(self._probe_spec, self.methods, self.deadlines)
 
     @cached_property
     def _start_only(self) -> Transcript:
-        return run_probe(self._probe_spec, {}, start_only=True)
+        return run_probe(self._probe_spec, {}, self.deadlines, start_only=True)
 
     @cached_property
     def _probe_spec(self) -> WorkerSpec:
@@ -265,6 +269,7 @@ class WorkerServices:
                 tools=self._tool_names,
                 hangs=self.hangs,
                 notify=self.notify,
+                deadlines=self.deadlines,
             )
         return self._harness
 
@@ -333,7 +338,7 @@ class WorkerServices:
     def end_workers(self) -> None:
         """Stop the tool and host workers, as a host stops them, reading what they write
         until they exit; a later item starts them again. The tool worker is ended as the
-        effect checks end it (effects.settle: LINGER seconds after its latest call), so what
+        effect checks end it (effects.settle: its linger after its latest call), so what
         it does meanwhile is laid at its calls' door whichever item ends it first."""
         if not self.effects.unwatched:
             self.effects.settle()
@@ -355,11 +360,11 @@ class WorkerServices:
         self._last_call = time.monotonic()
 
     def _end_harness(self) -> float | None:
-        """End the tool checks' worker as a host would, LINGER seconds after its latest call
+        """End the tool checks' worker as a host would, its linger after its latest call
         (what it does meanwhile counts), and say when its tree was gone."""
         if self._harness is None:
             return None
-        time.sleep(max(0.0, self._last_call + LINGER - time.monotonic()))
+        time.sleep(max(0.0, self._last_call + self.deadlines.linger - time.monotonic()))
         self._harness.close()
         self._harness = None
         return time.time()
@@ -373,6 +378,7 @@ class WorkerServices:
                 self.workdir,
                 self.worker_env,
                 commands,
+                self.deadlines,
             )
             self._watch_host(self._host)
         return self._host

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conformance.deadlines import Deadlines
 from conformance.mcp.server import McpServer
 from conformance.mcp.wire import Wire
-
-WAIT_SECONDS = 10.0  # the longest a replay waits for one expected server line
 
 
 class ReplayError(Exception):
@@ -54,9 +53,9 @@ class Transcript:
         )
 
 
-def replay(path: Path, write: Callable[[str], None] = print) -> int:
+def replay(path: Path, deadlines: Deadlines, write: Callable[[str], None] = print) -> int:
     """Replay the transcript at path; 0 when every line was sent, 1 when the server stopped
-    reading before that."""
+    reading before that. An expected server line is waited for up to deadlines.replay."""
     transcript = Transcript.read(path)
     env = {name: os.environ[name] for name in transcript.env if name in os.environ}
     scratch = Path(tempfile.mkdtemp(prefix="mcp-replay-"))
@@ -64,7 +63,7 @@ def replay(path: Path, write: Callable[[str], None] = print) -> int:
         "replay", transcript.command, transcript.cwd, env, (), str(path), scratch=scratch
     )
     try:
-        return _replayed(transcript, Wire(server.spec()), write)
+        return _replayed(transcript, Wire(server.spec(), deadlines), write)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -91,7 +90,7 @@ def _replayed(transcript: Transcript, wire: Wire, write: Callable[[str], None]) 
 
 def _show_received(wire: Wire, expected: int, shown: int, write: Callable[[str], None]) -> int:
     """Print received lines until as many as expected have come (or the wait runs out)."""
-    deadline = time.monotonic() + WAIT_SECONDS
+    deadline = time.monotonic() + wire.deadlines.replay
     while len(wire.received()) < expected and time.monotonic() < deadline and wire.alive():
         wire.quiet(0.05)
     received = wire.received()

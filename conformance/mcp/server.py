@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.deadlines import Deadlines
 from conformance.findings import Finding
 from conformance.mcp.session import (
-    FIRST_START_SECONDS,
     Listing,
     Mode,
     Opening,
     Session,
     open_session,
 )
-from conformance.mcp.wire import TERM_SECONDS, Reply, Wire
+from conformance.mcp.wire import Reply, Wire
 from plugin_spec.mcp import offered_name
 from reference_host.mcp.launch import launcher_caches, server_data
 from reference_host.process.environment import SECRET_LOOKING
@@ -155,22 +155,22 @@ class McpServer:
         return Finding(requirement, message, f"{self.label} ({self.source})", pointer, None, fix)
 
 
-def load_mcp_server(server: McpServer) -> McpServer:
+def load_mcp_server(server: McpServer, deadlines: Deadlines) -> McpServer:
     """Start the server once, open a session and list its tools: the run's items per tool
     come from this listing."""
     try:
-        wire = Wire(server.spec())
+        wire = Wire(server.spec(), deadlines)
     except OSError as exc:
         server.load_error = LoadProblem(f"the command could not be started: {exc}")
         return server
     try:
-        opening = open_session(wire, seconds=FIRST_START_SECONDS)
+        opening = open_session(wire, first_start=True)
         if opening.era is None and opening.discover is not None and opening.discover.exited:
             # It died on the era probe: a legacy client would still reach it, and so does
             # the rest of the run (MCP-ERA-001 reports the probe).
             wire.kill()
             server.probe_killed, server.mode = opening.discover, "legacy"
-            wire = Wire(server.spec())
+            wire = Wire(server.spec(), deadlines)
             opening = open_session(wire, "legacy")
         server.opening = opening
         if opening.era is None:
@@ -189,7 +189,7 @@ def load_mcp_server(server: McpServer) -> McpServer:
 
 def _no_session(opening: Opening, wire: Wire) -> str:
     if not wire.alive():  # its last stderr lines may still be on their way: read them all
-        wire.worker.exit_code(TERM_SECONDS)
+        wire.worker.exit_code(wire.deadlines.term)
     stderr = wire.stderr.strip().splitlines()[-5:]
     tail = ("\nits stderr ended:\n  " + "\n  ".join(stderr)) if stderr else ""
     return f"no session could be opened in either era: {opening.problem}{tail}"

@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from conformance.deadlines import Deadlines
 from conformance.fengyu.syscall_trace import effects_unseen, read_trace, strace_program, tracer
 from conformance.findings import NotApplicable
 from conformance.mcp.server import McpServer
@@ -23,7 +24,6 @@ from plugin_spec import mcp
 
 UNKNOWN_VERSION = "1999-01-01"  # MCP-LIF-002: a version no server knows
 UNKNOWN_TOOL = "conformance_no_such_tool"  # MCP-CALL-005: never listed
-QUIET_SECONDS = 0.5  # how long the probe listens for what a notification made it write
 
 
 @dataclass
@@ -67,10 +67,17 @@ class Effects:
 class McpServices:
     """One server's sessions for the checks of a run."""
 
-    def __init__(self, server: McpServer, settings: PropertySettings, transcripts: Path) -> None:
+    def __init__(
+        self,
+        server: McpServer,
+        settings: PropertySettings,
+        transcripts: Path,
+        deadlines: Deadlines,
+    ) -> None:
         self.server = server
         self.settings = settings
         self.transcripts = transcripts
+        self.deadlines = deadlines
         self._wires: list[Wire] = []
         self._session: Session | None = None
         # Progress per (wire, token): a token is its request's id, which a restarted session
@@ -87,7 +94,7 @@ class McpServices:
 
     def launch(self, wrapper: tuple[str, ...] = ()) -> Wire:
         """The server started once more, as a host restarts it (the same data folder)."""
-        wire = Wire(self.server.spec(wrapper))
+        wire = Wire(self.server.spec(wrapper), self.deadlines)
         self._wires.append(wire)
         return wire
 
@@ -112,10 +119,10 @@ class McpServices:
         probe.ids["number"] = wire.request(mcp.TOOLS_LIST, session.params(), request_id=2**31)
         wire.notify("notifications/conformance/unknown", {})
         wire.notify(mcp.CANCELLED, {"requestId": "never-sent", "reason": "probe"})
-        probe.after_notifications = wire.quiet(QUIET_SECONDS)
+        probe.after_notifications = wire.quiet(self.deadlines.quiet)
         cancelled = wire.start_request(mcp.TOOLS_LIST, session.params())
         wire.notify(mcp.CANCELLED, {"requestId": cancelled, "reason": "the kit cancels it"})
-        wire.quiet(QUIET_SECONDS)
+        wire.quiet(self.deadlines.quiet)
         probe.after_cancel = session.request(mcp.TOOLS_LIST)
         probe.shutdown = wire.close()
         return probe
@@ -140,7 +147,7 @@ class McpServices:
         server still ran after it."""
         wire = self.launch()
         reply = wire.request(mcp.INITIALIZE, mcp.initialize_params(UNKNOWN_VERSION))
-        wire.quiet(QUIET_SECONDS)
+        wire.quiet(self.deadlines.quiet)
         alive = wire.alive()
         wire.kill()
         return reply, alive

@@ -11,13 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from conformance.mcp.wire import REQUEST_SECONDS, Reply, Wire
+from conformance.mcp.wire import Reply, Wire
 from plugin_spec import mcp
 
-DISCOVER_SECONDS = 10.0  # a probe unanswered this long means a legacy server (as the SDK)
-# How long a server's first start may take to answer initialize: `npx -y` and `uvx` fetch the
-# package then (later starts find it in the run's launcher cache).
-FIRST_START_SECONDS = 60.0
 MAX_PAGES = 100  # MCP-TL-003: a listing longer than this is taken as a loop
 
 Mode = Literal["auto", "legacy", "modern"]
@@ -68,11 +64,13 @@ class Listing:
         return not self.problem
 
 
-def open_session(wire: Wire, mode: Mode = "auto", seconds: float = REQUEST_SECONDS) -> Opening:
+def open_session(wire: Wire, mode: Mode = "auto", *, first_start: bool = False) -> Opening:
     """Open a session: probe server/discover (mode auto or modern), fall back to the
-    handshake on anything but a DiscoverResult naming the modern version (mode auto),
-    waiting seconds for its answer; the wire remembers the era it opened."""
-    opening = _opened(wire, mode, seconds)
+    handshake on anything but a DiscoverResult naming the modern version (mode auto); a
+    first start (`npx -y` and `uvx` fetch the package then) waits longer for the handshake.
+    The wire remembers the era it opened."""
+    deadlines = wire.deadlines
+    opening = _opened(wire, mode, deadlines.first_start if first_start else deadlines.request)
     wire.era = opening.era
     negotiated = opening.result.get("protocolVersion")
     legacy = negotiated if negotiated in mcp.HANDSHAKE_VERSIONS else opening.era
@@ -84,7 +82,7 @@ def _opened(wire: Wire, mode: Mode, seconds: float) -> Opening:
     discover = None
     if mode != "legacy":
         discover = wire.request(
-            mcp.DISCOVER, {"_meta": mcp.modern_meta()}, seconds=DISCOVER_SECONDS
+            mcp.DISCOVER, {"_meta": mcp.modern_meta()}, seconds=wire.deadlines.discover
         )
         if modern_result(discover):
             return Opening(mcp.MODERN, discover=discover)
@@ -170,14 +168,13 @@ class Session:
                 return listing
             seen_cursors.add(cursor)
 
-    def call_tool(
-        self, name: str, arguments: Any, *, progress: int | None = None, seconds: float = 30.0
-    ) -> Reply:
+    def call_tool(self, name: str, arguments: Any, *, progress: int | None = None) -> Reply:
         """tools/call; progress: the request's id, also sent as its progressToken, as the SDK
         does when the caller follows progress (wire.next_id() gives one)."""
         params: dict[str, Any] = {"name": name, "arguments": arguments}
         if progress is not None:
             params["_meta"] = {"progressToken": progress}
+        seconds = self.wire.deadlines.call
         return self.request(mcp.TOOLS_CALL, params, seconds=seconds, request_id=progress)
 
 

@@ -13,14 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from conformance.deadlines import Deadlines
 from conformance.fengyu.raw_worker import Line, RawWorker
 from plugin_spec import mcp
 from plugin_spec.jsonrpc import METHOD_NOT_FOUND
 from reference_host.process.launch import WorkerSpec
-
-REQUEST_SECONDS = 10.0  # a protocol request unanswered this long is a finding
-EOF_SECONDS = 5.0  # MCP-LIF-004: how long a server may take to exit on stdin EOF
-TERM_SECONDS = 2.0  # then SIGTERM, and this long before SIGKILL (the Python SDK's timings)
 
 Direction = Literal["sent", "received"]
 
@@ -48,7 +45,7 @@ class Reply:
     meanwhile: tuple[dict[str, Any], ...] = ()
     timed_out: bool = False
     exited: bool = False
-    seconds: float = REQUEST_SECONDS  # how long it was waited for
+    seconds: float = 0.0  # how long it was waited for
     request_id: int | str | None = None  # the request's id, to cancel it after a timeout
 
     @property
@@ -85,12 +82,13 @@ class Shutdown:
     by: Literal["eof", "sigterm", "sigkill"]
     seconds: float
     code: int | None
+    waited: float  # how long it was given to exit by itself (MCP-LIF-004)
 
     def describe(self) -> str:
         if self.by == "eof":
             return f"exited {self.seconds:.1f} s after stdin EOF (status {self.code})"
         escalation = "SIGTERM" if self.by == "sigterm" else "SIGTERM, then SIGKILL"
-        return f"still running {EOF_SECONDS:g} s after stdin EOF; ended by {escalation}"
+        return f"still running {self.waited:g} s after stdin EOF; ended by {escalation}"
 
 
 @dataclass
@@ -98,6 +96,7 @@ class Wire:
     """A started server: send messages, read what it writes, end it as a client does."""
 
     spec: WorkerSpec
+    deadlines: Deadlines
     frames: list[Frame] = field(default_factory=list)
     worker: RawWorker = field(init=False)
     started: float = field(init=False)
@@ -119,13 +118,13 @@ class Wire:
         the kit from a host by its spacing); False when the server no longer reads stdin."""
         text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
         self.frames.append(Frame("sent", self._now(), text, message))
-        deadline = time.monotonic() + REQUEST_SECONDS
+        deadline = time.monotonic() + self.deadlines.request
         return bool(self.worker.send([text.encode() + b"\n"], deadline))
 
     def write_raw(self, text: str) -> bool:
         """Write a line as given (what no SDK would send)."""
         self.frames.append(Frame("sent", self._now(), text, None))
-        deadline = time.monotonic() + REQUEST_SECONDS
+        deadline = time.monotonic() + self.deadlines.request
         return bool(self.worker.send([text.encode() + b"\n"], deadline))
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> bool:
@@ -140,10 +139,10 @@ class Wire:
         params: dict[str, Any] | None = None,
         *,
         request_id: int | str | None = None,
-        seconds: float = REQUEST_SECONDS,
+        seconds: float | None = None,
     ) -> Reply:
         """Send a request and read until its response (matched by id value and type),
-        the deadline or the server's exit."""
+        the deadline (seconds, or the run's request deadline) or the server's exit."""
         rid = self.start_request(method, params, request_id)
         if rid is None:
             return Reply(None, exited=True)
@@ -160,7 +159,8 @@ class Wire:
             message["params"] = params
         return rid if self.send(message) else None
 
-    def await_response(self, rid: int | str, seconds: float = REQUEST_SECONDS) -> Reply:
+    def await_response(self, rid: int | str, seconds: float | None = None) -> Reply:
+        seconds = self.deadlines.request if seconds is None else seconds
         meanwhile: list[dict[str, Any]] = []
         for message in self._messages(time.monotonic() + seconds):
             if _is_response(message) and _same_id(message.get("id"), rid):
@@ -186,19 +186,19 @@ class Wire:
 
     def close(self) -> Shutdown:
         """End the server as a client does: close stdin, wait, SIGTERM its group, SIGKILL."""
-        begun = time.monotonic()
-        code = self.worker.close_stdin(EOF_SECONDS)
+        begun, waited = time.monotonic(), self.deadlines.eof
+        code = self.worker.close_stdin(waited)
         if code is not None:
             self._drain()
-            return Shutdown("eof", time.monotonic() - begun, code)
+            return Shutdown("eof", time.monotonic() - begun, code, waited)
         self.worker.process.terminate()
-        code = self.worker.exit_code(TERM_SECONDS)
+        code = self.worker.exit_code(self.deadlines.term)
         by: Literal["sigterm", "sigkill"] = "sigterm"
         if code is None:
             by = "sigkill"
         self.worker.kill()
         self._drain()
-        return Shutdown(by, time.monotonic() - begun, self.worker.process.returncode)
+        return Shutdown(by, time.monotonic() - begun, self.worker.process.returncode, waited)
 
     def kill(self) -> None:
         self.worker.kill()
@@ -213,7 +213,7 @@ class Wire:
 
     def _drain(self) -> None:
         """Record what the server wrote up to its exit."""
-        for line in self.worker.rest(0.5):
+        for line in self.worker.rest(self.deadlines.leftover):
             self._record(line)
 
     def _messages(self, deadline: float) -> Iterator[dict[str, Any]]:

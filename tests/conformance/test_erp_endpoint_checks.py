@@ -31,7 +31,7 @@ from conformance.strategies import InputSpace
 from plugin_spec.rest_handler import RestHandler
 from sample_plugins.erp_backends import load_tool, serve_backends, tool_files
 from tests.conformance.test_requirement_fixtures import served_backend
-from tests.conftest import FIXTURE_PLUGINS, KitResult
+from tests.conftest import DEADLINES, FIXTURE_PLUGINS, KitResult
 
 BASE = "http://erp.test"
 ITEMS = "/api/v1/plugins/acme-stock/items"
@@ -45,7 +45,7 @@ OTHER_DYN = ("ERP-DYN-001", "ERP-DYN-002", "ERP-DYN-003")
 
 @pytest.fixture
 def services() -> Iterator[EndpointServices]:
-    services = EndpointServices(BASE, "acme", "kit", PropertySettings())
+    services = EndpointServices(BASE, "acme", "kit", PropertySettings(), DEADLINES)
     yield services
     services.close()
 
@@ -188,7 +188,7 @@ def fixture_tool(folder: Path) -> dict[str, Any]:
 
 
 def probe_on(url: str, tool: dict[str, Any], config: dict[str, Any]) -> RouteCheck:
-    services = EndpointServices(url, "acme", "kit", PropertySettings(examples=5, seed=1))
+    services = EndpointServices(url, "acme", "kit", PropertySettings(examples=5, seed=1), DEADLINES)
     try:
         handler = RestHandler.from_config({**tool["handlerConfig"], **config})
         return probe_route(

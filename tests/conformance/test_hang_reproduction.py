@@ -16,6 +16,7 @@ import pytest
 
 from conformance.fengyu.harness import ToolHarness
 from reference_host.process.launch import WorkerSpec
+from tests.conftest import DEADLINES
 
 TIMEOUT = 1.0
 # Never answers a call; at stdin EOF it says how long stdin stayed open after the call came,
@@ -33,7 +34,7 @@ print(f"stdin stayed open {time.monotonic() - came:.1f} s after the call", file=
 def harness(tmp_path: Path) -> Iterator[ToolHarness]:
     (tmp_path / "worker.py").write_text(HANGING_WORKER, encoding="utf-8")
     spec = WorkerSpec("fan.summer.hang", tmp_path, (sys.executable, "worker.py"), tmp_path / "d")
-    harness = ToolHarness(spec)
+    harness = ToolHarness(spec, deadlines=DEADLINES)
     yield harness
     harness.close()
 

@@ -16,7 +16,7 @@ from conformance.mcp.wire import Wire
 from conformance.options import KitOptions
 from plugin_spec import mcp
 from reference_host.process.launch import WorkerSpec
-from tests.conftest import REPO
+from tests.conftest import DEADLINES, REPO
 
 SERVER = REPO / "tests" / "fixtures" / "mcp" / "server.py"
 
@@ -25,7 +25,7 @@ def loaded(*flags: str, command: str = "") -> McpServer:
     """The fixture server (or command) loaded as a run loads it, its launcher cache gone."""
     command = command or " ".join(["python", str(SERVER), *flags])
     (server,) = selected_servers((command,), (), (), REPO)
-    load_mcp_server(server).discard()
+    load_mcp_server(server, DEADLINES).discard()
     return server
 
 
@@ -141,7 +141,8 @@ def test_a_server_whose_stdout_ended_is_not_taken_for_live(tmp_path: Path) -> No
     """A server that closed stdout can take a while to be reaped (more so in the sandbox):
     the kit must not wait on it as if it could still answer."""
     linger = "import os, time; os.close(1); time.sleep(30)"
-    wire = Wire(WorkerSpec("mcp.linger", tmp_path, (sys.executable, "-c", linger), tmp_path))
+    spec = WorkerSpec("mcp.linger", tmp_path, (sys.executable, "-c", linger), tmp_path)
+    wire = Wire(spec, DEADLINES)
     try:
         reply = wire.request(mcp.DISCOVER, {}, seconds=10)
         assert reply.exited and not reply.timed_out

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from conformance.baseline import Baseline
+from conformance.deadlines import Deadlines
+from conformance.kit import KitRun
 from conformance.options import ALL_SUITES, KitOptions, OptionError
 from tests.conftest import REPO
 
@@ -24,11 +27,20 @@ CHANGED = KitOptions(
     worker_env=("PYTHONPATH", "LANG*"),
     examples=7,
     seed=42,
+    deadline_scale=0.25,
     base_url="http://127.0.0.1:9",
     tenant="t 1",
     actor="bob",
     previous="git:v1",
 )
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """The options read here are the ones given, not the tests' deadline scale (conftest's
+    pytester puts it in PYTEST_ADDOPTS for kit runs)."""
+    monkeypatch.delenv("PYTEST_ADDOPTS")
+    return pytester
 
 
 def test_every_field_declares_a_flag_with_help() -> None:
@@ -89,6 +101,9 @@ def test_the_ini_file_gives_defaults_the_command_line_overrides(pytester: pytest
     [
         (["--conformance-provider", "openai,mistral"], "unknown provider mistral"),
         (["--conformance-examples", "0"], "0 is not at least 1"),
+        (["--conformance-deadline-scale", "0"], "0 is not a positive number"),
+        (["--conformance-deadline-scale", "inf"], "inf is not a positive number"),
+        (["--conformance-deadline-scale", "soon"], "'soon' is not a number"),
     ],
 )
 def test_a_value_the_kit_cannot_run_with_is_an_option_error(
@@ -107,3 +122,21 @@ def test_the_options_page_has_one_heading_per_flag_as_the_help_spells_it() -> No
         for _, flag in KitOptions.flags()
     }
     assert documented == declared
+
+
+def test_the_options_page_lists_every_deadline_with_its_default() -> None:
+    """docs/guide/options.md#deadlines: one row per Deadlines field, its default as the kit
+    has it, so what a user reads is what a run waits."""
+    rows = re.findall(r"^\| `(\w+)` \| ([\d.]+) \|", OPTIONS_PAGE.read_text(), re.MULTILINE)
+    assert [(name, float(default)) for name, default in rows] == [
+        (f.name, getattr(Deadlines(), f.name)) for f in fields(Deadlines)
+    ]
+
+
+def test_the_deadline_scale_reaches_every_deadline_of_the_run(tmp_path: Path) -> None:
+    run = KitRun([], Baseline(None), KitOptions(deadline_scale=0.5))
+    assert run.deadlines == Deadlines().scaled(0.5)
+    assert run.deadlines.eof == Deadlines().eof / 2
+    argv = KitOptions(deadline_scale=0.5).to_argv("worker", tmp_path)
+    assert argv[argv.index("--conformance-deadline-scale") + 1] == "0.5"
+    assert "--conformance-deadline-scale" not in KitOptions().to_argv("worker", tmp_path)

@@ -12,7 +12,7 @@ import pytest
 
 from conformance.fengyu.probe import Exchange, Step, owner, script
 from conformance.fengyu.raw_worker import Line
-from tests.conftest import FIXTURE_PLUGINS, copy_plugin
+from tests.conftest import DEADLINES, FIXTURE_PLUGINS, copy_plugin
 
 VALID_PLUGIN = FIXTURE_PLUGINS / "FY-WRK-006-ids-as-doubles"  # its manifest is valid
 WORKER = """\
@@ -75,7 +75,7 @@ def reply(rid: Any, **member: Any) -> Line:
 
 
 def steps(*names: str) -> list[Exchange]:
-    planned = {step.name: step for step in script({"greet": 5.0})}
+    planned = {step.name: step for step in script({"greet": 5.0}, DEADLINES.reply)}
     return [
         Exchange(name, [], expects=planned[name].expects, notifies=planned[name].notifies)
         for name in names

@@ -9,7 +9,8 @@ was found), and `keyword`, text its fix must name (what to change), so that a me
 hides the offending value or a fix meant for another kind of problem fails here. An optional
 `needs = ["strace"]` marks a defect only a tool of the machine can see; without it, the
 fixture is skipped with that reason. An optional `also` lists SHOULD warnings the defect
-cannot help raising beside its own requirement.
+cannot help raising beside its own requirement. A value that quotes one of the kit's
+deadlines names it, `{deadlines.eof}`: the tests run the kit with scaled deadlines.
 """
 
 from __future__ import annotations
@@ -36,13 +37,21 @@ from conformance.kit import KitRun, Status
 from conformance.options import KitOptions
 from conformance.rerun import failure_text
 from sample_plugins.erp_backends import serve_backends
-from tests.conftest import FIXTURE_PLUGINS, REPO, KitResult, copy_plugin, plugin_with_manifest
+from tests.conftest import (
+    DEADLINES,
+    FIXTURE_PLUGINS,
+    REPO,
+    KitResult,
+    copy_plugin,
+    plugin_with_manifest,
+)
 
 ID_PREFIX = re.compile(r"^((?:FY|ERP)-[A-Z]+-\d{3})")
 LEGACY_WARNING = "FY-LEG-001"
 SAMPLE_PLUGIN = REPO / "sample_plugins" / "fan.summer.markdown"
 FIXTURES = sorted(p for p in FIXTURE_PLUGINS.iterdir() if p.is_dir() and p.name[0] not in "_.")
 EXPECT = "expect.toml"
+DEADLINE = re.compile(r"\{deadlines\.(\w+)\}")
 
 
 def requirement_of(folder: Path) -> str:
@@ -151,8 +160,12 @@ def judged_in_process(folder: Path, suite: str) -> Judged:
 
 
 def expectation(folder: Path) -> dict[str, Any]:
-    """The fixture's expect.toml: the value its finding quotes, the keyword its fix names."""
-    return tomllib.loads((folder / EXPECT).read_text("utf-8"))
+    """The fixture's expect.toml: the value its finding quotes (with the deadlines it names
+    as this run's kit quotes them), the keyword its fix names."""
+    expect = tomllib.loads((folder / EXPECT).read_text("utf-8"))
+    if isinstance(expect.get("value"), str):
+        expect["value"] = DEADLINE.sub(lambda m: f"{getattr(DEADLINES, m[1]):g}", expect["value"])
+    return expect
 
 
 def expected_reports(folder: Path) -> set[str]:

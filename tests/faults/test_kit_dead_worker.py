@@ -13,7 +13,7 @@ import pytest
 from conformance.fengyu.raw_worker import RawWorker
 from reference_host.process.connection import WorkerConnection
 from reference_host.process.launch import WorkerSpec
-from tests.conftest import FIXTURE_PLUGINS
+from tests.conftest import DEADLINES, FIXTURE_PLUGINS
 
 DEPENDENT_SUITES = ("FY-WRK-", "FY-TOOL-", "FY-HOST-")
 # Items that have nothing to check whatever the worker does, and so are not applicable before
@@ -31,7 +31,7 @@ STATIC_CHECKS = ("FY-WRK-001", "FY-WRK-012")
 @pytest.mark.parametrize(
     ("fixture", "cause"),
     [
-        ("FY-WRK-001-never-answers", "no answer within 10 s"),
+        ("FY-WRK-001-never-answers", f"no answer within {DEADLINES.handshake:g} s"),
         ("FY-WRK-001-endless-line", "without a newline; the kit stopped reading it"),
     ],
 )

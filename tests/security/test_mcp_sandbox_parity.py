@@ -20,6 +20,7 @@ from reference_host.mcp.config import ServerConfig
 from reference_host.mcp.launch import Launch, server_data
 from reference_host.process.lineage import LINEAGE_VARIABLE
 from reference_host.process.sandbox import support
+from tests.conftest import DEADLINES
 
 # What a server can see of its world, as one JSON line on stdout.
 LOOK = """
@@ -46,7 +47,7 @@ ENV = {"API_TOKEN": "test-token-1234"}
 def seen_by_the_kit(tmp_path: Path) -> dict[str, Any]:
     server = McpServer("look", (sys.executable, "-c", LOOK), tmp_path, dict(ENV), (), "test")
     (server.folder() / "effects-1.trace").write_text("what the kit keeps to itself")
-    wire = Wire(server.spec())
+    wire = Wire(server.spec(), DEADLINES)
     try:
         (seen,) = wire.quiet(10) or [{}]
         return seen
