@@ -134,7 +134,9 @@ async def main():
     host = Host(HostConfig(data_dir=Path(sys.argv[1]), sandbox=sys.argv[5] == "sandbox"))
     await host.install(Path(sys.argv[2]))
     result = await call_tool(host, sys.argv[3])
-    Path(sys.argv[4]).write_text(str(result["success"]))
+    written = Path(sys.argv[4] + ".part")  # renamed whole: the test never reads it half-written
+    written.write_text(str(result["success"]))
+    written.rename(sys.argv[4])
     await asyncio.sleep(600)
 
 asyncio.run(main())
