@@ -4,6 +4,8 @@ Most of the suite waits on processes (sandboxed workers, MCP servers, runs of th
 `auto` starts two xdist workers per core; `-n N` or `-n 0` chooses otherwise. Each test goes
 to whichever worker is free, but a tutorial's code blocks (docs/tutorials, run by Sybil) share
 a folder and a shell's state, so one worker runs all of a tutorial's blocks, in order.
+Tests marked `long` (most of a minute each) are handed out first: started last, one would
+run on alone while the other workers sit idle at the end.
 
 A kit run (`--plugin-dir`, `--mcp-*`) never reads this file: the kit turns conftest files
 off for its runs (conformance/pytest_plugin.py), so a plugin's CI is not made parallel here.
@@ -18,6 +20,19 @@ import pytest
 
 WORKERS_PER_CORE = 2
 IN_ORDER = "docs/tutorials/"  # node ids under it run on one worker per file
+LONG = "long"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{LONG}: takes most of a minute; a parallel run starts it first"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Long tests first, each group in its collected order (the sort is stable): every
+    xdist worker collects, and sorts, the same list."""
+    items.sort(key=lambda item: item.get_closest_marker(LONG) is None)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the option

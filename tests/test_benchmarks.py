@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks.__main__ import SECTIONS
 from benchmarks.sse import in_process, model, new_host
 from reference_host.agent.loop import MAX_CALLS_PER_TURN, MAX_STEPS
@@ -37,6 +39,7 @@ async def test_the_sse_chat_of_1000_calls_runs_to_its_answer(tmp_path: Path) -> 
     assert timing.events == 2 * 1000 + 2
 
 
+@pytest.mark.long
 def test_the_quick_form_of_every_section_runs_to_the_end(tmp_path: Path) -> None:
     results = tmp_path / "results.md"
     done = subprocess.run(

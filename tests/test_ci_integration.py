@@ -112,6 +112,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.mark.long
 def test_a_wheel_installed_on_its_own_runs_the_kit_from_inside_a_plugin(
     wheel: Path, tmp_path: Path
 ) -> None:

@@ -42,6 +42,7 @@ def _listing(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
+@pytest.mark.long
 def test_a_crash_on_a_handed_file_reproduces_from_the_terminal(run_kit, tmp_path: Path) -> None:
     """The tool crashes only on the file and folder it is handed; without them it answers
     that its folder is not granted, which is what the printed command used to show."""

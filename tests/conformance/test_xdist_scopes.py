@@ -37,6 +37,7 @@ def test_scopes_are_plugin_and_suite_and_per_tool_items_are_dealt_out(
     )
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("selection", [("-m", "tools"), ("-k", "FY-EFF")])
 def test_each_tools_items_run_in_one_worker_with_the_serial_verdicts(
     pytester: pytest.Pytester, selection: tuple[str, str]

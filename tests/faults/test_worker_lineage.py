@@ -76,6 +76,7 @@ def plugin(parent: Path, marker: str, fault: str, version: str = "1.0.0") -> Pat
     )
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     ("fault", "suites"),
     [("group-child", ["-m", "worker"]), ("daemon", ["-m", "worker"]), ("both", [])],

@@ -95,6 +95,7 @@ def failure(worker: WorkerProcess, method: str, params: dict[str, Any], reason: 
 # The manifest ------------------------------------------------------------------------------
 
 
+@pytest.mark.long
 def test_manifest_passes_the_kit_but_for_its_legacy_launch(
     run_kit, monkeypatch: pytest.MonkeyPatch
 ) -> None:
