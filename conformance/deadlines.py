@@ -23,7 +23,7 @@ class Deadlines:
     """The kit's waits, in seconds."""
 
     reply: float = 5.0  # FengYu probe: a request's answer (the 4 MiB frame gets twice this)
-    startup: float = 20.0  # FengYu probe: added to the first request a new worker gets
+    startup: float = 20.0  # FengYu probe and host suite: a new worker's first request
     handshake: float = HANDSHAKE_SECONDS  # FengYu probe: the host's wait for the handshake
     grace: float = 0.5  # FengYu probe: after the sentinel's answer, for a step's late replies
     request: float = 10.0  # MCP: a protocol request's answer

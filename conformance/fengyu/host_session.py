@@ -33,7 +33,7 @@ class HostSession:
         """shared: the folder whose files the kit may attach as grants; worker_env: the
         variables passed through to the worker; worker_commands: launch commands by plugin
         id (--worker-cmd), so the host starts the worker the other suites checked;
-        deadlines: how long the worker's start may take."""
+        deadlines: how long the new worker's first answer may take."""
         self.workdir = workdir
         self.deadlines = deadlines
         self.loop = LoopThread(f"kit host loop {plugin_root.name}")
@@ -63,7 +63,10 @@ class HostSession:
         try:
             self.loop.run(
                 self.host.manager.invoke(
-                    self.info.id, "conformance/sentinel", {}, caller_timeout=self.deadlines.start
+                    self.info.id,
+                    "conformance/sentinel",
+                    {},
+                    caller_timeout=self.deadlines.startup,
                 )
             )
         except WorkerError as exc:
