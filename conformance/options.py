@@ -102,6 +102,9 @@ def _examples(raw: object) -> int:
     return value
 
 
+MAX_DEADLINE_SCALE = 100.0  # a typo (1000) must not make a hang wait for ever
+
+
 def _deadline_scale(raw: object) -> float:
     if raw in (None, ""):
         return 1.0
@@ -109,8 +112,11 @@ def _deadline_scale(raw: object) -> float:
         value = float(str(raw))
     except ValueError:
         raise OptionError(f"--conformance-deadline-scale: {raw!r} is not a number") from None
-    if not 0 < value < float("inf"):
-        raise OptionError(f"--conformance-deadline-scale: {value:g} is not a positive number")
+    if not 0 < value <= MAX_DEADLINE_SCALE:
+        raise OptionError(
+            f"--conformance-deadline-scale: {value:g} is not a number above 0 and at most "
+            f"{MAX_DEADLINE_SCALE:g} (a run's waits stay bounded)"
+        )
     return value
 
 

@@ -101,8 +101,10 @@ def test_the_ini_file_gives_defaults_the_command_line_overrides(pytester: pytest
     [
         (["--conformance-provider", "openai,mistral"], "unknown provider mistral"),
         (["--conformance-examples", "0"], "0 is not at least 1"),
-        (["--conformance-deadline-scale", "0"], "0 is not a positive number"),
-        (["--conformance-deadline-scale", "inf"], "inf is not a positive number"),
+        (["--conformance-deadline-scale", "0"], "0 is not a number above 0 and at most 100"),
+        (["--conformance-deadline-scale", "inf"], "inf is not a number above 0 and at most 100"),
+        (["--conformance-deadline-scale", "1000"], "1000 is not a number above 0 and at most 100"),
+        (["--conformance-deadline-scale", "nan"], "nan is not a number above 0 and at most"),
         (["--conformance-deadline-scale", "soon"], "'soon' is not a number"),
     ],
 )
