@@ -129,6 +129,23 @@ async def test_set_id_bits_are_refused(host: Host) -> None:
     assert answer["chmod"] == {str(data / "x"): "Operation not permitted", str(data / "y"): "ok"}
 
 
+async def test_no_other_way_to_a_set_id_file_or_a_user_namespace(host: Host) -> None:
+    """openat2 (its mode in a struct the filter cannot read) and mknod of a regular file make
+    set-uid files as well as chmod; a user namespace of its own would hand the worker every
+    capability over what it makes next. All refused: openat2 as absent, so C libraries fall
+    back to openat, whose mode the filter reads."""
+    if platform.machine() != "x86_64":
+        pytest.skip("the probe uses x86_64 system call numbers")
+    data = host.plugin_data(PLUGIN)
+    answer = (await probe(host, set_id=str(data)))["set_id"]
+    assert answer == {
+        "openat2": "Function not implemented",
+        "mknod": "Operation not permitted",
+        "unshare": "Operation not permitted",
+        "modes": {},
+    }
+
+
 async def test_no_network_without_the_permission(host: Host, listener: int) -> None:
     target = f"127.0.0.1:{listener}"
     answer = await probe(host, connect=[target, "10.255.255.1:80"])
