@@ -27,6 +27,7 @@ from mcp.shared.dispatcher import ProgressFnT
 
 from plugin_spec.mcp import CLIENT_INFO
 from reference_host.mcp.launch import Launch
+from reference_host.mcp.stderr_log import open_log
 from reference_host.process.lineage import carriers, end_lineage, new_token
 from reference_host.process.reaper import MANAGED
 from reference_host.process.tree import kill_group
@@ -114,7 +115,7 @@ class Connection:
 
     async def _hold(self, opened: asyncio.Future[Client]) -> None:
         try:
-            with self._stderr.open("ab") as errlog:
+            with open_log(self._stderr) as errlog:
                 parameters = self._launch.parameters(self._token)
                 transport = stdio_client(parameters, errlog=errlog)  # type: ignore[arg-type]
                 info = mcp_types.Implementation(

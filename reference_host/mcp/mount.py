@@ -41,6 +41,7 @@ from reference_host.mcp.client import Connection
 from reference_host.mcp.config import McpConfigError, ServerConfig, read_config
 from reference_host.mcp.launch import DATA_FOLDER, Launch, server_data
 from reference_host.mcp.results import error_text, tool_result
+from reference_host.mcp.stderr_log import log_path, tail
 from reference_host.tools.callbacks import (
     CallContext,
     CallPlan,
@@ -83,7 +84,9 @@ class McpServer:
 
     @property
     def stderr(self) -> Path:
-        return self.launch.data_dir / "stderr.log"
+        """Where its stderr goes: beside its data folder, out of the sandbox's reach
+        (stderr_log.py)."""
+        return log_path(self.launch.data_dir)
 
     @property
     def pid(self) -> int | None:
@@ -176,12 +179,8 @@ class McpServer:
         return connection
 
     def _stderr_tail(self) -> str:
-        try:
-            lines = self.stderr.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return ""
-        tail = [line for line in lines if line.strip()][-STDERR_LINES:]
-        return f"; its stderr ends: {' | '.join(tail)}" if tail else ""
+        lines = tail(self.stderr, STDERR_LINES)
+        return f"; its stderr ends: {' | '.join(lines)}" if lines else ""
 
 
 @dataclass(eq=False)
