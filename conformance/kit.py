@@ -217,6 +217,7 @@ class KitRun:
         transcripts.mkdir(parents=True, exist_ok=True)
         for server in servers:
             server.pass_env = self.options.worker_env  # as the host's --worker-env reaches them
+            server.roots = (*server.roots, *(Path(r).resolve() for r in self.options.mcp_roots))
             server.scratch = Path(tempfile.mkdtemp(dir=root))
             server.hidden = (root, transcripts)
 

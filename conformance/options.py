@@ -158,6 +158,18 @@ class KitOptions:
             repeat=True,
         ),
     )
+    mcp_roots: tuple[str, ...] = _option(
+        (),
+        Flag(
+            "--mcp-root",
+            "a folder every MCP server may write in its sandbox, as the host's --mcp-root "
+            "(repeatable), besides the folders its arguments name and its entry's roots",
+            "DIR",
+            suites=MCP_SUITES,
+            repeat=True,
+            path=True,
+        ),
+    )
     mcp_servers: tuple[str, ...] = _option(
         (),
         Flag(

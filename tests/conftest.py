@@ -92,6 +92,23 @@ class KitResult:
         ]
 
 
+@pytest.fixture(scope="session")
+def tmp_path_factory(tmp_path_factory: pytest.TempPathFactory) -> pytest.TempPathFactory:
+    """pytest's, but each folder it makes (tmp_path, pytester's) is enterable by everyone,
+    like a user's own folders: where the tests run as root, the sandbox runs as nobody
+    (reference_host/process/identity.py) and refuses to bind a folder it cannot enter
+    (tests/security/test_worker_sandbox.py checks that error)."""
+    made = tmp_path_factory.mktemp
+
+    def mktemp(basename: str, numbered: bool = True) -> Path:
+        folder = made(basename, numbered)
+        folder.chmod(0o755)
+        return folder
+
+    tmp_path_factory.mktemp = mktemp  # type: ignore[method-assign]
+    return tmp_path_factory
+
+
 @pytest.fixture
 def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """pytester whose inner runs leave pytest-asyncio out (the kit does not need it, and

@@ -122,6 +122,7 @@ def _entry(path: Path, key: str, name: str, entry: Any, explicit: bool) -> McpSe
         argv=(config.command, *config.args),
         root=config.cwd,
         env=config.env,
+        roots=config.roots,
         selection=("--mcp-config", str(path.resolve()), "--mcp-server", name),
         source=str(path),
     )

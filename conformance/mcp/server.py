@@ -26,10 +26,9 @@ from conformance.mcp.session import (
 )
 from conformance.mcp.wire import Reply, Wire
 from plugin_spec.mcp import offered_name
-from reference_host.mcp.launch import launcher_caches, server_data
+from reference_host.mcp.launch import server_data, server_spec
 from reference_host.process.environment import SECRET_LOOKING
 from reference_host.process.launch import WorkerSpec
-from reference_host.process.sandbox import SandboxPolicy
 
 MCP = "mcp"
 LOAD_REQUIREMENT = "MCP-LIF-001"
@@ -81,6 +80,7 @@ class McpServer:
     scratch: Path | None = None  # the run's folder for it: its data folder, traces (hidden)
     hidden: tuple[Path, ...] = ()  # the run's own folders its sandbox hides besides
     pass_env: tuple[str, ...] = ()  # --worker-env: the host's variables it also gets
+    roots: tuple[Path, ...] = ()  # --mcp-root and the entry's roots: writable in its sandbox
     tools: list[McpTool] = field(default_factory=list)
     opening: Opening | None = None
     listing: Listing | None = None
@@ -102,25 +102,22 @@ class McpServer:
 
     def spec(self, wrapper: tuple[str, ...] = ()) -> WorkerSpec:
         """How the kit starts it: as the reference host does (reference_host/mcp/launch.py),
-        in its folder with its environment, in the sandbox where there is one: everything
-        read-only, the run's scratch folder hidden but for the server's data folder (laid out
-        as the host lays it out, its launcher caches in it), writable, and the network
-        shared. Every start shares that data folder, as a host's restarts do. A server cannot
-        tell the kit's starts from a host's by what it may reach, what it finds where, nor by
-        a variable only the kit sets."""
-        scratch, data = self.folder(), self.data_dir
-        hidden = tuple(dict.fromkeys((scratch, *self.hidden)))
-        policy = SandboxPolicy(data, data, hidden=hidden, network=True)
-        return WorkerSpec(
-            plugin_id=self.name,
-            root=self.root,
-            argv=self.argv,
-            data_dir=data,
-            extra_env={**launcher_caches(data), **self.env},
+        in its folder with the MCP clients' environment and its own, in the sandbox where
+        there is one, its data folder (and HOME in it) laid out as the host lays it out and
+        the run's scratch folder hidden. Every start shares that data folder, as a host's
+        restarts do. A server cannot tell the kit's starts from a host's by what it may
+        reach, what it finds where, nor by a variable only the kit sets."""
+        scratch = self.folder()
+        return server_spec(
+            self.name,
+            self.argv,
+            self.root,
+            self.data_dir,
+            env=self.env,
+            hidden=tuple(dict.fromkeys((scratch, *self.hidden))),
             pass_env=self.pass_env,
-            sandbox=policy,
+            roots=self.roots,
             wrapper=wrapper,
-            host_variables=False,
         )
 
     def folder(self) -> Path:

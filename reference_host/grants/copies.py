@@ -39,6 +39,7 @@ from pathlib import Path
 
 from plugin_spec.filerefs import FileRefError
 from reference_host.grants.quota import CopyQuota, Draw, size_text
+from reference_host.process.identity import hand_over
 from reference_host.support import beneath
 
 HOST_FOLDER = "grants"  # in the host's data folder: every grant's copies and staging
@@ -202,7 +203,11 @@ class GrantCopies:
         folder = self.folder(conversation_id, plugin_id, ref_id, write=True)
         folder_fd = self._open_folder(folder)
         try:
-            os.close(beneath.make_dir(folder_fd, name))
+            staging_fd = beneath.make_dir(folder_fd, name)
+            try:
+                hand_over(staging_fd)
+            finally:
+                os.close(staging_fd)
         finally:
             os.close(folder_fd)
         parts = (folder / name).relative_to(self.base).parts

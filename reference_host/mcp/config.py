@@ -4,6 +4,8 @@
 mistake in it is found when the host starts, not on the first call, and the error names the
 file, the JSON pointer of the bad value and the value found, so it can be fixed without
 guessing. A server runs in the file's folder unless `cwd` says otherwise (relative to it).
+`roots`, the project's addition, lists folders (relative to the file's folder) the server may
+write in the sandbox besides the folders its arguments name (reference_host/mcp/launch.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 # Keys the editors' files carry that a stdio server does not use (VS Code's "type": "stdio",
 # Claude Desktop's "disabled"...) are ignored; these are the ones read.
-KNOWN_KEYS = ("command", "args", "env", "cwd")
+KNOWN_KEYS = ("command", "args", "env", "cwd", "roots")
 SHOWN_CHARS = 80
 
 
@@ -33,6 +35,7 @@ class ServerConfig:
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path = Path(".")
     disabled: bool = False
+    roots: tuple[Path, ...] = ()
 
 
 def read_config(path: Path) -> list[ServerConfig]:
@@ -91,6 +94,15 @@ def server_entry(
     cwd = entry.get("cwd")
     if cwd is not None and (not isinstance(cwd, str) or not cwd):
         raise McpConfigError(f"{path}: {at}/cwd: must be a non-empty string, found {_shown(cwd)}")
+    roots = entry.get("roots", [])
+    if not isinstance(roots, list):
+        raise McpConfigError(
+            f"{path}: {at}/roots: must be an array of folders, found {_shown(roots)}"
+        )
+    for index, root in enumerate(roots):
+        if not isinstance(root, str) or not root:
+            where = f"{at}/roots/{index}"
+            raise McpConfigError(f"{path}: {where}: must be a folder's path, found {_shown(root)}")
     return ServerConfig(
         name,
         command,
@@ -98,6 +110,7 @@ def server_entry(
         dict(env),
         (folder / Path(cwd).expanduser()).resolve() if cwd else folder,
         entry.get("disabled") is True,
+        tuple((folder / Path(r).expanduser()).resolve() for r in roots),
     )
 
 

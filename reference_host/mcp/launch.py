@@ -1,43 +1,43 @@
-"""How one MCP server is started: the workers' sandbox and environment rules, as the
-StdioServerParameters the official SDK spawns.
+"""How one MCP server is started: the workers' sandbox, and the environment MCP clients give,
+as the StdioServerParameters the official SDK spawns.
 
 An MCP server from a config file is as untrusted as a plugin's worker, so it gets the same
-confinement where the machine has one (process/sandbox.py): the server's folder read-only, a
-data folder of its own writable, the host's state hidden. Unlike a FengYu manifest, an
-mcpServers entry declares no permissions, and servers commonly fetch (npx, uvx, web APIs), so
-the sandbox shares the network.
+confinement where the machine has one (process/sandbox.py, through process/launch.py's
+WorkerSpec, which the kit starts servers with too): the server's folder and the files its
+arguments name read-only, the folders it is handed writable (its roots: see roots()), a data
+folder of its own writable with a private HOME in it, the host's state hidden. Unlike a
+FengYu manifest, an mcpServers entry declares no permissions, and servers commonly fetch
+(npx, uvx, web APIs), so the sandbox shares the network.
+
+Environment: what the MCP SDKs' stdio clients pass (`LOGNAME PATH SHELL TERM USER`, and HOME:
+here the server's own, writable, kept across restarts, as a desktop client gives the user's),
+the host's `--worker-env` names, TMPDIR in the data folder, the entry's own `env` on top, and
+a lineage token (process/lineage.py) that marks every process the server starts.
 
 The SDK's stdio_client passes no file descriptors to the child, and bwrap takes its system
 call filter (process/seccomp.py) through one, so the bwrap command is started behind
-`sh -c 'exec "$@" 3<FILE'`: the shell opens the filter, written once to a file in the data
-folder, as descriptor 3 and becomes bwrap.
-
-Environment: the workers' allow-list of the host's environment (process/environment.py,
-`--worker-env`), TMPDIR in the data folder, HOME there when unconfined, the launchers' caches
-there too (launcher_caches), the entry's own `env` on top, and a lineage token
-(process/lineage.py) that marks every process the server starts, so what left its process
-group is still found and ended.
+`sh -c 'exec "$@" 3<FILE'`: the shell opens the filter, written once to a file beside the
+data folder (never inside it, where the server could replace it), and becomes bwrap.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from mcp import StdioServerParameters
 
 from reference_host.mcp.config import ServerConfig
-from reference_host.process.environment import passed_through
-from reference_host.process.lineage import LINEAGE_VARIABLE
-from reference_host.process.sandbox import SandboxPolicy, command, support
+from reference_host.process.environment import MCP_PASS_ENV
+from reference_host.process.launch import WorkerSpec
+from reference_host.process.sandbox import NEVER_BOUND, SYSTEM, SandboxPolicy
 from reference_host.process.seccomp import program
 
 SECCOMP_FD = 3
 OPEN_FILTER = f'exec "$@" {SECCOMP_FD}<"$0"'
 SHELL = "/bin/sh"
-
-
 DATA_FOLDER = "mcp-data"
 
 
@@ -48,35 +48,109 @@ def server_data(data_dir: Path, name: str) -> Path:
     return data_dir / DATA_FOLDER / (safe or "_")
 
 
-def launcher_caches(data_dir: Path) -> dict[str, str]:
-    """Where the launchers an entry names (npx, uvx, pipx run) keep what they fetch and
-    install: `cache` in the server's data folder (npm's cache; the XDG cache, data and state
-    folders, where uv keeps its tools and Python builds). The user's own are read-only in the
-    sandbox, where npx and uvx fail on them (EROFS), and a shared writable one would let one
-    server plant code that another server's launcher runs. XDG_CONFIG_HOME stays the user's:
-    a registry mirror configured there still applies."""
-    folder = data_dir / "cache"
-    return {
-        "npm_config_cache": str(folder / "npm"),
-        "XDG_CACHE_HOME": str(folder / "xdg-cache"),
-        "XDG_DATA_HOME": str(folder / "xdg-data"),
-        "XDG_STATE_HOME": str(folder / "xdg-state"),
-    }
+def handed_folders(args: Iterable[str], cwd: Path, roots: Iterable[Path] = ()) -> HandedFolders:
+    """What a server's arguments hand it: a folder argument (server-filesystem's allowed
+    folders, mcp-server-git's `--repository`, an `--opt=/path` value) is a root it works in,
+    writable; a file argument's folder is readable (its script, its config). Folders that
+    hold the machine, HOME or a system folder are never handed out; roots (`--mcp-root`, the
+    entry's `roots`) are writable too."""
+    writable: list[Path] = [r.resolve() for r in roots]
+    readable: list[Path] = []
+    for arg in args:
+        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+        if not value.startswith(("/", "~", "./", "../")):
+            continue
+        path = (cwd / Path(value).expanduser()).resolve()
+        if path.is_dir() and _may_hand(path):
+            writable.append(path)
+        elif path.is_file() and _may_hand(path.parent):
+            readable.append(path.parent)
+    return HandedFolders(tuple(dict.fromkeys(writable)), tuple(dict.fromkeys(readable)))
+
+
+@dataclass(frozen=True)
+class HandedFolders:
+    writable: tuple[Path, ...]
+    readable: tuple[Path, ...]
+
+
+def _may_hand(folder: Path) -> bool:
+    """Not the whole machine, a shared or system folder, nor HOME or a folder holding it."""
+    if folder in NEVER_BOUND or any(folder.is_relative_to(s) for s in SYSTEM):
+        return False
+    home = os.environ.get("HOME")
+    return not (home and Path(home).is_relative_to(folder))
+
+
+def server_spec(
+    name: str,
+    argv: tuple[str, ...],
+    cwd: Path,
+    data: Path,
+    *,
+    env: dict[str, str],
+    hidden: tuple[Path, ...] | None,
+    pass_env: tuple[str, ...] = (),
+    roots: Iterable[Path] = (),
+    wrapper: tuple[str, ...] = (),
+) -> WorkerSpec:
+    """How kit and host start one server (hidden None: unconfined): its folder read-only
+    where it may be handed out (else only its data folder is there), its handed folders,
+    its data folder writable, the network shared, and the MCP clients' environment."""
+    sandbox = None
+    if hidden is not None:
+        handed = handed_folders(argv[1:], cwd, roots)
+        package = cwd if _may_hand(cwd) else data
+        sandbox = SandboxPolicy(
+            package,
+            data,
+            writable=handed.writable,
+            readable=handed.readable,
+            hidden=hidden,
+            network=True,
+        )
+    return WorkerSpec(
+        plugin_id=name,
+        root=cwd,
+        argv=argv,
+        data_dir=data,
+        extra_env=env,
+        pass_env=pass_env,
+        sandbox=sandbox,
+        wrapper=wrapper,
+        host_variables=False,
+        env_defaults=MCP_PASS_ENV,
+    )
 
 
 @dataclass(frozen=True)
 class Launch:
     """What the host needs to start one server: its config, its data folder, the folders its
-    sandbox hides (None: unconfined) and the host's pass-through variable names."""
+    sandbox hides (None: unconfined), the host's pass-through variable names and the roots
+    the host hands every server (`--mcp-root`)."""
 
     server: ServerConfig
     data_dir: Path
     hidden: tuple[Path, ...] | None = None
     pass_env: tuple[str, ...] = ()
+    roots: tuple[Path, ...] = ()
+
+    @property
+    def spec(self) -> WorkerSpec:
+        return server_spec(
+            self.server.name,
+            (self.server.command, *self.server.args),
+            self.server.cwd,
+            self.data_dir,
+            env=self.server.env,
+            hidden=self.hidden,
+            pass_env=self.pass_env,
+            roots=(*self.roots, *self.server.roots),
+        )
 
     @property
     def sandboxed(self) -> bool:
-        return self.hidden is not None and support().available
+        return self.spec.sandboxed
 
     @property
     def tmp(self) -> Path:
@@ -84,34 +158,17 @@ class Launch:
 
     def argv(self) -> list[str]:
         """The command line: the entry's, in the sandbox where there is one."""
-        argv = [self.server.command, *self.server.args]
-        if not self.sandboxed or self.hidden is None:
-            return argv
-        # The server's folder is seen through the read-only root, not bound again: bound over
-        # the hidden folders, a folder holding the host's data (cwd = $HOME, say) would show
-        # that data again. The "package" bound is the data folder, bound writable after it.
-        policy = SandboxPolicy(self.data_dir, self.data_dir, hidden=self.hidden, network=True)
-        confined = command(support().program, policy, argv, self.server.cwd, SECCOMP_FD)
-        return [SHELL, "-c", OPEN_FILTER, str(self._filter_file()), *confined]
+        spec = self.spec
+        if not spec.sandboxed:
+            return list(spec.argv)
+        return [SHELL, "-c", OPEN_FILTER, str(self._filter_file()), *spec.command(SECCOMP_FD)]
 
     def environment(self, lineage: str) -> dict[str, str]:
-        env = passed_through(os.environ, self.pass_env)
-        tmp = str(self.tmp)
-        env.update({"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
-        if not self.sandboxed:
-            env["HOME"] = str(self.data_dir / "home")
-        elif "HOME" in os.environ:
-            env["HOME"] = os.environ["HOME"]
-        env.update(launcher_caches(self.data_dir))
-        env.update(self.server.env)
-        env[LINEAGE_VARIABLE] = lineage
-        return env
+        return self.spec.environment(lineage)
 
     def parameters(self, lineage: str) -> StdioServerParameters:
         """The SDK's spawn parameters, after creating the data folders."""
-        self.tmp.mkdir(parents=True, exist_ok=True)
-        if not self.sandboxed:
-            (self.data_dir / "home").mkdir(parents=True, exist_ok=True)
+        self.spec.prepare_folders()
         command_line = self.argv()
         return StdioServerParameters(
             command=command_line[0],

@@ -253,14 +253,19 @@ async def mount_servers(
     taken: Iterable[str] = (),
     sandbox: bool = True,
     pass_env: tuple[str, ...] = (),
+    roots: tuple[Path, ...] = (),
 ) -> McpMounts:
     """Start every server the file lists (but those marked disabled) and make callbacks of
-    their tools, named apart from taken (the built-ins' names). Raises McpConfigError for a
-    bad file or a server that cannot be mounted; the servers already started are stopped."""
+    their tools, named apart from taken (the built-ins' names); roots are folders every
+    server may write in its sandbox. Raises McpConfigError for a bad file or a server that
+    cannot be mounted; the servers already started are stopped."""
     configs = [c for c in read_config(config_file) if not c.disabled]
     hidden = (data_dir.resolve(),) if sandbox else None
     shutil.rmtree(data_dir / DATA_FOLDER, ignore_errors=True)  # what an earlier host left
-    servers = [McpServer(_launch(c, data_dir, hidden, pass_env)) for c in configs]
+    servers = [
+        McpServer(Launch(c, server_data(data_dir, c.name), hidden, pass_env, roots))
+        for c in configs
+    ]
     mounted: list[McpServer] = []
     try:
         for server in servers:
@@ -308,12 +313,6 @@ def definition_digest(tool: mcp_types.Tool) -> str:
 
 def digests(tools: Iterable[mcp_types.Tool]) -> dict[str, str]:
     return {tool.name: definition_digest(tool) for tool in tools}
-
-
-def _launch(
-    config: ServerConfig, data_dir: Path, hidden: tuple[Path, ...] | None, pass_env: tuple[str, ...]
-) -> Launch:
-    return Launch(config, server_data(data_dir, config.name), hidden, pass_env)
 
 
 def _closed(exc: Exception) -> bool:

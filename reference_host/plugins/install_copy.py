@@ -27,7 +27,9 @@ def copy_plain_tree(source: Path, target: Path) -> None:
     """Copy the folder source to the new folder target (which must not exist).
 
     Modes and modification times are kept, as shutil.copytree does, so an executable worker
-    stays executable. On UnsafeEntry or OSError the caller deletes target.
+    stays executable, but every entry is made readable to all (shared_mode): a sandboxed
+    worker may run as another id than the host (process/identity.py) and reads its package
+    as anyone would. On UnsafeEntry or OSError the caller deletes target.
     """
     try:
         source_fd = os.open(source, beneath.DIRECTORY)
@@ -38,10 +40,17 @@ def copy_plain_tree(source: Path, target: Path) -> None:
         target_fd = beneath.open_dir(str(target))
         try:
             _copy_folder(source_fd, target_fd, source, 0)
+            os.fchmod(target_fd, shared_mode(os.fstat(source_fd).st_mode))
         finally:
             os.close(target_fd)
     finally:
         os.close(source_fd)
+
+
+def shared_mode(mode: int) -> int:
+    """mode without set-id bits, readable (and, where the owner may, executable) by all."""
+    readable = mode & 0o500  # the owner's read and execute bits
+    return (mode & 0o775) | (readable >> 3) | (readable >> 6)
 
 
 def verify_plain_tree(root: Path) -> None:
@@ -84,14 +93,14 @@ def _copy_folder(source_fd: int, target_fd: int, shown: Path, depth: int) -> Non
                 try:
                     _copy_folder(child, copy_fd, path, depth + 1)
                     os.utime(copy_fd, ns=(opened.st_atime_ns, opened.st_mtime_ns))
-                    os.fchmod(copy_fd, stat.S_IMODE(opened.st_mode))
+                    os.fchmod(copy_fd, shared_mode(opened.st_mode))
                 finally:
                     os.close(copy_fd)
             else:
                 copy_fd = os.open(name, beneath.CREATE, 0o600, dir_fd=target_fd)
                 try:
                     beneath.copy_fd(child, copy_fd)
-                    os.fchmod(copy_fd, stat.S_IMODE(opened.st_mode))
+                    os.fchmod(copy_fd, shared_mode(opened.st_mode))
                     os.utime(copy_fd, ns=(opened.st_atime_ns, opened.st_mtime_ns))
                 finally:
                     os.close(copy_fd)

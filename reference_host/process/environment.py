@@ -31,6 +31,8 @@ DEFAULT_PASS_ENV = (
     *("LANG", "LANGUAGE", "LC_*", "TZ", "USER", "LOGNAME", "SHELL", "TERM", "DISPLAY"),
     *("SYSTEMROOT", "WINDIR", "COMSPEC"),
 )
+# What the MCP SDKs' stdio clients pass a server on POSIX (HOME is the server's own here).
+MCP_PASS_ENV = ("LOGNAME", "PATH", "SHELL", "TERM", "USER")
 PASS_ENV_VARIABLE = "REFERENCE_HOST_WORKER_ENV"
 NEVER_PASSED = frozenset({"OPENAI_API_KEY", "REFERENCE_HOST_TOKEN"})
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
@@ -65,10 +67,15 @@ def configured_names(environ: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(n for n in (part.strip() for part in raw.split(",")) if NAME.match(n))
 
 
-def passed_through(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
-    """The variables of environ a worker may see: the defaults, extra, and the configured
-    names (a pattern never admits a name that looks like a credential)."""
-    names = (*DEFAULT_PASS_ENV, *extra, *configured_names(environ))
+def passed_through(
+    environ: Mapping[str, str],
+    extra: Iterable[str] = (),
+    defaults: Iterable[str] = DEFAULT_PASS_ENV,
+) -> dict[str, str]:
+    """The variables of environ a worker may see: the defaults (FengYu's list, or the MCP
+    clients' for a server), extra, and the configured names (a pattern never admits a name
+    that looks like a credential)."""
+    names = (*defaults, *extra, *configured_names(environ))
     exact = {n for n in names if not n.endswith("*")}
     prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
 

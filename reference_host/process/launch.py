@@ -19,7 +19,8 @@ from plugin_spec.fengyu_runtime import (
     UnsupportedRuntime,
     fengyu_launch,
 )
-from reference_host.process.environment import passed_through
+from reference_host.process.environment import DEFAULT_PASS_ENV, passed_through
+from reference_host.process.identity import closed_to_sandbox, give, open_tree
 from reference_host.process.lineage import LINEAGE_VARIABLE
 from reference_host.process.sandbox import SandboxPolicy, command, support, wants_network
 from reference_host.process.seccomp import program_fd
@@ -58,6 +59,7 @@ class WorkerSpec:
     sandbox: SandboxPolicy | None = None
     wrapper: tuple[str, ...] = ()
     host_variables: bool = True  # the FENGYU_* variables; an MCP server is given none
+    env_defaults: tuple[str, ...] = DEFAULT_PASS_ENV  # MCP_PASS_ENV for an MCP server
 
     @property
     def sandboxed(self) -> bool:
@@ -93,11 +95,11 @@ class WorkerSpec:
         return frozenset(os.path.realpath(p) for p in programs)
 
     @property
-    def home(self) -> Path | None:
-        """HOME when it is set here: in the sandbox the user's own, passed through as FengYu
-        does (read-only there, like every folder but the data folder and grants); unconfined,
-        where a write would be real, a folder in the data folder."""
-        return None if self.sandboxed else self.data_dir / "home"
+    def home(self) -> Path:
+        """HOME: `home` in the data folder, writable and kept across restarts, in the
+        sandbox and out of it (the user's own is not mounted in the sandbox, and a real
+        write there would escape the plugin's folder)."""
+        return self.data_dir / "home"
 
     @property
     def tmp(self) -> Path:
@@ -105,22 +107,36 @@ class WorkerSpec:
         return self.data_dir / "tmp"
 
     def prepare_folders(self) -> None:
-        """Create the data folder, its tmp and HOME, before every start."""
+        """Create the data folder, its tmp and HOME, and the writable folders, before every
+        start. Where the sandbox runs as another id than the caller (identity.py), the data
+        folders become that id's, the writable ones get an ACL entry for it, and a bound
+        folder it could not even enter is a WorkerLaunchError naming the fix."""
         self.tmp.mkdir(parents=True, exist_ok=True)
-        if self.home is not None:
-            self.home.mkdir(parents=True, exist_ok=True)
-        if self.sandbox is not None:
-            for folder in self.sandbox.writable:
-                folder.mkdir(parents=True, exist_ok=True)
+        self.home.mkdir(parents=True, exist_ok=True)
+        writable = self.sandbox.writable if self.sandbox is not None else ()
+        for folder in writable:
+            folder.mkdir(parents=True, exist_ok=True)
+        if self.sandbox is None or not self.sandboxed:
+            return
+        for folder in (self.data_dir, self.tmp, self.home):
+            give(folder)
+        for folder in writable:
+            problem = open_tree(folder)
+            if problem is not None:
+                raise WorkerLaunchError(f"cannot hand a folder to the sandbox: {problem}")
+        for folder in (self.sandbox.package, *self.sandbox.readable):
+            problem = closed_to_sandbox(folder)
+            if problem is not None:
+                raise WorkerLaunchError(problem)
 
     def environment(self, lineage: str | None = None) -> dict[str, str]:
         """What a worker sees (spec: host.md#the-worker-environment; environment.py): the
-        allowed part of the host's environment (HOME among it), extra_env, the FENGYU_*
-        variables, TMP in its data folder, HOME in there when unconfined, and the lineage
-        token that marks every process it starts (lineage.py)."""
-        env = passed_through(os.environ, self.pass_env)
-        env.update(self.extra_env)
+        allowed part of the host's environment, TMP and HOME in its data folder, the
+        FENGYU_* variables, extra_env (an MCP entry's `env`) on top, and the lineage token
+        that marks every process it starts (lineage.py)."""
+        env = passed_through(os.environ, self.pass_env, self.env_defaults)
         tmp = str(self.tmp)
+        env.update({"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp, "HOME": str(self.home)})
         if self.host_variables:
             env.update(
                 {
@@ -130,12 +146,7 @@ class WorkerSpec:
                     "FENGYU_LOG_LEVEL": self.log_level,
                 }
             )
-        env.update({"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
-        home = self.home
-        if home is not None:
-            env["HOME"] = str(home)
-        elif "HOME" in os.environ:
-            env["HOME"] = os.environ["HOME"]
+        env.update(self.extra_env)
         if lineage is not None:
             env[LINEAGE_VARIABLE] = lineage
         return env

@@ -23,6 +23,8 @@ import signal
 import sys
 import time
 
+from reference_host.process.identity import dropped_id
+
 LINEAGE_VARIABLE = "REFERENCE_HOST_LINEAGE"
 TOKEN = re.compile(r"^[0-9a-f]{32}$")
 PROC = "/proc"
@@ -51,11 +53,13 @@ def become_subreaper() -> bool:
 
 
 def carriers(token: str) -> list[int]:
-    """Pids of our uid (this process excluded) whose environment holds the token."""
+    """Pids of our uid or the sandbox's (this process excluded) whose environment holds
+    the token."""
     if not sys.platform.startswith("linux"):
         return []
     entry_bytes = f"\0{LINEAGE_VARIABLE}={token}\0".encode()
-    uid, me = os.getuid(), os.getpid()
+    me = os.getpid()
+    uids = {os.getuid(), *([dropped] if (dropped := dropped_id()) is not None else [])}
     try:
         names = [entry.name for entry in os.scandir(PROC) if entry.name.isdigit()]
     except OSError:
@@ -64,7 +68,7 @@ def carriers(token: str) -> list[int]:
     for name in names:
         path = f"{PROC}/{name}"
         try:
-            if int(name) == me or os.stat(path).st_uid != uid:
+            if int(name) == me or os.stat(path).st_uid not in uids:
                 continue
             with open(f"{path}/environ", "rb") as environ:
                 data = environ.read()

@@ -1,17 +1,25 @@
-"""The OS sandbox every worker runs in (spec: host.md#the-worker-sandbox), shaped like FengYu's.
+"""The OS sandbox every worker and MCP server runs in (spec: host.md#the-worker-sandbox),
+shaped like FengYu's and tighter where FengYu is open.
 
-FengYu wraps each worker in `bwrap --die-with-parent` on Linux: the package read-only, the
-plugin's data folder and the current call's write grants writable, read grants readable,
-and no network unless the manifest asks for `network`, `network.email` or `database`. The
-kit and the host build the same command here, so a worker cannot tell them apart and what
-the kit checks is what the host runs.
+FengYu wraps each worker in `bwrap --die-with-parent`: the system folders (`/usr /bin /lib
+/lib64 /etc`) read-only, a fresh `/tmp`, the runtime and the package read-only, the data
+folder and the current call's write grants writable, read grants readable, and no network
+unless the manifest asks for `network`, `network.email` or `database`. Nothing else of the
+machine is mounted: not `/home`, not `/run`, not the other jobs' files in `/tmp`, so no key
+in the user's folders is read and no unix socket of another program (a tmux server, an ssh
+agent, a container engine) is reached. The kit and the host build the same command here, so
+a worker cannot tell them apart and what the kit checks is what the host runs.
 
-On top of FengYu's shape: the worker gets PID, IPC, UTS and user namespaces of its own (what
-it starts dies with it, and it cannot make namespaces of its own), no capabilities, a system
-call filter (seccomp.py: no ptrace, so the kit's tracer cannot be told from its absence, and
-nothing that slips past it), read-only kernel settings, and the folders in `hidden` (the
-host's or the kit's own state), the socket folders and the user's credential folders show up
-empty and read-only, but for the folders bound inside them.
+On top of FengYu's shape: the worker gets PID, IPC, UTS and cgroup namespaces of its own
+(what it starts dies with it), is never the real root (identity.py: as root, the sandbox is
+set up as root and the worker dropped to an unprivileged id; otherwise a user namespace it
+cannot nest), no capabilities, a system call filter (seccomp.py), read-only kernel settings,
+a private HOME in its data folder, and, where a bound folder holds them, the host's or the
+kit's own state (`hidden`) and the user's credential files show up empty.
+
+What a runtime needs is found, not guessed: the folder its program is installed in (the
+venv and the interpreter behind it, a node or Java install), the folders on PATH and what a
+Python environment's `.pth` files add (an editable install's sources), all read-only.
 """
 
 from __future__ import annotations
@@ -21,43 +29,62 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from reference_host.process.identity import dropped_id
 from reference_host.process.seccomp import program_fd
 
 PROBE_SECONDS = 10.0
 NETWORK_PERMISSIONS = frozenset({"network", "network.email", "database"})
-# The user's credential folders, the ones FengYu never grants for writing: hidden, so a
-# worker reads no key in them and reaches no socket there (a container engine's under
-# ~/.docker): a unix socket on a read-only mount still connects.
-CREDENTIALS = (
+# The system folders every program needs, read-only (FengYu's list, and their usual
+# siblings); a link among them (a merged /usr) is made the same link.
+SYSTEM = tuple(
+    Path(p) for p in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+)
+# The user's credentials, relative to HOME: hidden wherever a bound folder holds them (a
+# server whose folder is HOME, say). Folders show up empty; files, empty.
+CREDENTIAL_FOLDERS = (
     ".ssh",
     ".aws",
+    ".azure",
     ".gnupg",
     ".docker",
     ".kube",
+    ".password-store",
     ".config/gcloud",
+    ".config/gh",
     ".config/github-copilot",
+    ".local/share/keyrings",
 )
-# The kernel's settings in a fresh /proc: bwrap leaves them writable where it runs as root
-# (the sandbox's uid 0 is the real one), and a worker could then set kernel.core_pattern to a
-# program of its own, which the kernel runs as root outside every namespace.
+CREDENTIAL_FILES = (
+    ".git-credentials",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".my.cnf",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+)
+# The kernel's settings in a fresh /proc: writable where bwrap runs as root, and a worker
+# could then set kernel.core_pattern to a program of its own, which the kernel runs as root.
 KERNEL_SETTINGS = (Path("/proc/sys"), Path("/proc/sysrq-trigger"))
-# Runtime folders: other programs' sockets (a unix socket on a read-only mount still
-# connects: the desktop bus, a container engine, an X server) are out of a worker's sight, as
-# the host's own state is. /tmp stays readable: interpreters and virtual environments live
-# there too (a CI checkout, say), and FengYu's sandbox keeps it read-only, not hidden.
-SHARED = (Path("/run"), Path("/dev/shm"), Path("/tmp/.X11-unix"), Path("/tmp/.ICE-unix"))
+# What is never bound as a runtime folder, however a PATH names it: the whole machine, the
+# shared scratch folders (other jobs' files and sockets) and the runtime state of services.
+NEVER_BOUND = tuple(Path(p) for p in ("/", "/tmp", "/var/tmp", "/run", "/var", "/dev", "/proc"))
+BIN_FOLDERS = frozenset({"bin", "sbin", "shims", "Scripts"})
+SETPRIV = "/usr/bin/setpriv"
 
 
 @dataclass(frozen=True)
 class SandboxPolicy:
-    """What one worker may reach: package read-only; data and writable read-write; readable
-    read-only; hidden folders emptied; the network only when network is set."""
+    """What one worker may reach: package read-only; data and writable read-write;
+    readable and runtime read-only; hidden folders emptied wherever a bound folder holds
+    them; the network only when network is set."""
 
     package: Path
     data: Path
@@ -65,6 +92,7 @@ class SandboxPolicy:
     readable: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
     network: bool = False
+    runtime: tuple[Path, ...] = field(default=())
 
     def with_grants(self, writable: Iterable[Path], readable: Iterable[Path]) -> SandboxPolicy:
         """The policy with the grant folders of one call's conversation added."""
@@ -73,6 +101,11 @@ class SandboxPolicy:
             writable=(*self.writable, *writable),
             readable=(*self.readable, *readable),
         )
+
+    @property
+    def home(self) -> Path:
+        """The worker's private HOME: writable, in its data folder, kept across restarts."""
+        return self.data / "home"
 
 
 def wants_network(manifest: Mapping[str, Any]) -> bool:
@@ -97,12 +130,14 @@ class Support:
 
 @cache
 def support() -> Support:
-    """bwrap, when it is installed and can make the namespaces here (probed once)."""
+    """bwrap, when it is installed and can make the sandbox here (probed once)."""
     if not sys.platform.startswith("linux"):
         return Support("", f"the worker sandbox (bubblewrap) is Linux-only; this is {sys.platform}")
     program = shutil.which("bwrap")
     if program is None:
         return Support("", "bubblewrap is not installed (Debian: apt-get install bubblewrap)")
+    if dropped_id() is not None and not os.access(SETPRIV, os.X_OK):
+        return Support("", f"running as root, the sandbox needs {SETPRIV} (Debian: util-linux)")
     with tempfile.TemporaryDirectory(prefix="sandbox-probe-") as folder:
         package, data = Path(folder) / "package", Path(folder) / "data"
         package.mkdir()
@@ -134,46 +169,216 @@ def command(
 ) -> list[str]:
     """The bwrap command that runs argv in cwd under policy (program: the bwrap path;
     seccomp_fd: a descriptor holding seccomp.program(), passed to the child)."""
-    args = [
-        program,
-        *("--die-with-parent", "--new-session", "--unshare-all", "--unshare-user"),
-        *("--disable-userns", "--cap-drop", "ALL"),
-        *(("--seccomp", str(seccomp_fd)) if seccomp_fd is not None else ()),
-        *(("--share-net",) if policy.network else ()),
-        *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"),
-    ]
+    argv = list(argv)
+    dropped = dropped_id()
+    args = [program, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
+    args += ["--unshare-uts", "--unshare-cgroup-try"]
+    if not policy.network:
+        args.append("--unshare-net")
+    if dropped is None:
+        args += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    else:  # set up as root; setpriv drops the worker to `dropped` with nothing left
+        args += ["--cap-drop", "ALL"]
+        args += [a for cap in ("SETUID", "SETGID", "SETPCAP") for a in ("--cap-add", f"CAP_{cap}")]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
+    args += _system()
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
     for kernel in KERNEL_SETTINGS:
         if kernel.exists():
             args += ["--ro-bind", str(kernel), str(kernel)]
-    hidden = _hidden(policy)
-    for folder in hidden:
-        args += ["--tmpfs", str(folder)]
-    for kept in _kept(hidden):
-        args += ["--ro-bind", str(kept), str(kept)]
-    args += ["--ro-bind", str(policy.package), str(policy.package)]
-    for folder in policy.readable:
-        args += ["--ro-bind", str(folder), str(folder)]
-    for folder in (policy.data, *policy.writable):
-        args += ["--bind", str(folder), str(folder)]
-    for folder in hidden:
-        args += ["--remount-ro", str(folder)]
-    return [*args, "--chdir", str(cwd), "--", *argv]
+    args += _mounts(policy, argv)
+    args += ["--chdir", str(cwd), "--"]
+    if dropped is not None:
+        args += [
+            SETPRIV,
+            *(f"--reuid={dropped}", f"--regid={dropped}", "--clear-groups"),
+            *("--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--"),
+        ]
+    return [*args, *argv]
+
+
+@cache
+def _system() -> tuple[str, ...]:
+    """The system folders, read-only, and the links among them as links."""
+    args: list[str] = []
+    for folder in SYSTEM:
+        if folder.is_symlink():
+            args += ["--symlink", os.readlink(folder), str(folder)]
+        elif folder.is_dir():
+            args += ["--ro-bind", str(folder), str(folder)]
+    return tuple(args)
+
+
+@dataclass(frozen=True)
+class _Mount:
+    """One mount of the sandbox: a folder bound (read-only or not), emptied (hidden), or a
+    credential file shown empty."""
+
+    path: Path
+    kind: str  # "ro", "rw", "hide", "blank"
+
+    @property
+    def args(self) -> list[str]:
+        where = str(self.path)
+        if self.kind == "hide":
+            return ["--tmpfs", where]
+        if self.kind == "blank":
+            return ["--ro-bind", "/dev/null", where]
+        return ["--ro-bind" if self.kind == "ro" else "--bind", where, where]
+
+
+def _mounts(policy: SandboxPolicy, argv: list[str]) -> list[str]:
+    """The binds of policy, outermost first, with the folders on the way to each made (as a
+    folder every user may pass), the hidden folders and credentials emptied wherever a bound
+    folder holds them, and the hidden folders read-only at the end."""
+    bound = [
+        *(_Mount(p, "ro") for p in runtime_folders(argv, policy.runtime)),
+        _Mount(policy.package, "ro"),
+        *(_Mount(p, "ro") for p in policy.readable),
+        *(_Mount(p, "rw") for p in (policy.data, *policy.writable)),
+    ]
+    trees = [m.path for m in bound]
+    covered = [*SYSTEM, *trees]
+    emptied = [
+        _Mount(p, "hide")
+        for p in _hidden(policy)
+        if any(p != t and p.is_relative_to(t) for t in trees) or p in trees
+    ]
+    home = os.environ.get("HOME")
+    if home:
+        for name in CREDENTIAL_FILES:
+            path = Path(home) / name
+            if path.is_file() and any(path.is_relative_to(t) for t in trees):
+                emptied.append(_Mount(path, "blank"))
+    # Outermost first; at the same path, the emptying before the bind that shows it again.
+    order = sorted([*emptied, *bound], key=lambda m: (len(m.path.parts), m.kind != "hide"))
+    args: list[str] = []
+    made: set[Path] = set()
+    hidden = [m.path for m in emptied if m.kind == "hide"]
+    for mount in order:
+        for parent in reversed(mount.path.parents):
+            shown = any(parent.is_relative_to(c) for c in covered)
+            if parent in made or (shown and not any(parent.is_relative_to(h) for h in hidden)):
+                continue
+            made.add(parent)
+            args += ["--dir", str(parent)]
+        args += mount.args
+    for mount in emptied:
+        if mount.kind == "hide":
+            args += ["--remount-ro", str(mount.path)]
+    return args
 
 
 def _hidden(policy: SandboxPolicy) -> list[Path]:
-    """The folders shown empty: SHARED and the user's credential folders where they are real
-    folders, and policy.hidden."""
+    """The folders shown empty: the user's credential folders where they are real folders,
+    and policy.hidden; one inside another is hidden with it."""
     home = os.environ.get("HOME")
-    credentials = [Path(home) / c for c in CREDENTIALS] if home else []
-    shared = [p for p in (*SHARED, *credentials) if p.is_dir() and not p.is_symlink()]
-    folders = [*shared, *(p for p in policy.hidden if p not in shared)]
-    # One inside another is hidden with it (bwrap cannot remount it read-only on its own).
+    credentials = [Path(home) / c for c in CREDENTIAL_FOLDERS] if home else []
+    real = [p for p in credentials if p.is_dir() and not p.is_symlink()]
+    folders = [*real, *(p for p in policy.hidden if p not in real)]
     return [p for p in folders if not any(p != q and p.is_relative_to(q) for q in folders)]
 
 
-def _kept(hidden: list[Path]) -> list[Path]:
-    """What a hidden folder holds that every program needs, read-only: the resolver's
-    configuration when /etc/resolv.conf points into /run (systemd-resolved)."""
-    resolver = Path("/etc/resolv.conf").resolve()
-    inside = any(resolver.is_relative_to(folder) for folder in hidden)
-    return [resolver] if inside and resolver.is_file() else []
+def runtime_folders(argv: list[str], extra: Iterable[Path] = ()) -> list[Path]:
+    """The folders argv's program needs besides the system ones: where it is installed
+    (and, for a link or a script, what it points to or is run by), the folders on PATH, a
+    Python environment's `.pth` folders, JAVA_HOME, and extra; outermost only."""
+    search = os.environ.get("PATH", os.defpath)
+    entries = [Path(p) for p in search.split(os.pathsep) if p]
+    java = os.environ.get("JAVA_HOME")
+    found = _program_folders(argv[0] if argv else "", search)
+    found += [f for entry in entries if (f := _install_folder(entry / "x")) is not None]
+    found += [Path(java)] if java and Path(java).is_absolute() else []
+    found += list(extra)
+    candidates = [f.resolve() if f.is_symlink() else f for f in found if f.is_dir()]
+    kept = [f for f in candidates if _bindable(f) and not _is_system(f)]
+    unique = list(dict.fromkeys(kept))
+    return [f for f in unique if not any(f != o and f.is_relative_to(o) for o in unique)]
+
+
+@cache
+def _program_folders(program: str, search: str) -> list[Path]:
+    """Install folders of the program (found on search when it names no folder), of what
+    its links point to, of its script's interpreter, and of a Python environment's base
+    and `.pth` entries."""
+    if not program:
+        return []
+    located = program if "/" in program else shutil.which(program, path=search)
+    if located is None:
+        return []
+    folders: list[Path] = []
+    for path in _chain(Path(located).absolute(), search):
+        folder = _install_folder(path)
+        if folder is not None:
+            folders.append(folder)
+            folders += _python_extras(folder)
+    return folders
+
+
+def _chain(path: Path, search: str) -> Iterator[Path]:
+    """The program, the file its links resolve to, and a script's interpreter (its `#!`
+    line; `env NAME` looked up on search), each once."""
+    yield path
+    real = path.resolve()
+    if real != path:
+        yield real
+    try:
+        with real.open("rb") as file:
+            first = file.readline(256)
+    except OSError:
+        return
+    if not first.startswith(b"#!"):
+        return
+    words = first[2:].decode("utf-8", "replace").split()
+    if not words:
+        return
+    interpreter = words[0]
+    if Path(interpreter).name == "env" and len(words) > 1:
+        interpreter = shutil.which(words[-1], path=search) or ""
+    if interpreter:
+        yield Path(interpreter)
+        yield Path(interpreter).resolve()
+
+
+def _install_folder(program: Path) -> Path | None:
+    """The folder a program is installed in: the one above its bin folder (a venv, a node
+    or JDK install), else its own folder; None for what is never bound."""
+    folder = program.parent
+    for candidate in ((folder.parent, folder) if folder.name in BIN_FOLDERS else (folder,)):
+        if _bindable(candidate):
+            return candidate
+    return None
+
+
+def _python_extras(folder: Path) -> list[Path]:
+    """For a Python environment: the base interpreter's folder (pyvenv.cfg's home) and the
+    folders its `.pth` files add (an editable install's sources)."""
+    extras: list[Path] = []
+    config = folder / "pyvenv.cfg"
+    if config.is_file():
+        for line in config.read_text("utf-8", "replace").splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():
+                base = _install_folder(Path(value.strip()) / "python")
+                extras += [base] if base is not None else []
+    for pth in folder.glob("lib/python3*/site-packages/*.pth"):
+        try:
+            lines = pth.read_text("utf-8", "replace").splitlines()
+        except OSError:
+            continue
+        extras += [Path(x) for x in lines if x.startswith("/") and Path(x).is_dir()]
+    return extras
+
+
+def _bindable(folder: Path) -> bool:
+    """Whether a folder may be bound as a runtime folder: not the whole machine, not a
+    shared scratch folder, not HOME nor a folder holding it (its credentials, its sockets)."""
+    if folder in NEVER_BOUND or not folder.is_absolute():
+        return False
+    home = os.environ.get("HOME")
+    return not (home and Path(home).is_relative_to(folder))
+
+
+def _is_system(folder: Path) -> bool:
+    return any(folder.is_relative_to(s) for s in SYSTEM)
