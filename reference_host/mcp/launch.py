@@ -51,8 +51,9 @@ def server_data(data_dir: Path, name: str) -> Path:
 def handed_folders(args: Iterable[str], cwd: Path, roots: Iterable[Path] = ()) -> HandedFolders:
     """What a server's arguments hand it: a folder argument (server-filesystem's allowed
     folders, mcp-server-git's `--repository`, an `--opt=/path` value) is a root it works in,
-    writable; a file argument's folder is readable (its script, its config). Folders that
-    hold the machine, HOME or a system folder are never handed out; roots (`--mcp-root`, the
+    writable; a file argument's folder is readable (its script, its config), or the file
+    alone where that folder is HOME or holds it. Folders that hold the machine, HOME or a
+    system folder are never handed out; roots (`--mcp-root`, the
     entry's `roots`) are writable too."""
     writable: list[Path] = [r.resolve() for r in roots]
     readable: list[Path] = []
@@ -63,8 +64,8 @@ def handed_folders(args: Iterable[str], cwd: Path, roots: Iterable[Path] = ()) -
         path = (cwd / Path(value).expanduser()).resolve()
         if path.is_dir() and _may_hand(path):
             writable.append(path)
-        elif path.is_file() and _may_hand(path.parent):
-            readable.append(path.parent)
+        elif path.is_file():
+            readable.append(path.parent if _may_hand(path.parent) else path)
     return HandedFolders(tuple(dict.fromkeys(writable)), tuple(dict.fromkeys(readable)))
 
 
@@ -120,6 +121,7 @@ def server_spec(
         wrapper=wrapper,
         host_variables=False,
         env_defaults=MCP_PASS_ENV,
+        private_home=True,
     )
 
 

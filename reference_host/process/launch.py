@@ -60,6 +60,7 @@ class WorkerSpec:
     wrapper: tuple[str, ...] = ()
     host_variables: bool = True  # the FENGYU_* variables; an MCP server is given none
     env_defaults: tuple[str, ...] = DEFAULT_PASS_ENV  # MCP_PASS_ENV for an MCP server
+    private_home: bool = False  # HOME in the data folder in the sandbox too (MCP servers)
 
     @property
     def sandboxed(self) -> bool:
@@ -95,11 +96,15 @@ class WorkerSpec:
         return frozenset(os.path.realpath(p) for p in programs)
 
     @property
-    def home(self) -> Path:
-        """HOME: `home` in the data folder, writable and kept across restarts, in the
-        sandbox and out of it (the user's own is not mounted in the sandbox, and a real
-        write there would escape the plugin's folder)."""
-        return self.data_dir / "home"
+    def home(self) -> Path | None:
+        """HOME when it is one of the worker's own: `home` in the data folder, writable and
+        kept across restarts, for an MCP server (private_home: as MCP clients give a server
+        a writable HOME) and for an unconfined worker (where a real write would escape the
+        plugin's folder). None for a sandboxed FengYu worker, which gets the user's HOME,
+        unmounted, as FengYu gives it: a write there fails as it fails under FengYu."""
+        if self.private_home or not self.sandboxed:
+            return self.data_dir / "home"
+        return None
 
     @property
     def tmp(self) -> Path:
@@ -111,14 +116,16 @@ class WorkerSpec:
         start. Where the sandbox runs as another id than the caller (identity.py), the data
         folders become that id's, the writable ones get an ACL entry for it, and a bound
         folder it could not even enter is a WorkerLaunchError naming the fix."""
+        home = self.home
         self.tmp.mkdir(parents=True, exist_ok=True)
-        self.home.mkdir(parents=True, exist_ok=True)
+        if home is not None:
+            home.mkdir(parents=True, exist_ok=True)
         writable = self.sandbox.writable if self.sandbox is not None else ()
         for folder in writable:
             folder.mkdir(parents=True, exist_ok=True)
         if self.sandbox is None or not self.sandboxed:
             return
-        for folder in (self.data_dir, self.tmp, self.home):
+        for folder in (self.data_dir, self.tmp, *([home] if home else [])):
             give(folder)
         for folder in writable:
             problem = open_tree(folder)
@@ -131,12 +138,17 @@ class WorkerSpec:
 
     def environment(self, lineage: str | None = None) -> dict[str, str]:
         """What a worker sees (spec: host.md#the-worker-environment; environment.py): the
-        allowed part of the host's environment, TMP and HOME in its data folder, the
+        allowed part of the host's environment, TMP and HOME (see home) in its data folder, the
         FENGYU_* variables, extra_env (an MCP entry's `env`) on top, and the lineage token
         that marks every process it starts (lineage.py)."""
         env = passed_through(os.environ, self.pass_env, self.env_defaults)
         tmp = str(self.tmp)
-        env.update({"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp, "HOME": str(self.home)})
+        env.update({"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
+        home = self.home
+        if home is not None:
+            env["HOME"] = str(home)
+        elif "HOME" in os.environ:
+            env["HOME"] = os.environ["HOME"]
         if self.host_variables:
             env.update(
                 {

@@ -187,7 +187,7 @@ def command(
     for kernel in KERNEL_SETTINGS:
         if kernel.exists():
             args += ["--ro-bind", str(kernel), str(kernel)]
-    args += _mounts(policy, argv)
+    args += _mounts(policy, argv, cwd)
     args += ["--chdir", str(cwd), "--"]
     if dropped is not None:
         args += [
@@ -228,10 +228,11 @@ class _Mount:
         return ["--ro-bind" if self.kind == "ro" else "--bind", where, where]
 
 
-def _mounts(policy: SandboxPolicy, argv: list[str]) -> list[str]:
-    """The binds of policy, outermost first, with the folders on the way to each made (as a
-    folder every user may pass), the hidden folders and credentials emptied wherever a bound
-    folder holds them, and the hidden folders read-only at the end."""
+def _mounts(policy: SandboxPolicy, argv: list[str], cwd: Path) -> list[str]:
+    """The binds of policy, outermost first, with the folders on the way to each (and cwd,
+    when nothing bound holds it) made as folders every user may pass, the hidden folders
+    and credentials emptied wherever a bound folder holds them, and the hidden folders
+    read-only at the end."""
     bound = [
         *(_Mount(p, "ro") for p in runtime_folders(argv, policy.runtime)),
         _Mount(policy.package, "ro"),
@@ -254,7 +255,7 @@ def _mounts(policy: SandboxPolicy, argv: list[str]) -> list[str]:
     # Outermost first; at the same path, the emptying before the bind that shows it again.
     order = sorted([*emptied, *bound], key=lambda m: (len(m.path.parts), m.kind != "hide"))
     args: list[str] = []
-    made: set[Path] = set()
+    made = {Path("/"), Path("/tmp")}  # there already
     hidden = [m.path for m in emptied if m.kind == "hide"]
     for mount in order:
         for parent in reversed(mount.path.parents):
@@ -264,6 +265,13 @@ def _mounts(policy: SandboxPolicy, argv: list[str]) -> list[str]:
             made.add(parent)
             args += ["--dir", str(parent)]
         args += mount.args
+    if not any(cwd.is_relative_to(c) for c in covered):
+        args += [
+            a
+            for folder in (*reversed(cwd.parents), cwd)
+            if folder not in made
+            for a in ("--dir", str(folder))
+        ]
     for mount in emptied:
         if mount.kind == "hide":
             args += ["--remount-ro", str(mount.path)]
@@ -345,7 +353,7 @@ def _install_folder(program: Path) -> Path | None:
     """The folder a program is installed in: the one above its bin folder (a venv, a node
     or JDK install), else its own folder; None for what is never bound."""
     folder = program.parent
-    for candidate in ((folder.parent, folder) if folder.name in BIN_FOLDERS else (folder,)):
+    for candidate in (folder.parent, folder) if folder.name in BIN_FOLDERS else (folder,):
         if _bindable(candidate):
             return candidate
     return None

@@ -1,5 +1,5 @@
 """An MCP server finds the same world in the kit as in the reference host: the same network,
-the same environment names, writable launcher folders of its own (npx's cache, uv's tools).
+the same environment names, a writable HOME of its own (where npx and uvx keep their caches).
 A server that could tell the two apart could behave only while it is checked (spec:
 mcp.md#how-the-kit-drives-a-server).
 """
@@ -32,11 +32,11 @@ def writable(name):
         return True
     except (KeyError, OSError):
         return False
-caches = ("npm_config_cache", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
 print(json.dumps({
     "env": sorted(os.environ),
     "interfaces": sorted(name for _, name in socket.if_nameindex()),
-    "cache_writable": all(writable(name) for name in caches),
+    "home_writable": writable("HOME"),
+    "home": os.environ.get("HOME"),
     "token": os.environ.get("API_TOKEN"),
     "around": sorted(os.listdir(os.path.join(os.environ["TMPDIR"], "..", "..", ".."))),
 }), flush=True)
@@ -100,11 +100,15 @@ def test_the_kit_sets_no_variable_the_host_does_not(
     assert kit["token"] == host["token"] == ENV["API_TOKEN"]
 
 
-def test_a_server_has_a_writable_launcher_cache_in_both(
+def test_a_server_has_a_writable_home_of_its_own_in_both(
     worlds: tuple[dict[str, Any], dict[str, Any]],
 ) -> None:
+    """desktop-commander writes its config into HOME at start, npx and uvx their caches."""
     kit, host = worlds
-    assert kit["cache_writable"] and host["cache_writable"]
+    assert kit["home_writable"] and host["home_writable"]
+    assert kit["home"].endswith("/mcp-data/look/home") and host["home"].endswith(
+        "/mcp-data/look/home"
+    )
 
 
 def test_a_server_sees_only_its_own_data_folder_in_both(

@@ -56,7 +56,7 @@ def assert_minimal(env: dict[str, str], values: dict[str, str], data_dir: Path |
     tmp = Path(env["TMPDIR"])
     assert tmp == Path(env["TMP"]) == Path(env["TEMP"])
     assert tmp.parent == Path(env["FENGYU_PLUGIN_DATA_DIR"])
-    assert env["HOME"] == os.environ["HOME"]  # the user's, read-only in the sandbox
+    assert env["HOME"] == os.environ["HOME"]  # the user's, not mounted in the sandbox
     assert not any(name.endswith("_PROXY") or name.startswith("XDG_") for name in env)
     if data_dir is not None:  # a host's folders (the kit removes its own after the run)
         assert Path(env["FENGYU_PLUGIN_DATA_DIR"]) == data_dir

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import platform
+import shutil
 import socket
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ import pytest
 
 from conformance.fengyu.syscall_trace import effects_unseen
 from reference_host.host import Host
+from reference_host.process.identity import SANDBOX_ID, dropped_id
 from reference_host.process.sandbox import support
 from reference_host.tools.callbacks import CallContext, plan_and_call
 from tests.conftest import MakeHost
@@ -75,9 +79,9 @@ async def test_only_the_data_folder_is_writable(host: Host, tmp_path: Path) -> N
         "package": "Read-only file system",
         "data": "ok",
         "tmp": "ok",
-        "var": "Read-only file system",
-        "beside": "Read-only file system",
-        "host db": "Read-only file system",
+        "var": "No such file or directory",  # not mounted
+        "beside": "Permission denied",  # an empty folder on the way to the data folder
+        "host db": "Permission denied",
     }
     assert not (tmp_path / "beside.txt").exists()
 
@@ -100,26 +104,27 @@ async def test_the_hosts_own_state_is_hidden(host: Host) -> None:
     assert answer["exists"] == {database: False, other: False, str(host.plugin_data(PLUGIN)): True}
 
 
-async def test_the_users_credential_folders_are_hidden(
+async def test_the_users_home_is_not_mounted(
     tmp_path: Path, make_host: MakeHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Keys in ~/.ssh are not readable, and a socket in ~/.docker cannot be reached (a unix
-    socket on a read-only mount still connects), with or without the network."""
+    """Keys in ~/.ssh, ~/.git-credentials and a socket in ~/.docker are not there at all (a
+    unix socket on a read-only mount still connects), as in FengYu, which mounts no HOME."""
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    (home / ".git-credentials").write_text("https://user:token@example.com")
     (home / ".docker" / "run").mkdir(parents=True)
     engine = socket.socket(socket.AF_UNIX)
     engine.bind(str(home / ".docker" / "run" / "docker.sock"))
     engine.listen()
-    (home / "notes.txt").write_text("readable, as in FengYu")
     monkeypatch.setenv("HOME", str(home))
     host = make_host()
     await host.install(write_worker_plugin(tmp_path / "src", PLUGIN, TOOL, "sandbox_probe"))
     key, sock = str(home / ".ssh" / "id_ed25519"), str(home / ".docker" / "run" / "docker.sock")
-    answer = await probe(host, exists=[key, sock, str(home / "notes.txt")])
+    credentials = str(home / ".git-credentials")
+    answer = await probe(host, exists=[key, sock, credentials, str(home)])
     engine.close()
-    assert answer["exists"] == {key: False, sock: False, str(home / "notes.txt"): True}
+    assert answer["exists"] == {key: False, sock: False, credentials: False, str(home): False}
 
 
 async def test_set_id_bits_are_refused(host: Host) -> None:
@@ -210,3 +215,60 @@ async def test_a_worker_reaches_its_own_conversations_grants_only(host: Host) ->
     assert in_s2["exists"] == {str(s1_staging): False}
     assert in_s2["write"][planted] != "ok"
     assert not (s1_staging / "planted.txt").exists()
+
+
+@pytest.fixture
+def unix_listener(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A unix socket in the machine's /tmp, as a tmux server or an ssh agent keeps one."""
+    folder = Path(tempfile.mkdtemp(prefix="tmux-0-"))
+    path = str(folder / "default")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(path)
+        server.listen()
+        yield path
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_no_unix_socket_in_tmp_is_reached(host: Host, unix_listener: str) -> None:
+    """A tmux server's socket under /tmp let a plugin without permissions run a command
+    outside the sandbox, as root; the sandbox's /tmp is a fresh one of its own."""
+    answer = await probe(host, unix=[unix_listener], exists=[unix_listener])
+    assert answer["exists"] == {unix_listener: False}
+    assert answer["unix"] == {unix_listener: "No such file or directory"}
+
+
+async def test_root_only_files_stay_closed(host: Host) -> None:
+    """The sandbox's uid is not the real root: /etc/shadow (root's, mode 640) is closed.
+    Where the tests run as an ordinary user it is closed anyway."""
+    answer = await probe(host, read=["/etc/shadow", "/etc/hostname"])
+    assert answer["read"] == {"/etc/shadow": "Permission denied", "/etc/hostname": "ok"}
+    if dropped_id() is not None:
+        assert answer["uid"] == SANDBOX_ID
+
+
+async def test_only_the_system_the_runtime_and_the_package_are_there(host: Host) -> None:
+    """Not the whole machine read-only, as before: FengYu's system folders, no /home, /run,
+    /var, /root or /opt (but for the interpreter's own folder, bound on its own)."""
+    gone = ["/home", "/run", "/var", "/root/.bashrc", "/opt", "/srv", "/mnt"]
+    there = ["/usr/bin", "/etc/passwd", "/tmp", sys.executable]
+    answer = await probe(host, exists=[*gone, *there])
+    assert answer["exists"] == {**dict.fromkeys(gone, False), **dict.fromkeys(there, True)}
+
+
+async def test_a_folder_the_sandbox_cannot_enter_is_a_clear_error(
+    tmp_path: Path, make_host: MakeHost
+) -> None:
+    """Where the host runs as root the worker runs as nobody, which cannot read a package
+    folder of mode 700: the start says so and names the fix, instead of a bare exit 126."""
+    if dropped_id() is None:
+        pytest.skip("the sandbox runs as the caller here: no folder of theirs is closed to it")
+    host = make_host()
+    await host.install(write_worker_plugin(tmp_path / "src", PLUGIN, TOOL, "sandbox_probe"))
+    package = host.store.plugin(PLUGIN)
+    assert package is not None
+    package.root.chmod(0o700)
+    callback = host.registry.snapshot().get(TOOL)
+    assert callback is not None
+    output = await plan_and_call(callback, {}, CallContext(conversation_id="c1"))
+    assert output.output["success"] is False
+    assert f"`chmod o+rx {package.root}`" in output.output["error"]
