@@ -6,8 +6,12 @@ the host (its workers) is closed when the server stops.
 
 Access (reference_host.http.access): the API answers only Host values in the allow-list
 (loopback names, plus --allowed-host and the bind address itself when it is a specific one),
-and it refuses to bind an address other than loopback without a token (--token, or better
-the REFERENCE_HOST_TOKEN environment variable: a command line is visible to other users).
+and every request needs a bearer token. By default the host makes a fresh one at each start,
+prints the dev console's URL with it once, and keeps it in DATA_DIR/api-token for curl and
+scripts (reference_host.http.token_file); --token, or better the REFERENCE_HOST_TOKEN
+environment variable (a command line is visible to other users), sets one instead, and
+--no-token serves without one, with a warning. Binding an address other than loopback needs
+a token given that way.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from reference_host.http.access import (
 )
 from reference_host.http.app import create_app
 from reference_host.http.streaming import DEFAULT_KEEP_ALIVE
+from reference_host.http.token_file import new_token, remove_token, token_path, write_token
 from reference_host.mcp.config import McpConfigError
 from reference_host.mcp.mount import McpMounts, mount_servers
 from reference_host.plugins.lifecycle import PluginError
@@ -189,11 +194,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="a Host header value to answer besides localhost, 127.0.0.1 and [::1] (any port; "
         "repeatable)",
     )
-    serve.add_argument(
+    token = serve.add_mutually_exclusive_group()
+    token.add_argument(
         "--token",
         metavar="TOKEN",
-        help=f"require 'Authorization: Bearer TOKEN' on every request (default: ${TOKEN_ENV}); "
-        "required when --host is not a loopback address",
+        help=f"require 'Authorization: Bearer TOKEN' on every request (default: ${TOKEN_ENV}, "
+        "else a fresh token at each start, printed in the console's URL and kept in "
+        "DATA_DIR/api-token); required when --host is not a loopback address",
+    )
+    token.add_argument(
+        "--no-token",
+        action="store_true",
+        help="serve without a token: any program on this machine (a plugin's worker, an MCP "
+        "server, a page on another port) can then drive the API; loopback only",
     )
     serve.add_argument(
         "--max-body-bytes",
@@ -233,6 +246,15 @@ def build_parser() -> argparse.ArgumentParser:
         '{"command", "args", "env", "cwd"}}}, as Claude Desktop, Cursor and VS Code write it) '
         "as plugins; each runs in the workers' sandbox, in the file's folder unless cwd says "
         "otherwise, and its tools are offered as NAME__TOOL",
+    )
+    serve.add_argument(
+        "--mcp-root",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="a folder every MCP server may write in its sandbox (repeatable), besides the "
+        "folders its arguments name and its entry's roots",
     )
     serve.add_argument(
         "--log-level",
@@ -292,8 +314,17 @@ def scripted_factory() -> Callable[[], ChatModel]:
     return CallCommandModel
 
 
+def given_token(args: argparse.Namespace) -> str | None:
+    """The token --token or the environment gives (--no-token ignores the environment)."""
+    if args.no_token:
+        return None
+    return args.token or os.environ.get(TOKEN_ENV) or None
+
+
 def access_problem(args: argparse.Namespace, token: str | None) -> str | None:
-    """Why the host must not start with these access settings, or None."""
+    """Why the host must not start with these access settings (token: the one given), or
+    None. A token the host makes is not enough beyond loopback: it changes at each start, and
+    a client on another machine cannot read its file."""
     if token is not None and not is_valid_token(token):
         return "the token must be at least 16 visible ASCII characters"
     if token is None and not is_loopback(args.host):
@@ -330,6 +361,26 @@ def started_line(args: argparse.Namespace, url: str, config: HostConfig, created
     )
 
 
+NO_TOKEN_WARNING = (
+    "warning: --no-token: the API answers without a token, so any program on this machine "
+    "(a plugin's worker with the network, an MCP server, a page on another port) can install, "
+    "disable and grant"
+)
+
+
+def console_line(url: str, token: str | None, made: bool, config: HostConfig) -> str:
+    """Where the dev console is: with a token the host made, its URL carries the token in
+    the fragment (never sent to the server, so never in a log), which the page keeps."""
+    if token is None:
+        return f"dev console: {url} (no token)"
+    if not made:
+        return f"dev console: {url} (enter the token you gave in its Token field)"
+    return (
+        f"dev console: {url}#token={token} (API token for curl and scripts: "
+        f"{token_path(config.data_dir)}, sent as Authorization: Bearer <token>)"
+    )
+
+
 class AnnouncingServer(uvicorn.Server):
     """uvicorn's server, which also prints the host's own start-up line once it listens
     (with the real port, which --port 0 leaves to the OS)."""
@@ -356,7 +407,7 @@ def allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 async def serve(args: argparse.Namespace) -> int:
-    token = args.token or os.environ.get(TOKEN_ENV) or None
+    token = given_token(args)
     problem = access_problem(args, token)
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
@@ -366,6 +417,11 @@ async def serve(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    made = token is None and not args.no_token
+    if made:
+        token = new_token()
+    elif args.no_token:
+        print(NO_TOKEN_WARNING, file=sys.stderr, flush=True)
     decision = Decision(args.approval)
     data_dir = args.data_dir.expanduser()
     created = not data_dir.exists()
@@ -398,6 +454,7 @@ async def serve(args: argparse.Namespace) -> int:
                 taken={callback.definition.name for callback in builtins},
                 sandbox=config.sandbox,
                 pass_env=config.worker_env,
+                roots=tuple(r.expanduser().resolve() for r in args.mcp_root),
             )
         except McpConfigError as exc:
             await web.aclose()
@@ -416,8 +473,16 @@ async def serve(args: argparse.Namespace) -> int:
             closed = True
             for closer in [*closers, host.close, web.aclose]:
                 await closer()
+            if made:
+                remove_token(data_dir, token)
 
     try:
+        # The host made data_dir; the file holds the token in force, or is gone.
+        if made:
+            assert token is not None
+            write_token(data_dir, token)
+        else:
+            remove_token(data_dir)
         for folder in plugin_folders(args.plugins):
             try:
                 info = await host.install(folder)
@@ -439,7 +504,12 @@ async def serve(args: argparse.Namespace) -> int:
                 log_level=args.log_level,
                 timeout_graceful_shutdown=5,
             ),
-            lambda url: print(started_line(args, url, config, created), flush=True),
+            lambda url: print(
+                started_line(args, url, config, created),
+                console_line(url, token, made, config),
+                sep="\n",
+                flush=True,
+            ),
         )
         await server.serve()
     finally:

@@ -1,24 +1,28 @@
 """Who may talk to the host over HTTP (spec: host.md#allowed-roots-and-hosts): allowed Host
-values, Origin, a bearer token.
+values, a bearer token, Origin.
 
 Why: a loopback service without these is reachable from any web page through DNS rebinding
 (a page on evil.example re-points its name to 127.0.0.1 and its script then talks to the
-host as a same-origin site; that hit the MCP Inspector, CVE-2025-49596), and a page can
-always send a cross-site POST. Three checks, outermost first:
+host as a same-origin site; that hit the MCP Inspector, CVE-2025-49596), a page can always
+send a cross-site POST, and any program on the machine (a plugin's worker with the network,
+an MCP server) can call it. Three checks, outermost first:
 
 - Host: Starlette's TrustedHostMiddleware answers 400 to a `Host` header whose name is not
   in the allow-list (any port: it compares the name only; `[::1]` is written with brackets).
   Default: localhost, 127.0.0.1, [::1]. A rebinding page sends its own name, so it is refused.
 - Token: with a token configured, every request needs `Authorization: Bearer <token>`
-  (compared in constant time), else 401. The CLI refuses to bind a non-loopback address
-  without one. The exception is a GET of a public path (the dev console's page and assets,
-  reference_host.http.console): a browser loads them before the page can send the token,
-  and they hold no data; every API call the page makes needs the token as usual.
+  (compared in constant time), else 401. `python -m reference_host serve` makes a fresh one
+  at each start unless told otherwise (reference_host.http.token_file). The exception is a
+  GET of a public path (the dev console's page and assets, reference_host.http.console): a
+  browser loads them before the page can send the token, and they hold no data; every API
+  call the page makes, its event streams included, needs the token as usual.
 - Origin: a state-changing request (POST, PUT, PATCH, DELETE; the chat and workflow-run
-  streams are POSTs too) that carries an `Origin` must come from an allowed host's origin,
-  else 403. Browsers send Origin on every such request, so a cross-site page is refused; a
-  request without one comes from a non-browser client (curl, the kit, a script) and is let
-  through: Origin guards against browsers, the token against everyone else.
+  streams are POSTs too) that carries an `Origin` must come from the host's own origin:
+  the scheme of the request and the `Host` it was sent to (already allowed), port included,
+  else 403. Browsers send Origin on every such request and set Host themselves, so a page on
+  another site, or on another port of this machine (another local server's page), is
+  refused; a request without one comes from a non-browser client (curl, the kit, a script)
+  and is let through: Origin guards against browsers, the token against everyone else.
 """
 
 from __future__ import annotations
@@ -73,6 +77,27 @@ def origin_host(origin: str) -> str | None:
     return host_entry(parts.hostname)
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin_of(origin: str) -> tuple[str, str, int] | None:
+    """The (scheme, allow-list entry, port) an `Origin` value names, the port made explicit;
+    None when it is no http(s) origin."""
+    host = origin_host(origin)
+    if host is None:
+        return None
+    parts = urlsplit(origin)
+    scheme = parts.scheme.lower()
+    return scheme, host, parts.port or DEFAULT_PORTS[scheme]
+
+
+def own_origin(scheme: str, host_header: str | None) -> tuple[str, str, int] | None:
+    """The host's origin as this request addressed it: its scheme and its `Host` header."""
+    if not host_header or scheme not in DEFAULT_PORTS:
+        return None
+    return origin_of(f"{scheme}://{host_header}")
+
+
 def is_valid_token(token: str) -> bool:
     """A token is visible ASCII (it travels in a header) and at least 16 characters long."""
     return len(token) >= 16 and all("!" <= char <= "~" for char in token)
@@ -112,9 +137,9 @@ class RequestGuard:
             await answer(scope, receive, send)
             return
         origin = headers.get("origin")
-        if scope["method"] in UNSAFE_METHODS and not self._same_site(origin):
+        if scope["method"] in UNSAFE_METHODS and not self._same_origin(origin, scope, headers):
             answer = error_response(
-                403, "cross-site request refused: the Origin is not an allowed host"
+                403, "cross-site request refused: the Origin is not the host's own"
             )
             await answer(scope, receive, send)
             return
@@ -123,9 +148,16 @@ class RequestGuard:
     def _is_public(self, scope: Scope) -> bool:
         return scope["method"] in ("GET", "HEAD") and scope["path"] in self.public
 
-    def _same_site(self, origin: str | None) -> bool:
-        """No Origin (not a browser), or the origin of an allowed host."""
-        return origin is None or origin_host(origin) in self.allowed
+    def _same_origin(self, origin: str | None, scope: Scope, headers: Headers) -> bool:
+        """No Origin (not a browser), or the host's own: scheme, allowed name and port."""
+        if origin is None:
+            return True
+        given = origin_of(origin)
+        return (
+            given is not None
+            and given[1] in self.allowed
+            and given == own_origin(scope["scheme"], headers.get("host"))
+        )
 
     def _authorized(self, header: str | None) -> bool:
         scheme, _, credentials = (header or "").partition(" ")

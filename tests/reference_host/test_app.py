@@ -50,6 +50,7 @@ from reference_host.stream.sse_parser import SSEComment, SSEEvent, SSEParser, pa
 from reference_host.support.loopback import serve_on_loopback
 from reference_host.tools.callbacks import CallContext, CallPlan, SentAsIs, ToolResult
 from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
+from tests.reference_host.served_cli import api_headers
 from tests.reference_host.stream_items import data, kinds, stream_deciding
 
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
@@ -846,22 +847,24 @@ def test_cli_serves_and_reports_rejected_plugins(tmp_path: Path) -> None:
         while True:
             assert process.poll() is None, process.communicate()
             try:
-                plugins = httpx.get(f"{base}/api/plugins", timeout=2).json()
+                headers = api_headers(tmp_path / "data")  # written before it listens
+                plugins = httpx.get(f"{base}/api/plugins", headers=headers, timeout=2).json()
                 break
-            except httpx.TransportError:
+            except (httpx.TransportError, FileNotFoundError):
                 assert time.monotonic() < deadline, "the CLI server did not come up"
                 time.sleep(0.1)
         assert [p["id"] for p in plugins] == ["fan.summer.markdown"]
-        stream = httpx.post(f"{base}/api/chat", json={"message": "hi"}, timeout=10)
+        stream = httpx.post(f"{base}/api/chat", json={"message": "hi"}, headers=headers, timeout=10)
         assert kinds(parse(stream.content)) == [":connected", "token", "done"]
     finally:
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     # uvicorn shuts down cleanly, then re-raises the SIGINT it caught: Ctrl-C's usual 130
     assert process.returncode == 130, err
-    installed, started = out.splitlines()
+    installed, started, console = out.splitlines()
     assert installed == "installed fan.summer.markdown 1.0.0 (markdown_render, markdown_outline)"
     assert started.startswith(f"reference host listening on {base}/ ")
+    assert console.startswith(f"dev console: {base}/#token=")
     (rejected,) = [line for line in err.splitlines() if line.startswith("rejected ")]
     assert rejected.startswith(
         f"rejected {FIXTURE_PLUGINS / 'FY-MAN-004-dangling-method'}: "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +12,7 @@ import pytest
 
 from reference_host.__main__ import main
 from tests.conftest import REPO
-
-STARTED = re.compile(r"reference host listening on (http://127\.0\.0\.1:\d+/) ")
+from tests.reference_host.served_cli import STARTED, api_headers
 
 
 @pytest.mark.parametrize(
@@ -63,7 +61,7 @@ def test_the_start_line_names_the_address_the_data_folder_and_the_roots(tmp_path
         assert f"data folder {data} (created); database {data / 'host.sqlite3'}; " in line
         assert f"allowed roots: {root}; approval ask; model scripted" in line
         url = found.group(1)
-        assert httpx.get(url + "api/plugins", timeout=10).json() == []
+        assert httpx.get(url + "api/plugins", headers=api_headers(data), timeout=10).json() == []
         assert httpx.get(url, timeout=10).headers["content-type"].startswith("text/html")
     finally:
         server.terminate()

@@ -6,7 +6,6 @@ it is refused and leaves nothing half-made; a revoke gives its room back. Small 
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -22,6 +21,7 @@ from reference_host.grants.grant_store import GrantStore
 from reference_host.grants.quota import CopyLimits, QuotaError
 from reference_host.http.app import create_app
 from tests.conftest import REPO, MakeHost
+from tests.reference_host.served_cli import STARTED, api_headers
 
 KB = 1000
 
@@ -177,9 +177,6 @@ def test_the_limits_are_command_line_options_with_documented_defaults() -> None:
             build_parser().parse_args(["serve", flag, "0"])
 
 
-STARTED = re.compile(r"reference host listening on (http://127\.0\.0\.1:\d+/) ")
-
-
 def test_the_served_host_applies_max_read_copies(tmp_path: Path, shared: Path) -> None:
     command = [sys.executable, "-m", "reference_host", "serve", "--port", "0"]
     command += ["--data-dir", str(tmp_path / "data"), "--allow-root", str(shared)]
@@ -194,8 +191,10 @@ def test_the_served_host_applies_max_read_copies(tmp_path: Path, shared: Path) -
         found = STARTED.match(line)
         assert found, line
         url = found.group(1) + "api/conversations/c1/grants"
-        assert httpx.post(url, json=body(shared / "a.bin"), timeout=10).status_code == 201
-        refused = httpx.post(url, json=body(shared / "b.bin"), timeout=10)
+        headers = api_headers(tmp_path / "data")
+        granted = httpx.post(url, json=body(shared / "a.bin"), headers=headers, timeout=10)
+        assert granted.status_code == 201
+        refused = httpx.post(url, json=body(shared / "b.bin"), headers=headers, timeout=10)
         assert refused.status_code == 409 and "1 of 1 copies" in refused.json()["error"]
     finally:
         server.terminate()

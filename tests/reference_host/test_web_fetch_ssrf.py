@@ -15,7 +15,6 @@ itself (test_public_address.py).
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import socket
 import ssl
@@ -43,13 +42,13 @@ from reference_host.stream.sse_parser import SSEEvent, SSEParser
 from reference_host.support.loopback import serve_on_loopback
 from reference_host.tools.callbacks import CallContext, plan_and_call
 from tests.conftest import REPO
+from tests.reference_host.served_cli import STARTED, api_headers
 
 CONTEXT = CallContext(conversation_id="c1", run_id="r1")
 SECRET = "loopback secret"
 ONLY_PUBLIC = "only public addresses are fetched (allow one with --web-fetch-allow)"
 LOOPBACK = "a loopback address"
 PUBLIC = "93.184.216.34"  # a public address; no test opens a socket to it
-STARTED = re.compile(r"reference host listening on (http://127\.0\.0\.1:\d+/) ")
 
 
 async def web_fetch(url: str, allow: Sequence[str] = ()) -> dict[str, Any]:
@@ -422,7 +421,10 @@ def test_the_host_fetches_only_what_its_command_line_allows(
         )
         parser, items = SSEParser(), []
         chat = started.group(1) + "api/chat"
-        with httpx.stream("POST", chat, json={"message": message}, timeout=60) as response:
+        headers = api_headers(tmp_path / "data")
+        with httpx.stream(
+            "POST", chat, json={"message": message}, headers=headers, timeout=60
+        ) as response:
             assert response.status_code == 200
             for chunk in response.iter_bytes():
                 items += parser.feed(chunk)

@@ -641,7 +641,20 @@ function refreshAll() {
   guarded(byId("grants-error"), loadGrants);
 }
 
+/**
+ * The token the host printed in the console's URL (`/#token=...`): kept for this tab in
+ * sessionStorage and taken out of the address bar, so it is not bookmarked or shared with
+ * the URL. A fragment never reaches the server, so it is in no log either.
+ */
+function takeTokenFromUrl() {
+  const given = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (given === null) return;
+  sessionStorage.setItem(TOKEN_KEY, given.trim());
+  history.replaceState(null, "", location.pathname + location.search);
+}
+
 function start() {
+  takeTokenFromUrl();
   byId("token").value = sessionStorage.getItem(TOKEN_KEY) ?? "";
   conversation.set(conversation.id);
 
