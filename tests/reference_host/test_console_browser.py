@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from conformance.install_validation import kit_validator
@@ -129,8 +130,8 @@ def host_on_loopback(tmp_path: Path, files: Path, token: str | None = None) -> I
 
 
 @contextlib.contextmanager
-def console(browser: Any, url: str) -> Iterator[Console]:
-    """A new browser context on the console at url, held to the host's origin."""
+def console(browser: Any, url: str, fragment: str = "") -> Iterator[Console]:
+    """A new browser context on the console at url (+ fragment), held to the host's origin."""
     from playwright.sync_api import expect
 
     expect.set_options(timeout=EXPECT_TIMEOUT)
@@ -156,7 +157,7 @@ def console(browser: Any, url: str) -> Iterator[Console]:
                 else None
             ),
         )
-        response = page.goto(url + "/")
+        response = page.goto(url + "/" + fragment)
         assert response is not None and response.status == 200
         policy = response.headers["content-security-policy"]
         assert "default-src 'self'" in policy and "unsafe-inline" not in policy
@@ -337,6 +338,76 @@ def test_the_token_field_unlocks_the_api(browser: Any, tmp_path: Path, files: Pa
         expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))
         expect(answer.locator(".assistant-text")).not_to_be_empty()
         opened.assert_clean()
+
+
+def test_the_token_in_the_url_the_host_printed_unlocks_the_api(
+    browser: Any, tmp_path: Path, files: Path
+) -> None:
+    """`/#token=...` (as `serve` prints it): the page keeps the token for the tab, sends it,
+    and takes it out of the address bar; a reload still has it."""
+    with (
+        host_on_loopback(tmp_path, files, token=TOKEN) as url,
+        console(browser, url, f"#token={TOKEN}") as opened,
+    ):
+        page, expect = opened.page, opened.expect
+        expect(page.locator('#plugins [data-plugin-id="fan.summer.markdown"]')).to_be_visible()
+        expect(page.locator("#plugins-error")).to_be_hidden()
+        assert page.url == url + "/"
+        assert page.evaluate("sessionStorage.getItem('reference-host.token')") == TOKEN
+        answer = send(opened, "hello")
+        expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))
+        page.reload()
+        expect(page.locator('#plugins [data-plugin-id="fan.summer.markdown"]')).to_be_visible()
+        opened.assert_clean()
+
+
+def attack_page(target: str) -> Any:
+    """An ASGI app whose page, once loaded, POSTs to target from its own origin (a simple
+    request: no preflight) and then says so in its title."""
+    page = f"""<!doctype html><title>loading</title><script>
+fetch({json.dumps(target)}, {{method: "POST", mode: "no-cors"}})
+  .then(() => {{ document.title = "sent"; }}, () => {{ document.title = "failed"; }});
+</script>""".encode()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/html; charset=utf-8")],
+            }
+        )
+        await send({"type": "http.response.body", "body": page})
+
+    return app
+
+
+def test_a_page_on_another_loopback_port_cannot_disable_a_plugin(
+    browser: Any, tmp_path: Path, files: Path
+) -> None:
+    """Issue 35 item 7, in a real browser: a page served on another port of 127.0.0.1 POSTs
+    to the host's disable route (no token set: the Origin check alone stands). The browser
+    sends it with the page's Origin; the host refuses it and the plugin stays enabled."""
+    from playwright.sync_api import expect
+
+    with host_on_loopback(tmp_path, files) as url:
+        target = url + "/api/plugins/fan.summer.markdown/disable"
+        with serve_on_loopback(attack_page(target), name="other local server") as other:
+            assert other.rsplit(":", 1)[1] != url.rsplit(":", 1)[1]
+            context = browser.new_context()
+            try:
+                page = context.new_page()
+                seen: list[int] = []  # a 403 can only be the Origin check: no token is set
+                page.on("response", lambda r: seen.append(r.status) if r.url == target else None)
+                page.goto(other + "/")
+                expect(page).to_have_title("sent", timeout=EXPECT_TIMEOUT)
+            finally:
+                context.close()
+        assert seen == [403]
+        listed = httpx.get(url + "/api/plugins", timeout=30).json()
+        assert [(p["id"], p["enabled"]) for p in listed] == [("fan.summer.markdown", True)]
 
 
 def test_the_event_stream_parser_follows_the_spec(served_console: ServedConsole) -> None:
