@@ -20,6 +20,7 @@ from jsonschema.exceptions import best_match
 from conformance.check_registry import CheckContext, check
 from conformance.fengyu.harness import CallOutcome
 from conformance.fengyu.manifest import AiTool
+from conformance.fengyu.services import unreadable
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.properties import Counterexample, find_counterexample
 from conformance.schema_messages import explain
@@ -107,16 +108,21 @@ class ToolRun:
         )
 
     def broken(self, outcome: CallOutcome) -> Counterexample | None:
+        """A crash, hang or protocol break; a hang, or an answer refused unread, ends the
+        search at once (each further call costs the same)."""
         if outcome.failed_badly:
-            return Counterexample(
-                f"{outcome.kind}: {outcome.message}", outcome, hang=outcome.kind == "timeout"
-            )
+            hang = outcome.kind == "timeout" or outcome.unreadable
+            return Counterexample(f"{outcome.kind}: {outcome.message}", outcome, hang=hang)
         return None
 
     def finding(self, found: Counterexample | None) -> Iterator[Finding]:
+        """The counterexample as a finding; NotApplicable for an answer refused unread,
+        which is FY-WRK-007's finding."""
         if found is None:
             return
         outcome = found.outcome
+        if outcome.unreadable:
+            raise NotApplicable(unreadable(str(self.tool.name), outcome))
         reply = shown(outcome.value) if outcome.kind in ("result", "rpc-error") else outcome.message
         shrunk = "" if found.shrunk else " (not shrunk: the worker hangs)"
         lines = [

@@ -36,7 +36,7 @@ from plugin_spec.fengyu_runtime import (
     handshake_problems,
 )
 from plugin_spec.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
-from reference_host.process.connection import stdout_problem
+from plugin_spec.line_depth import MAX_DEPTH, TOO_DEEP
 from reference_host.process.launch import EXECUTABLE, artifact_problem
 
 
@@ -189,6 +189,10 @@ def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
 
 
 SHOWN_STRAY_LINES = 5  # distinct stray stdout lines reported; the rest are counted
+DEEP_FIX = (
+    f"answer with results nested at most {MAX_DEPTH} levels deep: hosts refuse a deeper line "
+    "unread (its call fails), as recursive JSON readers give up on it; flatten the structure"
+)
 
 # An id left out where it could only have been null (FengYu's Go SDK drops a nil id).
 NO_ID = object()
@@ -209,11 +213,11 @@ def stdout_discipline(ctx: CheckContext) -> Iterator[Finding]:
             continue
         if name == Step.PARSE_ERROR and _error_without_id(line):
             continue  # FY-WRK-002 judges it: FengYu's Go SDK writes it so, FengYu reads past it
-        if problem := stdout_problem(line.message):
+        if problem := line.problem:
             where = f"protocol probe, during step {str(name)!r}"
             yield _stray(ctx, where, problem, line.text)
     for when, line in result.later_lines:
-        if problem := stdout_problem(line.message):
+        if problem := line.problem:
             yield _stray(ctx, f"protocol probe, {when}", problem, line.text)
     found: dict[tuple[str, str], list[str]] = {}
     for stray in _workers(ctx).stray_stdout():
@@ -226,7 +230,8 @@ def stdout_discipline(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _stray(ctx: CheckContext, where: str, problem: str, text: str, again: str = "") -> Finding:
-    return finding(ctx, f"in the {where}: {problem}: {text[:300]!r}{again}", None)
+    fix = DEEP_FIX if problem == TOO_DEEP else ""
+    return finding(ctx, f"in the {where}: {problem}: {text[:300]!r}{again}", None, fix)
 
 
 @check("FY-WRK-008")

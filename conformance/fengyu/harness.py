@@ -28,6 +28,7 @@ from conformance.findings import shown
 from conformance.loop_thread import LoopThread
 from plugin_spec import jsonrpc
 from plugin_spec.fengyu_decls import ResourceLimits
+from plugin_spec.line_depth import TOO_DEEP
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.manager import PluginProcessManager
 from reference_host.process.worker_errors import (
@@ -67,6 +68,12 @@ class CallOutcome:
     def failed_badly(self) -> bool:
         """A crash, a hang or broken framing: never acceptable, whatever the input."""
         return self.kind in ("timeout", "crash", "protocol", "launch")
+
+    @property
+    def unreadable(self) -> bool:
+        """An answer refused unread for its nesting (plugin_spec/line_depth.py): FY-WRK-007's
+        finding; what the tool answered cannot be judged."""
+        return self.kind == "protocol" and TOO_DEEP in self.message
 
 
 class ToolHarness:
@@ -146,11 +153,11 @@ class ToolHarness:
                 self._loop.run(start, timeout=self.deadlines.start)
 
     def call(self, method: str, params: Any, timeout: float) -> CallOutcome:
-        """Call method as a host would; the first call of a method that times out is kept
-        in hangs."""
+        """Call method as a host would; the first call of a method that times out, or whose
+        answer is refused unread, is kept in hangs."""
         request = jsonrpc.request("repro-1", method, params)
         outcome = self._call(request, timeout)
-        if outcome.kind == "timeout":
+        if outcome.kind == "timeout" or outcome.unreadable:
             self.hangs.setdefault(method, outcome)
         return outcome
 

@@ -19,6 +19,8 @@ from typing import Any
 
 from plugin_spec.fengyu_runtime import parse_log_line
 from plugin_spec.framing import MAX_FRAME_BYTES, decode_line
+from plugin_spec.line_depth import TOO_DEEP, too_deep
+from reference_host.process.connection import stdout_problem
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.lineage import end_lineage, new_token
 from reference_host.process.reaper import MANAGED, reap_orphans
@@ -37,17 +39,26 @@ STDERR_CHUNK = 64 * 1024
 class Line:
     """One stdout line: its text and, when it is a JSON object, the object. An over-long
     line (no newline within MAX_FRAME_BYTES) keeps only its start: it is a finding, and
-    the rest of it is never read."""
+    the rest of it is never read. So does a line nested too deep (too_deep), which is never
+    decoded: hosts refuse it (plugin_spec/line_depth.py)."""
 
     text: str
     message: dict[str, Any] | None
     overlong: bool = False
+    too_deep: bool = False
 
     @classmethod
     def parse(cls, raw: bytes) -> Line:
         if len(raw) > MAX_FRAME_BYTES and not raw.endswith(b"\n"):
             return cls(raw[:OVERLONG_PREFIX].decode("utf-8", "replace"), None, overlong=True)
+        if too_deep(raw):
+            return cls(raw[:OVERLONG_PREFIX].decode("utf-8", "replace"), None, too_deep=True)
         return cls(*decode_line(raw))
+
+    @property
+    def problem(self) -> str | None:
+        """What keeps the line from being a JSON-RPC 2.0 response; None when it is one."""
+        return TOO_DEEP if self.too_deep else stdout_problem(self.message)
 
 
 @dataclass

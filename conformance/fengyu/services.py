@@ -35,12 +35,23 @@ from conformance.search_settings import PropertySettings
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.fengyu_decls import resource_limits
 from plugin_spec.fengyu_runtime import handshake_problems
+from plugin_spec.line_depth import TOO_DEEP
 from reference_host.process.launch import MissingArtifact, WorkerSpec
 from reference_host.process.timeouts import effective_timeout
 from reference_host.process.worker_errors import WorkerLaunchError
 
 STDERR_SHOWN = 3  # last stderr lines a skip reason quotes
 HANG_REQUIREMENT = "FY-TOOL-001"  # whose finding a tool call that never answers is
+STDOUT_REQUIREMENT = "FY-WRK-007"  # whose finding an answer refused unread is
+
+
+def unreadable(tool: str, outcome: CallOutcome) -> str:
+    """Why a tool whose answer was refused unread (CallOutcome.unreadable) is not judged."""
+    return (
+        f"tool {tool!r} was answered with {TOO_DEEP} (called with "
+        f"{shown(outcome.request['params'], 200)}), which hosts refuse unread: its answers "
+        f"cannot be judged ({STDOUT_REQUIREMENT})"
+    )
 
 
 @dataclass(frozen=True)
@@ -291,8 +302,12 @@ class WorkerServices:
     def require_answering(self, tool: AiTool, requirement: str) -> None:
         """Raise NotApplicable naming FY-TOOL-001 when a call of the tool's method timed out
         earlier in this run: each further item would wait out the timeout again on the same
-        hang. FY-TOOL-001, whose finding the hang is, runs anyway."""
+        hang. FY-TOOL-001, whose finding the hang is, runs anyway. Every item raises it,
+        naming FY-WRK-007, once an answer of the method was refused unread: what the tool
+        answers cannot be judged."""
         hang = self.hangs.get(tool.method) if isinstance(tool.method, str) else None
+        if hang is not None and hang.unreadable:
+            raise NotApplicable(unreadable(str(tool.name), hang))
         if hang is None or requirement == HANG_REQUIREMENT:
             return
         raise NotApplicable(

@@ -5,7 +5,9 @@ connection's own pipes); one reader task matches responses to pending calls by i
 Lines that are not JSON are logged and skipped, unknown ids dropped; a line that is not a
 JSON-RPC response (stdout_problem) is also told to the connection's stray observer, which the
 kit uses to hold every stdout byte to the protocol. A frame over 16 MiB breaks the framing,
-so it fails every pending call and the worker is killed.
+so it fails every pending call and the worker is killed; so does a line nested deeper than
+512 levels (plugin_spec/line_depth.py), whose id cannot be read: skipped, it left its call
+waiting out its whole timeout.
 
 A watcher task owns the worker's end, however it comes (stdin EOF, crash, kill): the moment
 the process exits its group is killed and then its lineage (every process carrying its
@@ -38,6 +40,7 @@ from plugin_spec.fengyu_runtime import (
     parse_log_line,
 )
 from plugin_spec.framing import MAX_FRAME_BYTES, decode_line
+from plugin_spec.line_depth import TOO_DEEP, too_deep
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.limits import Overrun, ResourceWatch, watch_tree
 from reference_host.process.lineage import end_lineage, new_token
@@ -413,6 +416,11 @@ class WorkerConnection:
                 self._abort(WorkerCrashed("worker closed its stdout and was killed", self.stderr))
 
     def _dispatch(self, line: bytes) -> None:
+        if too_deep(line):
+            if self._stray is not None:
+                self._stray(line[:1000].decode("utf-8", "replace"), TOO_DEEP)
+            self._abort(WorkerProtocolError(f"worker sent {TOO_DEEP}; it was killed", self.stderr))
+            return
         text, message = decode_line(line)
         problem = stdout_problem(message)
         if problem is not None and self._stray is not None:

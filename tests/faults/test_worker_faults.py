@@ -183,6 +183,21 @@ async def test_frame_over_16_mib_kills_the_worker_and_the_next_call_restarts(
     await recovers(host, guard, tool, first["pid"], good)
 
 
+async def test_an_answer_nested_too_deep_fails_the_call_at_once(
+    host: Host, tmp_path: Path, guard: ProcessGuard
+) -> None:
+    """Skipped as unreadable, a line nested 5,000 deep left its call waiting out the whole
+    tool timeout; refused at the reader, the call fails at once, naming why, and the worker
+    is killed. An answer nested 400 deep still comes through."""
+    tool = await install_fault(host, tmp_path, "deep", "deep_answer", tool_timeout=10)
+    first = await call_tool(host, tool, {"nest": 400})
+    assert first["success"] is True
+    deep, good, elapsed = await during_good_calls(host, tool, {"deep": 5000}, 5)
+    assert elapsed < 5
+    assert is_failure_envelope(deep) and "nested deeper than 512 levels" in deep["error"]
+    await recovers(host, guard, tool, first["pid"], good)
+
+
 async def test_garbage_on_stdout_before_the_answer_is_skipped(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:

@@ -1,0 +1,37 @@
+"""The nesting a JSON line is refused for (plugin_spec/line_depth.py): brackets in strings do
+not count, the limit itself passes, and a 16 MiB line is measured in well under a second."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from plugin_spec.line_depth import MAX_DEPTH, depth, too_deep
+
+
+def nested(levels: int) -> bytes:
+    return b'{"a":' * levels + b"1" + b"}" * levels
+
+
+def test_depth_counts_arrays_and_objects_not_brackets_in_strings() -> None:
+    assert depth(b'{"a": [1, {"b": "[[[{{{"}], "c": "\\"[["}') == 3
+    assert depth(b"[]") == 1
+    assert depth(b'"just a string"') == 0
+
+
+def test_the_limit_passes_and_one_more_level_does_not() -> None:
+    assert not too_deep(nested(MAX_DEPTH))
+    assert too_deep(nested(MAX_DEPTH + 1))
+    assert too_deep(b"[" * 5000 + b"]" * 5000)
+
+
+def test_a_wide_answer_is_not_deep() -> None:
+    wide = json.dumps({"rows": [{"cell": [i]} for i in range(10_000)]}).encode()
+    assert not too_deep(wide)
+
+
+def test_a_16_mib_line_is_measured_fast() -> None:
+    line = b"[" * (8 * 1024 * 1024) + b"]" * (8 * 1024 * 1024)
+    started = time.monotonic()
+    assert too_deep(line)
+    assert time.monotonic() - started < 5
