@@ -22,7 +22,15 @@ from plugin_spec.fengyu_runtime import (
 from reference_host.process.environment import DEFAULT_PASS_ENV, passed_through
 from reference_host.process.identity import closed_to_sandbox, give, open_tree
 from reference_host.process.lineage import LINEAGE_VARIABLE
-from reference_host.process.sandbox import SandboxPolicy, command, support, wants_network
+from reference_host.process.netstack import slirp_program
+from reference_host.process.sandbox import (
+    SandboxPolicy,
+    command,
+    launch_prefix,
+    reproduction_options,
+    support,
+    wants_network,
+)
 from reference_host.process.seccomp import program_fd
 from reference_host.process.worker_errors import WorkerLaunchError
 
@@ -74,7 +82,7 @@ class WorkerSpec:
         if self.sandbox is None or not support().available:
             return (*self.wrapper, *self.argv)
         sandboxed = command(support().program, self.sandbox, self.argv, self.root, seccomp_fd)
-        return (*self.wrapper, *sandboxed)
+        return (*launch_prefix(self.sandbox), *self.wrapper, *sandboxed)
 
     @contextlib.contextmanager
     def started_command(self) -> Iterator[tuple[tuple[str, ...], tuple[int, ...]]]:
@@ -93,6 +101,9 @@ class WorkerSpec:
         programs = {shutil.which(self.wrapper[0]) or self.wrapper[0]} if self.wrapper else set()
         if self.sandboxed:
             programs.add(support().program)
+            slirp = slirp_program()
+            if slirp is not None and self.sandbox is not None and self.sandbox.network:
+                programs.add(slirp)
         return frozenset(os.path.realpath(p) for p in programs)
 
     @property
@@ -170,19 +181,13 @@ class WorkerSpec:
         a sandbox: unconfined, a write the sandbox refused would succeed, in the author's
         folder. The line makes a data folder of its own ($t: TMPDIR and the data folder)
         and binds $w writable where a reproduction made one (conformance/fengyu/tool_files.py);
-        the rest is read-only, without the network unless the manifest asks for it."""
+        the system, the runtime and the folder itself are read-only, and there is no network
+        unless the manifest asks for it (sandbox.reproduction_options)."""
         env = f"FENGYU_PLUGIN_ID={shlex.quote(self.plugin_id)} FENGYU_PLUGIN_ROOT=."
         folder = f"cd {shlex.quote(str(self.root))}"
         if not (confined and self.sandbox is not None and self.sandboxed):
             return f"{folder} && {env} {shlex.join(self.argv)}"
-        options = " ".join(
-            [
-                "--die-with-parent --unshare-all --unshare-user --cap-drop ALL",
-                *(["--share-net"] if self.sandbox.network else []),
-                "--ro-bind / / --dev /dev --proc /proc",
-                '--bind "$t" "$t" ${w:+--bind "$w" "$w"}',
-            ]
-        )
+        options = reproduction_options(self.sandbox, list(self.argv))
         data = 'FENGYU_PLUGIN_DATA_DIR="$t" TMPDIR="$t"'
         launch = f"{env} {data} bwrap {options} -- {shlex.join(self.argv)}"
         return f"{folder} && {{ t=$(mktemp -d) && {launch}; }}"

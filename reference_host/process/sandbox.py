@@ -25,6 +25,7 @@ Python environment's `.pth` files add (an editable install's sources), all read-
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from reference_host.process.identity import dropped_id
+from reference_host.process.netstack import (
+    BLOCK_FD,
+    INFO_FD,
+    RESOLVER_FD,
+    SYNC_FD,
+    launcher,
+    slirp_program,
+)
 from reference_host.process.seccomp import program_fd
 
 PROBE_SECONDS = 10.0
@@ -127,6 +136,21 @@ class Support:
     def available(self) -> bool:
         return bool(self.program)
 
+    @property
+    def user_network(self) -> bool:
+        """Whether a sandbox with the network gets one of its own (netstack.py), rather
+        than the host's."""
+        return self.available and slirp_program() is not None
+
+    @property
+    def user_network_reason(self) -> str:
+        if not self.available:
+            return self.reason
+        return (
+            "slirp4netns is not installed (Debian: apt-get install slirp4netns): a sandbox "
+            "with the network shares the host's"
+        )
+
 
 @cache
 def support() -> Support:
@@ -173,7 +197,13 @@ def command(
     dropped = dropped_id()
     args = [program, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
     args += ["--unshare-uts", "--unshare-cgroup-try"]
-    if not policy.network:
+    user_network = policy.network and slirp_program() is not None
+    if user_network:  # netstack.py: the launcher's namespace, or bwrap's once it is wired
+        args += ["--sync-fd", str(SYNC_FD)]
+        if dropped is None:
+            args += ["--unshare-net", "--info-fd", str(INFO_FD)]
+            args += ["--block-fd", str(BLOCK_FD)]
+    elif not policy.network:
         args.append("--unshare-net")
     if dropped is None:
         args += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
@@ -188,6 +218,8 @@ def command(
         if kernel.exists():
             args += ["--ro-bind", str(kernel), str(kernel)]
     args += _mounts(policy, argv, cwd)
+    if user_network:
+        args += _resolver()
     args += ["--chdir", str(cwd), "--"]
     if dropped is not None:
         args += [
@@ -196,6 +228,47 @@ def command(
             *("--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--"),
         ]
     return [*args, *argv]
+
+
+def reproduction_options(policy: SandboxPolicy, argv: list[str]) -> str:
+    """bwrap's options for a reproduction line the user runs by hand, in the plugin folder,
+    as themselves: the system and the runtime folders read-only, the folder itself ($PWD)
+    read-only, a fresh /tmp, a data folder $t and a handed folder $w writable, and the
+    network (the host's: no netstack here) only where the policy has it."""
+    runtime = [
+        f"--ro-bind {shlex.quote(str(f))} {shlex.quote(str(f))}" for f in runtime_folders(argv)
+    ]
+    return " ".join(
+        [
+            "--die-with-parent --unshare-all --unshare-user --cap-drop ALL",
+            *(["--share-net"] if policy.network else []),
+            shlex.join(_system()),
+            "--proc /proc --dev /dev --tmpfs /tmp",
+            *runtime,
+            '--ro-bind "$PWD" "$PWD" --bind "$t" "$t" ${w:+--bind "$w" "$w"} --chdir "$PWD"',
+        ]
+    )
+
+
+def launch_prefix(policy: SandboxPolicy) -> tuple[str, ...]:
+    """What goes in front of the command (and of a tracer around it): the launcher that gives
+    a sandbox with the network its own user-mode network (netstack.py); nothing otherwise, or
+    where slirp4netns is missing and the network is shared (Support.network says so)."""
+    if not policy.network or slirp_program() is None:
+        return ()
+    return launcher(userns=dropped_id() is None)
+
+
+def _resolver() -> list[str]:
+    """/etc/resolv.conf (the file it links to, where it is a link) replaced by one naming
+    slirp4netns's DNS forwarder: a resolver on the host's loopback is out of reach."""
+    target = Path("/etc/resolv.conf").resolve()
+    made = [a for p in reversed(target.parents) if not _is_shown(p) for a in ("--dir", str(p))]
+    return [*made, "--perms", "0644", "--ro-bind-data", str(RESOLVER_FD), str(target)]
+
+
+def _is_shown(folder: Path) -> bool:
+    return folder == Path("/") or any(folder.is_relative_to(s) for s in SYSTEM)
 
 
 @cache
@@ -250,7 +323,7 @@ def _mounts(policy: SandboxPolicy, argv: list[str], cwd: Path) -> list[str]:
     if home:
         for name in CREDENTIAL_FILES:
             path = Path(home) / name
-            if path.is_file() and any(path.is_relative_to(t) for t in trees):
+            if _is_file(path) and any(path.is_relative_to(t) for t in trees):
                 emptied.append(_Mount(path, "blank"))
     # Outermost first; at the same path, the emptying before the bind that shows it again.
     order = sorted([*emptied, *bound], key=lambda m: (len(m.path.parts), m.kind != "hide"))
@@ -283,7 +356,7 @@ def _hidden(policy: SandboxPolicy) -> list[Path]:
     and policy.hidden; one inside another is hidden with it."""
     home = os.environ.get("HOME")
     credentials = [Path(home) / c for c in CREDENTIAL_FOLDERS] if home else []
-    real = [p for p in credentials if p.is_dir() and not p.is_symlink()]
+    real = [p for p in credentials if _is_folder(p) and not p.is_symlink()]
     folders = [*real, *(p for p in policy.hidden if p not in real)]
     return [p for p in folders if not any(p != q and p.is_relative_to(q) for q in folders)]
 
@@ -299,7 +372,7 @@ def runtime_folders(argv: list[str], extra: Iterable[Path] = ()) -> list[Path]:
     found += [f for entry in entries if (f := _install_folder(entry / "x")) is not None]
     found += [Path(java)] if java and Path(java).is_absolute() else []
     found += list(extra)
-    candidates = [f.resolve() if f.is_symlink() else f for f in found if f.is_dir()]
+    candidates = [f.resolve() for f in found if _is_folder(f)]
     kept = [f for f in candidates if _bindable(f) and not _is_system(f)]
     unique = list(dict.fromkeys(kept))
     return [f for f in unique if not any(f != o and f.is_relative_to(o) for o in unique)]
@@ -364,18 +437,22 @@ def _python_extras(folder: Path) -> list[Path]:
     folders its `.pth` files add (an editable install's sources)."""
     extras: list[Path] = []
     config = folder / "pyvenv.cfg"
-    if config.is_file():
+    if _is_file(config):
         for line in config.read_text("utf-8", "replace").splitlines():
             key, _, value = line.partition("=")
             if key.strip() == "home" and value.strip():
                 base = _install_folder(Path(value.strip()) / "python")
                 extras += [base] if base is not None else []
-    for pth in folder.glob("lib/python3*/site-packages/*.pth"):
+    try:
+        found = list(folder.glob("lib/python3*/site-packages/*.pth"))
+    except OSError:
+        found = []
+    for pth in found:
         try:
             lines = pth.read_text("utf-8", "replace").splitlines()
         except OSError:
             continue
-        extras += [Path(x) for x in lines if x.startswith("/") and Path(x).is_dir()]
+        extras += [Path(x) for x in lines if x.startswith("/") and _is_folder(Path(x))]
     return extras
 
 
@@ -386,6 +463,22 @@ def _bindable(folder: Path) -> bool:
         return False
     home = os.environ.get("HOME")
     return not (home and Path(home).is_relative_to(folder))
+
+
+def _is_folder(path: Path) -> bool:
+    """Whether path is a folder this process may look into (a PATH entry under another
+    user's HOME is not)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _is_system(folder: Path) -> bool:

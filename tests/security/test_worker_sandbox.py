@@ -9,6 +9,7 @@ never sees the first one's grant folders.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import socket
@@ -158,17 +159,54 @@ async def test_no_network_without_the_permission(host: Host, listener: int) -> N
     assert answer["connect"]["10.255.255.1:80"] == "Network is unreachable"
 
 
-async def test_the_network_permission_shares_the_network(
-    tmp_path: Path, make_host: MakeHost, listener: int
+@pytest.fixture
+def own_address_listener() -> Iterator[str]:
+    """A listener on this machine's own non-loopback address (no packet leaves the machine),
+    which a worker with the network reaches through its user-mode network."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe_socket:
+        probe_socket.connect(("192.0.2.1", 9))  # picks the outgoing address; sends nothing
+        address = probe_socket.getsockname()[0]
+    if address.startswith("127."):
+        pytest.skip("this machine has no address but loopback")
+    with socket.socket() as server:
+        server.bind((address, 0))
+        server.listen()
+        yield f"{address}:{server.getsockname()[1]}"
+
+
+@pytest.fixture
+def abstract_listener() -> Iterator[str]:
+    """An abstract unix socket (a desktop bus, tmux -L, an agent): it belongs to the
+    network namespace, not to any folder."""
+    name = f"@reference-host-test-{os.getpid()}"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind("\0" + name[1:])
+        server.listen()
+        yield name
+
+
+async def test_the_network_permission_gives_the_network_but_not_the_hosts_loopback(
+    tmp_path: Path,
+    make_host: MakeHost,
+    listener: int,
+    own_address_listener: str,
+    abstract_listener: str,
 ) -> None:
+    """With `network` a worker reaches the world through a network of its own
+    (slirp4netns), never the host's 127.0.0.1 (where the host's API listens) nor an abstract
+    unix socket; before, it shared the host's network and reached both."""
+    if not support().user_network:
+        pytest.skip(support().user_network_reason)
     source = write_worker_plugin(tmp_path / "src", PLUGIN, TOOL, "sandbox_probe")
     manifest = json.loads((source / "manifest.json").read_text())
     manifest["permissions"] = ["network"]
     (source / "manifest.json").write_text(json.dumps(manifest))
     host = make_host()
     await host.install(source)
-    target = f"127.0.0.1:{listener}"
-    assert (await probe(host, connect=[target]))["connect"] == {target: "ok"}
+    loopback = f"127.0.0.1:{listener}"
+    answer = await probe(host, connect=[loopback, own_address_listener], unix=[abstract_listener])
+    assert answer["connect"] == {loopback: "Connection refused", own_address_listener: "ok"}
+    assert answer["unix"] == {abstract_listener: "Connection refused"}
 
 
 async def test_ptrace_is_refused_so_no_tracer_can_be_told_apart(host: Host) -> None:
