@@ -9,6 +9,10 @@ Leaving runs the SDK's shutdown (close stdin, wait, SIGTERM the process group, S
 SDK signals the group only when the server itself outlives its stdin: children of a server
 that exits at once are left running. So close() then SIGKILLs the group and ends the lineage
 (every process carrying the connection's token, those that left the group too).
+
+A line the SDK cannot read for its nesting (its JSON reader stops near 200 levels) is only
+logged by the SDK, so the request it answered waited out its whole timeout (300 s): such a
+line stops the server at once instead, `refused` says why, and the pending requests fail.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import mcp_types
 import psutil
 from mcp import Client, stdio_client
 from mcp.shared.dispatcher import ProgressFnT
+from pydantic import ValidationError
 
 from plugin_spec.mcp import CLIENT_INFO
 from reference_host.mcp.launch import Launch
@@ -36,6 +41,7 @@ log = logging.getLogger(__name__)
 
 OPEN_TIMEOUT = 60.0  # the handshake (a first `npx` or `uvx` run downloads the server)
 LIST_PAGES = 100  # tools/list pages read at most (a server whose cursors never end)
+TOO_DEEP = "sent an answer nested too deep to read (the MCP SDK reads about 200 levels)"
 
 
 class Connection:
@@ -53,6 +59,8 @@ class Connection:
         # set when a request found the session closed (the server's stdout ended): the next
         # call starts the server again, even while its process has not been reaped yet
         self.lost = False
+        # why the host stopped the server itself (a line nested too deep), else None
+        self.refused: str | None = None
 
     async def open(self) -> Client:
         """Start the server and open its session; raises what kept it from opening."""
@@ -121,7 +129,13 @@ class Connection:
                 info = mcp_types.Implementation(
                     name=CLIENT_INFO["name"], version=CLIENT_INFO["version"]
                 )
-                async with Client(transport, mode="auto", cache=None, client_info=info) as client:
+                async with Client(
+                    transport,
+                    mode="auto",
+                    cache=None,
+                    client_info=info,
+                    message_handler=self._on_message,
+                ) as client:
                     self._find_pid()
                     opened.set_result(client)
                     await self._leave.wait()
@@ -134,6 +148,15 @@ class Connection:
             if self.pid is not None:
                 MANAGED.discard(self.pid)
 
+    async def _on_message(self, message: Any) -> None:
+        """What the SDK hands the client besides answers: a line it could not read for its
+        nesting stops the server (its pending requests then fail at once)."""
+        if isinstance(message, Exception) and _too_deep(message) and self.refused is None:
+            self.refused = TOO_DEEP
+            log.warning("MCP server %s %s; stopped", self._launch.server.name, TOO_DEEP)
+            if self.pid is not None:
+                kill_group(self.pid)
+
     def _find_pid(self) -> None:
         """The SDK's child among the processes carrying the token; registered as managed, so
         the host's orphan reaper leaves its exit status to asyncio's watcher."""
@@ -144,6 +167,14 @@ class Connection:
                     self.pid = pid
                     MANAGED.add(pid)
                     return
+
+
+def _too_deep(exc: Exception) -> bool:
+    """Whether exc is pydantic's refusal of a line for its nesting depth."""
+    return isinstance(exc, ValidationError) and any(
+        error.get("type") == "json_invalid" and "recursion limit" in str(error.get("msg"))
+        for error in exc.errors()
+    )
 
 
 def _progress_logger(server: str, tool: str) -> ProgressFnT:

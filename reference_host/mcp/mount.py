@@ -139,7 +139,14 @@ class McpServer:
             return self._failure(connection, f"the call to {tool}", exc)
 
     def _failure(self, connection: Connection, what: str, exc: Exception) -> ToolResult:
-        """A request that raised, as a failed result: the server gone, refused, or else."""
+        """A request that raised, as a failed result: the server stopped by the host, gone,
+        refused, or else."""
+        if connection.refused is not None:
+            connection.lost = True
+            return failure(
+                f"MCP server {self.name} {connection.refused} during {what}; it was stopped, "
+                f"and the next call starts it again{self._stderr_tail()}"
+            )
         if _closed(exc) or not connection.alive():
             connection.lost = True
             return failure(

@@ -1,0 +1,65 @@
+"""An MCP server's answer nested too deep for the SDK to read fails the call at once, naming
+why (reference_host/mcp/client.py): the SDK only logged the line, so the call waited out its
+whole timeout (300 s)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from reference_host.mcp.mount import mount_servers
+from reference_host.tools.callbacks import CallContext, plan_and_call
+
+# Speaks just enough of the 2025-11-25 era: discover is unknown, so the SDK initializes.
+SERVER = r"""
+import json, sys
+def send(text):
+    sys.stdout.write(text + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    message = json.loads(line)
+    rid, method = message.get("id"), message.get("method")
+    if rid is None:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": message["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "deep", "version": "1.0.0"}}
+    elif method == "tools/list":
+        schema = {"type": "object", "properties": {"depth": {"type": "integer"}}}
+        result = {"tools": [{"name": "nest", "description": "Nests.", "inputSchema": schema}]}
+    elif method == "tools/call":
+        depth = message["params"]["arguments"]["depth"]
+        nested = "[" * depth + "]" * depth
+        text = json.dumps({"jsonrpc": "2.0", "id": rid})[:-1]
+        content = '"content": [{"type": "text", "text": "deep"}]'
+        send(text + ', "result": {' + content + ', "structuredContent": {"a": ' + nested + "}}}")
+        continue
+    else:
+        error = {"code": -32601, "message": "Method not found"}
+        send(json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}))
+        continue
+    send(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}))
+"""
+
+
+async def test_an_answer_nested_too_deep_fails_the_call_at_once(tmp_path: Path) -> None:
+    (tmp_path / "deep.py").write_text(SERVER)
+    config = tmp_path / "mcp.json"
+    servers = {"deep": {"command": sys.executable, "args": ["deep.py"]}}
+    config.write_text(json.dumps({"mcpServers": servers}))
+    mounts = await mount_servers(config, tmp_path / "host")
+    try:
+        (nest,) = mounts.callbacks
+        shallow = await plan_and_call(nest, {"depth": 20}, CallContext())
+        assert shallow.ok, shallow.error
+        started = time.monotonic()
+        deep = await plan_and_call(nest, {"depth": 5000}, CallContext())
+        assert time.monotonic() - started < 10
+        assert not deep.ok and deep.error
+        assert "MCP server deep sent an answer nested too deep to read" in deep.error
+        again = await plan_and_call(nest, {"depth": 20}, CallContext())
+        assert again.ok, again.error
+    finally:
+        await mounts.close()
