@@ -31,7 +31,7 @@ def _note(ctx: CheckContext, probe: Probe) -> str:
 def session_opens(ctx: CheckContext) -> Iterator[Finding]:
     server = ctx.server
     if server.load_error is not None:
-        yield ctx.server_finding(server.load_error.message)
+        yield ctx.server_finding(server.load_error.message, fix=server.load_error.fix)
         return
     opening = server.opening
     assert opening is not None

@@ -9,6 +9,7 @@ naming it.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from conformance.mcp.session import (
 from conformance.mcp.wire import Reply, Wire
 from plugin_spec.mcp import offered_name
 from reference_host.mcp.launch import server_data, server_spec
+from reference_host.mcp.start_problems import start_hint
 from reference_host.process.environment import SECRET_LOOKING
 from reference_host.process.launch import WorkerSpec
 
@@ -62,7 +64,11 @@ class McpTool:
 
 @dataclass(frozen=True)
 class LoadProblem:
+    """Why the server could not be loaded, and a fix of its own when the cause is known
+    (the sandbox's: reference_host/mcp/start_problems.py)."""
+
     message: str
+    fix: str = ""
 
 
 @dataclass(eq=False)
@@ -171,7 +177,7 @@ def load_mcp_server(server: McpServer, deadlines: Deadlines) -> McpServer:
             opening = open_session(wire, "legacy")
         server.opening = opening
         if opening.era is None:
-            server.load_error = LoadProblem(_no_session(opening, wire))
+            server.load_error = _no_session(opening, wire)
             return server
         listing = Session(wire, opening).list_tools()
         server.listing = listing
@@ -184,9 +190,15 @@ def load_mcp_server(server: McpServer, deadlines: Deadlines) -> McpServer:
     return server
 
 
-def _no_session(opening: Opening, wire: Wire) -> str:
+def _no_session(opening: Opening, wire: Wire) -> LoadProblem:
     if not wire.alive():  # its last stderr lines may still be on their way: read them all
         wire.worker.exit_code(wire.deadlines.term)
     stderr = wire.stderr.strip().splitlines()[-5:]
     tail = ("\nits stderr ended:\n  " + "\n  ".join(stderr)) if stderr else ""
-    return f"no session could be opened in either era: {opening.problem}{tail}"
+    message = f"no session could be opened in either era: {opening.problem}{tail}"
+    spec = wire.spec
+    given = spec.environment()
+    hint = start_hint("\n".join(stderr), given, os.environ, given.get("HOME", ""))
+    if hint is None:
+        return LoadProblem(message)
+    return LoadProblem(f"{message}\n{hint}", fix=hint[0].upper() + hint[1:] + ".")

@@ -25,6 +25,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -38,9 +39,10 @@ from mcp_types import CONNECTION_CLOSED
 from plugin_spec.mcp import approval_class, distinct_name
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.mcp.client import Connection
-from reference_host.mcp.config import McpConfigError, ServerConfig, read_config
+from reference_host.mcp.config import McpConfigError, read_config
 from reference_host.mcp.launch import DATA_FOLDER, Launch, server_data
 from reference_host.mcp.results import error_text, tool_result
+from reference_host.mcp.start_problems import start_hint
 from reference_host.mcp.stderr_log import log_path, tail
 from reference_host.tools.callbacks import (
     CallContext,
@@ -186,8 +188,14 @@ class McpServer:
         return connection
 
     def _stderr_tail(self) -> str:
+        """The server's last stderr lines, and what they say went wrong where the sandbox
+        is the likely cause (start_problems.py)."""
         lines = tail(self.stderr, STDERR_LINES)
-        return f"; its stderr ends: {' | '.join(lines)}" if lines else ""
+        if not lines:
+            return ""
+        env = self.launch.spec.environment()
+        hint = start_hint("\n".join(lines), env, os.environ, env.get("HOME", ""))
+        return f"; its stderr ends: {' | '.join(lines)}" + (f"; {hint}" if hint else "")
 
 
 @dataclass(eq=False)

@@ -1,0 +1,111 @@
+"""An MCP server writes where it was pointed, and only there (issue 35, "too tight"): the
+folders its arguments name and the roots the user hands it (`--mcp-root`, the entry's
+`roots`) are writable in its sandbox, in the kit as in the host; other folders are not even
+there. Real servers (server-filesystem, mcp-server-git) could not write at all before.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.mcp.server import McpServer
+from reference_host.mcp.config import ServerConfig
+from reference_host.mcp.launch import Launch, server_data
+from reference_host.mcp.start_problems import start_hint
+from reference_host.process.launch import WorkerSpec
+from reference_host.process.sandbox import support
+
+pytestmark = pytest.mark.skipif(not support().available, reason=support().reason or "sandbox")
+
+# Writes a file into each folder named on its command line, and into the one in $ROOT.
+WRITE = """
+import os, sys
+for folder in [*sys.argv[1:], os.environ.get("ROOT", "")]:
+    if not folder:
+        continue
+    try:
+        open(os.path.join(folder, "written.txt"), "w").write("server")
+        print(folder, "ok")
+    except OSError as exc:
+        print(folder, exc.strerror)
+"""
+
+
+def run(spec: WorkerSpec) -> dict[str, str]:
+    spec.prepare_folders()
+    with spec.started_command() as (argv, fds):
+        done = subprocess.run(
+            argv,
+            pass_fds=fds,
+            cwd=spec.root,
+            env=spec.environment("0" * 32),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    return dict(line.split(" ", 1) for line in done.stdout.splitlines())
+
+
+def host_spec(tmp_path: Path, args: tuple[str, ...], roots: tuple[Path, ...] = ()) -> WorkerSpec:
+    config = ServerConfig("writer", sys.executable, ("-c", WRITE, *args), {}, tmp_path / "cwd")
+    state = tmp_path / "host-state"
+    return Launch(config, server_data(state, "writer"), (state.resolve(),), (), roots).spec
+
+
+def kit_spec(tmp_path: Path, args: tuple[str, ...], roots: tuple[Path, ...] = ()) -> WorkerSpec:
+    server = McpServer(
+        "writer", (sys.executable, "-c", WRITE, *args), tmp_path / "cwd", {}, (), "test"
+    )
+    server.roots = roots
+    return server.spec()
+
+
+@pytest.fixture
+def folders(tmp_path: Path) -> tuple[Path, Path, Path]:
+    handed, rooted, other = tmp_path / "handed", tmp_path / "rooted", tmp_path / "other"
+    for folder in (handed, rooted, other, tmp_path / "cwd"):
+        folder.mkdir()
+    return handed, rooted, other
+
+
+@pytest.mark.parametrize("make", [host_spec, kit_spec], ids=["host", "kit"])
+def test_a_server_writes_where_it_was_pointed_and_nowhere_else(
+    tmp_path: Path, folders: tuple[Path, Path, Path], make: object
+) -> None:
+    handed, rooted, other = folders
+    spec = make(tmp_path, (str(handed),), (rooted,))  # type: ignore[operator]
+    spec = WorkerSpec(**{**spec.__dict__, "extra_env": {"ROOT": str(rooted)}})
+    seen = run(spec)
+    assert seen == {str(handed): "ok", str(rooted): "ok"}
+    assert (handed / "written.txt").read_text() == "server"
+    assert (rooted / "written.txt").read_text() == "server"
+    with_other = make(tmp_path, (str(handed), str(other)))  # type: ignore[operator]
+    assert run(with_other)[str(other)] == "ok"  # named on its command line: handed too
+    untouched = tmp_path / "untouched"
+    untouched.mkdir()
+    outside = run(WorkerSpec(**{**spec.__dict__, "extra_env": {"ROOT": str(untouched)}}))
+    assert outside[str(untouched)] in {"No such file or directory", "Permission denied"}
+    assert not (untouched / "written.txt").exists()
+
+
+def test_a_tls_failure_names_the_machines_certificate_variables() -> None:
+    stderr = "ssl.SSLCertVerificationError: [SSL: CERTIFICATE_VERIFY_FAILED] certificate"
+    environ = {"SSL_CERT_FILE": "/etc/ssl/certs/ca.pem", "NODE_EXTRA_CA_CERTS": "/x.pem"}
+    hint = start_hint(stderr, {"PATH": "/usr/bin"}, environ, "/data/home")
+    assert hint is not None
+    assert "`--worker-env SSL_CERT_FILE --worker-env NODE_EXTRA_CA_CERTS`" in hint
+    given = start_hint(stderr, environ, environ, "/data/home")
+    assert given is not None and "--worker-env SSL_CERT_FILE" not in given
+
+
+def test_a_read_only_write_names_the_path_and_the_fix() -> None:
+    stderr = "Error: EROFS: read-only file system, open '/srv/app/config.json'"
+    hint = start_hint(stderr, {}, {}, "/data/home")
+    assert hint is not None
+    assert "wrote /srv/app/config.json" in hint and "--mcp-root DIR" in hint
+    assert start_hint("Traceback: KeyError: 'x'", {}, {}, "/data/home") is None
