@@ -24,6 +24,7 @@ from reference_host.process.limits import (
     ResourceWatch,
 )
 from reference_host.process.record import LineageRecord
+from reference_host.process.start_gate import StartGate
 from reference_host.process.timeouts import effective_timeout
 from reference_host.process.worker_errors import WorkerLaunchError
 
@@ -47,7 +48,7 @@ class PluginProcessManager:
         self.stdout_observers: list[Callable[[str, str, str], None]] = []
         self._specs: dict[str, WorkerSpec] = {}
         self._connections: dict[str, WorkerConnection] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._gates: dict[str, StartGate] = {}
         self.observers: list[Callable[[str, str, Any], None]] = []
         self._retiring: set[asyncio.Task[None]] = set()
 
@@ -67,11 +68,12 @@ class PluginProcessManager:
         """Make spec the plugin's worker spec (None: the plugin has no worker now) and stop a
         worker started from another one.
 
-        Taken under the plugin's start lock: a start already under way from the old spec
-        finishes first and is then stopped, so no worker of a replaced folder outlives this.
+        Taken through the plugin's start gate: a start already under way from the old spec
+        finishes first and is then stopped, so no worker of a replaced folder outlives this;
+        the starts queued behind it wait, and then start from the new spec (start_gate.py).
         Calls already sent to the old worker get their answers while it drains its stdin.
         """
-        async with self._locks.setdefault(plugin_id, asyncio.Lock()):
+        async with self._gate(plugin_id).change():
             if spec is None:
                 self._specs.pop(plugin_id, None)
             else:
@@ -158,9 +160,8 @@ class PluginProcessManager:
         spec = self._spec(plugin_id, grants)
         if _serves(connection, spec, grants):
             assert connection is not None
-            return connection  # the common case needs no lock
-        lock = self._locks.setdefault(plugin_id, asyncio.Lock())
-        async with lock:
+            return connection  # the common case passes no gate
+        async with self._gate(plugin_id).start():
             spec = self._spec(plugin_id, grants)
             connection = self._connections.get(plugin_id)
             if not _serves(connection, spec, grants):
@@ -174,6 +175,14 @@ class PluginProcessManager:
                 self._connections[plugin_id] = connection
             assert connection is not None
             return connection
+
+    def waiting_starts(self, plugin_id: str) -> int:
+        """Calls waiting to start the plugin's worker behind the start under way."""
+        gate = self._gates.get(plugin_id)
+        return 0 if gate is None else gate.waiting_starts
+
+    def _gate(self, plugin_id: str) -> StartGate:
+        return self._gates.setdefault(plugin_id, StartGate())
 
     def _spec(self, plugin_id: str, grants: Grants | None) -> WorkerSpec:
         """The plugin's spec, its sandbox given the calling conversation's grant folders."""
