@@ -13,6 +13,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from plugin_spec.secret_search import Redaction
+
 MARKER = "x-fengyu-sensitive"
 MASK = "[sensitive]"
 # Schemas nest; a marker deeper than this is not looked for (a manifest is at most 64 deep).
@@ -111,15 +113,10 @@ def mask_arguments(arguments: str, schema: Any) -> str:
 
 
 def redact(text: str, values: list[str]) -> str:
-    """text with every occurrence of each secret (and of its JSON-escaped spellings, as it
-    appears inside JSON text, non-ASCII escaped or not) replaced by MASK."""
-    for secret in values:
-        text = text.replace(secret, MASK)
-        for ascii_only in (False, True):
-            escaped = json.dumps(secret, ensure_ascii=ascii_only)[1:-1]
-            if escaped != secret:
-                text = text.replace(escaped, MASK)
-    return text
+    """text with every occurrence of each secret replaced by MASK: as it is, JSON-escaped
+    (as it appears inside JSON text) and, for one of 8 characters or more, encoded or split
+    (secret_search.py says which spellings)."""
+    return Redaction(values, [text], MASK).apply(text) if values else text
 
 
 def _escape(name: str) -> str:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import secrets
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from hypothesis import assume
@@ -29,6 +31,7 @@ from conformance.sources import strings_in
 from plugin_spec.filerefs import by_id, resolve_refs
 from plugin_spec.schema_refs import DOCUMENT_ONLY
 from plugin_spec.schema_subset import to_json_schema
+from plugin_spec.secret_search import Match, find
 from plugin_spec.sensitive import is_sensitive, sensitive_pointers
 
 # One per kit run: recognisable in any output, and never a real secret.
@@ -168,27 +171,48 @@ def canary_targets(schema: Any, schema_at: str) -> tuple[list[Target], list[str]
 
 
 def _returned(outcome: CallOutcome, targets: list[Target]) -> Leak | None:
-    """A canary in the result (with its JSON pointer) or in the error."""
+    """A canary in the result (with its JSON pointer) or in the error, as it is, encoded or
+    split (secret_search.py)."""
     if outcome.kind == "result":
-        for at, text in strings_in(outcome.value, ""):
-            for target in targets:
-                if target.canary in text:
-                    return Leak(target, f"in its result at {at or '/'}", _excerpt(text, target))
+        found = list(strings_in(outcome.value, ""))
+        # One text for the whole result: a canary split across two strings is found too.
+        text = "\0".join(t for _, t in found)
+        starts = list(accumulate((len(t) + 1 for _, t in found), initial=0))
+        for target in targets:
+            match = find(target.canary, text)
+            if match is not None:
+                start, end = match.spans[0]
+                index = bisect_right(starts, start) - 1  # the string it is in
+                at, string = found[index]
+                begins = starts[index]
+                excerpt = _excerpt(string, start - begins, end - begins)
+                return Leak(target, f"{_how(match)}in its result at {at or '/'}", excerpt)
     if outcome.kind == "rpc-error":
         text = json.dumps(outcome.value, ensure_ascii=False)
         for target in targets:
-            if target.canary in text:
-                return Leak(target, "in its JSON-RPC error", _excerpt(text, target))
+            match = find(target.canary, text)
+            if match is not None:
+                start, end = match.spans[0]
+                excerpt = _excerpt(text, start, end)
+                return Leak(target, f"{_how(match)}in its JSON-RPC error", excerpt)
     return None
 
 
 def _in_stderr(stderr: str, targets: list[Target]) -> Leak | None:
-    for number, line in enumerate(stderr.splitlines(), 1):
-        for target in targets:
-            if target.canary in line:
-                where = f"in its stderr (line {number} of what it wrote)"
-                return Leak(target, where, _excerpt(line, target))
+    for target in targets:
+        match = find(target.canary, stderr)
+        if match is not None:
+            start, end = match.spans[0]
+            number = stderr.count("\n", 0, start) + 1
+            begins = stderr.rfind("\n", 0, start) + 1
+            line = stderr[begins:].partition("\n")[0]
+            where = f"{_how(match)}in its stderr (line {number} of what it wrote)"
+            return Leak(target, where, _excerpt(line, start - begins, end - begins))
     return None
+
+
+def _how(match: Match) -> str:
+    return "" if match.plain else f"{match.encoding} "
 
 
 def _finding(ctx: CheckContext, run: ToolRun, leak: Leak, request: Any, fix: str) -> Finding:
@@ -202,9 +226,7 @@ def _finding(ctx: CheckContext, run: ToolRun, leak: Leak, request: Any, fix: str
     return ctx.manifest_finding(leak.target.schema_pointer, "\n".join(lines), fix)
 
 
-def _excerpt(text: str, target: Target) -> str:
-    start = text.index(target.canary)
-    end = start + len(target.canary)
+def _excerpt(text: str, start: int, end: int) -> str:
     before = text[max(start - EXCERPT, 0) : start]
     after = text[end : end + EXCERPT]
     return f"{before}{PLACEHOLDER}{after}".replace("\n", " ")

@@ -22,6 +22,7 @@ from conformance.properties import Counterexample, find_counterexample
 from conformance.sources import strings_in
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec import mcp
+from plugin_spec.secret_search import find
 
 # Invalid arguments left unanswered are MCP-CALL-003's finding; the rules that judge the
 # answer's form are skipped naming it, without waiting out another call.
@@ -237,12 +238,18 @@ def secrets_stay_in(ctx: CheckContext) -> Iterator[Finding]:
     if not any(t == tool.name for t, _, _ in services.results):
         services.call(tool.name or "", _space(tool).minimal())
     for name, arguments, reply in services.results:
-        texts = [text for _, text in strings_in(reply.response)] if name == tool.name else []
-        leaked = sorted(v for v, value in given.items() if any(value in t for t in texts))
+        if name != tool.name:
+            continue
+        # One text for the whole answer: a secret split across two strings is found too.
+        text = "\0".join(text for _, text in strings_in(reply.response))
+        leaked = {v: m for v, m in ((v, find(value, text)) for v, value in given.items()) if m}
         if leaked:
+            values = " and ".join(
+                f"the value of the environment variable {v}, {leaked[v].encoding},"
+                for v in sorted(leaked)
+            )
             yield ctx.server_finding(
-                f"tool {name!r} returned the value of the environment variable "
-                f"{', '.join(leaked)} for arguments {shown(arguments)}\n"
+                f"tool {name!r} returned {values} for arguments {shown(arguments)}\n"
                 f"{_reproduction(ctx, tool, arguments, reply)}",
                 tool.pointer,
             )

@@ -27,6 +27,7 @@ from conformance.mcp.session import (
 )
 from conformance.mcp.wire import Reply, Wire
 from plugin_spec.mcp import offered_name
+from plugin_spec.secret_search import SHORTEST_ENCODED
 from reference_host.mcp.launch import server_data, server_spec
 from reference_host.mcp.start_problems import start_hint
 from reference_host.process.environment import SECRET_LOOKING
@@ -34,7 +35,7 @@ from reference_host.process.launch import WorkerSpec
 
 MCP = "mcp"
 LOAD_REQUIREMENT = "MCP-LIF-001"
-SHORTEST_SECRET = 8  # MCP-SEC-003: a shorter value would be found in results by chance
+SHORTEST_SECRET = SHORTEST_ENCODED  # MCP-SEC-003: a shorter one would turn up by chance
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from plugin_spec.sensitive import HIDDEN, has_sensitive, mask, redact, secrets
+from plugin_spec.secret_search import Redaction
+from plugin_spec.sensitive import HIDDEN, MASK, has_sensitive, mask, secrets
 from reference_host.agent.approval import ApprovalBroker, ApprovalPolicy, Decision
 from reference_host.agent.approval_binding import ApprovalBinder, Binding, remedy
 from reference_host.agent.models import ChatModel, Message, ModelError, ModelTurn, ToolCall
@@ -219,15 +220,32 @@ def _without_secrets(
     found = secrets(dict(arguments.values), callback.definition.input_schema)
     if not found:
         return result
-    error = None if result.error is None else redact(result.error, found)
-    return ToolResult(_redacted(result.output, found), result.ok, error)
+    texts = list(_strings(result.output))
+    if result.error is not None:
+        texts.append(result.error)
+    redaction = Redaction(found, texts, MASK)  # a secret split across two strings too
+    error = None if result.error is None else redaction.apply(result.error)
+    return ToolResult(_redacted(result.output, redaction), result.ok, error)
 
 
-def _redacted(value: Any, found: list[str]) -> Any:
+def _redacted(value: Any, redaction: Redaction) -> Any:
     if isinstance(value, str):
-        return redact(value, found)
+        return redaction.apply(value)
     if isinstance(value, dict):
-        return {redact(key, found): _redacted(item, found) for key, item in value.items()}
+        return {redaction.apply(k): _redacted(item, redaction) for k, item in value.items()}
     if isinstance(value, list):
-        return [_redacted(item, found) for item in value]
+        return [_redacted(item, redaction) for item in value]
     return value
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, object keys too."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
