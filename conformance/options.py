@@ -217,6 +217,15 @@ class KitOptions:
             "PATH",
         ),
     )
+    trust_settings: bool = _option(
+        False,
+        Flag(
+            "--conformance-trust-settings",
+            "run with pytest settings (addopts, pythonpath, ...) read from a folder the run "
+            "checks: they are yours (without it such settings are a usage error)",
+            switch=True,
+        ),
+    )
     list_requirements: bool = _option(
         False, Flag("--list-requirements", "print the requirement catalog and exit", switch=True)
     )

@@ -22,6 +22,13 @@ from typing import Any
 import pytest
 
 from conformance.baseline import BaselineError, ExpectedFailure
+from conformance.checked_settings import (
+    Settings,
+    checked_folders,
+    file_values,
+    refusal,
+    trusted_line,
+)
 from conformance.fengyu.code_first import BUILD_ADVICE
 from conformance.fengyu.manifest import FengYuPlugin
 from conformance.findings import Finding, printable
@@ -55,7 +62,9 @@ def start(config: pytest.Config) -> None:
     for suite, what in SUITES.items():
         config.addinivalue_line("markers", f"{suite}: {what}")
     try:
-        kit = KitRun.load(KitOptions.from_config(config), config.invocation_params.dir)
+        options = KitOptions.from_config(config)
+        _refuse_checked_settings(config, options)
+        kit = KitRun.load(options, config.invocation_params.dir)
         for plugin in kit.plugins:
             if plugin.load_error is None:
                 kit.upgrade(plugin)
@@ -65,6 +74,23 @@ def start(config: pytest.Config) -> None:
     session = KitSession(config)
     kit.notify = session.tell_waiting
     config.pluginmanager.register(session, "conformance-kit")
+
+
+def _refuse_checked_settings(config: pytest.Config, options: KitOptions) -> None:
+    """A usage error when pytest's settings come from a folder the run checks and change what
+    runs (checked_settings.py), before anything of the folder is started."""
+    if options.trust_settings:
+        return
+    if why := refusal(_settings(config), checked_folders(options, config.invocation_params.dir)):
+        raise KitUsageError(why)
+
+
+def _settings(config: pytest.Config) -> Settings | None:
+    """The file pytest took its settings from, with what it sets (pytest keeps that in a
+    private attribute: the public getini() cannot tell the file's values from `-o`'s)."""
+    if config.inipath is None:
+        return None
+    return Settings(config.inipath, file_values(getattr(config, "_inicfg", {})))
 
 
 class KitSession:
@@ -126,21 +152,12 @@ class KitSession:
         return lines
 
     def _settings_warning(self) -> str:
-        """A warning when pytest took its settings from a file inside a folder the run checks:
-        a plugin's own pytest.ini can deselect checks, or load code into the kit's process
-        through addopts. An author's own file is harmless; someone else's is not, and no check
-        the kit runs afterwards could undo what it did."""
-        settings = self.config.inipath
-        if settings is None:
+        """A run told to trust settings from a folder it checks says so, for whoever reads
+        its log."""
+        if not self.kit.options.trust_settings:
             return ""
-        checked = [p.root for p in self.kit.plugins]
-        if not any(settings.resolve().is_relative_to(root.resolve()) for root in checked):
-            return ""
-        return (
-            f"conformance: pytest's settings come from {settings}, inside a folder this run "
-            "checks, and decide what runs: fine for your own plugin; for one you did not "
-            "write, run the kit from a folder of yours (README: Checking code you did not write)"
-        )
+        folders = checked_folders(self.kit.options, self.config.invocation_params.dir)
+        return trusted_line(_settings(self.config), folders)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(

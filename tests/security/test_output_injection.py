@@ -43,13 +43,18 @@ def test_a_servers_stderr_reaches_the_terminal_escaped(pytester: pytest.Pytester
     assert "\x1b" not in output and "\u202e" not in output
 
 
-def test_settings_from_the_checked_folder_are_warned_of(pytester: pytest.Pytester) -> None:
-    """A plugin's own pytest.ini decides what the run does; the header says so."""
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+def test_settings_from_the_checked_folder_are_refused(pytester: pytest.Pytester) -> None:
+    """A plugin's own pytest.ini decides what the run does: the run stops with a usage error
+    (tests/security/test_checked_settings.py), which quotes the file's words escaped."""
+    attack = ATTACK.replace("\r", "")  # a line break would end the ini value
+    pytester.makeini(f"[pytest]\naddopts = -p no:cacheprovider -k {attack}\n")
     script = pytester.path / "server.py"
     script.write_text("import sys\nsys.exit(1)\n")
     result = pytester.runpytest("--mcp-command", f"{sys.executable} {script}", "-m", "lifecycle")
-    result.stdout.fnmatch_lines(["conformance: pytest's settings come from *tox.ini*, inside*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*conformance: pytest's settings come from *tox.ini*, inside*"])
+    error = result.stderr.str()
+    assert "\\x1b[2K" in error and "\x1b" not in error and "\u202e" not in error
 
 
 def test_skip_reasons_hold_no_controls() -> None:
