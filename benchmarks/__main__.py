@@ -17,7 +17,17 @@ from pathlib import Path
 
 import psutil
 
-from benchmarks import first_token, kit, kit_tools, provider_fit, rpc, sse, startup, tool_snapshot
+from benchmarks import (
+    first_token,
+    kit,
+    kit_tools,
+    lifecycle,
+    provider_fit,
+    rpc,
+    sse,
+    startup,
+    tool_snapshot,
+)
 from benchmarks.common import BENCHMARKS, Row, Settings, fmt_ratio, fmt_value, machine
 
 SECTIONS: dict[str, Callable[[Settings], tuple[list[Row], list[str]]]] = {
@@ -29,6 +39,7 @@ SECTIONS: dict[str, Callable[[Settings], tuple[list[Row], list[str]]]] = {
     "first-token": first_token.run,
     "provider-fit": provider_fit.run,
     "startup": startup.run,
+    "lifecycle": lifecycle.run,
 }
 HEADER = ["Benchmark", "Median", "Baseline (median)", "Ratio", "Target", "Met", "Notes"]
 
