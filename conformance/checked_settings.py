@@ -50,6 +50,7 @@ OUTPUT_WORDS = re.compile(
     r"-[qv]+|--quiet|--verbose|-r[A-Za-z]+|-l|--showlocals|--strict-markers|--strict-config"
     r"|--no-header|--(?:tb|color|code-highlight|durations|durations-min|verbosity)=[\w.]+"
 )
+TRUST_FLAG = "--conformance-trust-settings"
 SHOWN = 60  # characters of a value the message quotes
 
 

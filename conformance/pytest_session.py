@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shlex
 import sys
 import warnings
@@ -23,6 +24,7 @@ import pytest
 
 from conformance.baseline import BaselineError, ExpectedFailure
 from conformance.checked_settings import (
+    TRUST_FLAG,
     Settings,
     checked_folders,
     file_values,
@@ -79,10 +81,17 @@ def start(config: pytest.Config) -> None:
 def _refuse_checked_settings(config: pytest.Config, options: KitOptions) -> None:
     """A usage error when pytest's settings come from a folder the run checks and change what
     runs (checked_settings.py), before anything of the folder is started."""
-    if options.trust_settings:
-        return
+    if hasattr(config, "workerinput") or _user_trusts(config):
+        return  # an xdist worker starts after its controller has checked
     if why := refusal(_settings(config), checked_folders(options, config.invocation_params.dir)):
         raise KitUsageError(why)
+
+
+def _user_trusts(config: pytest.Config) -> bool:
+    """--conformance-trust-settings given by the user (command line, PYTEST_ADDOPTS): the
+    file's own addopts cannot give it."""
+    environment = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    return TRUST_FLAG in (*config.invocation_params.args, *environment)
 
 
 def _settings(config: pytest.Config) -> Settings | None:

@@ -10,6 +10,7 @@ conftest.py is never loaded by a kit run at all.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -46,10 +47,10 @@ def assert_refused(result: pytest.RunResult, settings: str, *found: str) -> None
 @pytest.mark.parametrize(
     ("file", "text"),
     [
-        ("pytest.ini", '[pytest]\naddopts = -k "not ERP-MAN"\n'),
+        ("pytest.ini", '[pytest]\naddopts = -k "not ERP-TOOL-005"\n'),
         ("tox.ini", "[pytest]\naddopts = --deselect x -m manifest\n"),
         ("setup.cfg", "[tool:pytest]\naddopts = --ignore=backend -ra\n"),
-        ("pyproject.toml", '[tool.pytest.ini_options]\naddopts = ["-k", "not ERP-MAN"]\n'),
+        ("pyproject.toml", '[tool.pytest.ini_options]\naddopts = ["-k", "not ERP-TOOL-005"]\n'),
     ],
 )
 def test_addopts_that_deselect_are_a_usage_error(
@@ -105,14 +106,24 @@ def test_other_settings_that_change_what_runs_are_a_usage_error(
 def test_trusted_settings_run_as_before(pytester: pytest.Pytester, plugin: Path) -> None:
     """--conformance-trust-settings: the author's own file decides, as without the kit's
     check, and the header says so for whoever reads the log."""
-    (plugin / "pytest.ini").write_text('[pytest]\naddopts = -k "not ERP-MAN"\n')
+    (plugin / "pytest.ini").write_text('[pytest]\naddopts = -k "not ERP-TOOL-005"\n')
     result = pytester.runpytest("--plugin-dir", ".", "-m", "manifest", TRUST)
     outcomes = result.parseoutcomes()
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    assert outcomes["passed"] > 0 and outcomes["deselected"] > 0, outcomes
+    assert outcomes == {"passed": 15, "deselected": 8}  # the namespace rule too
     result.stdout.fnmatch_lines(["conformance: pytest's settings come from *pytest.ini*trusted*"])
-    plain = pytester.runpytest("--plugin-dir", ".", "-m", "manifest", "-k", "not ERP-MAN", TRUST)
+    plain = pytester.runpytest(
+        "--plugin-dir", ".", "-m", "manifest", "-k", "not ERP-TOOL-005", TRUST
+    )
     assert plain.parseoutcomes() == outcomes
+
+
+def test_a_file_cannot_trust_itself(pytester: pytest.Pytester, plugin: Path) -> None:
+    """The flag is the user's word on the file: in the file's own addopts it counts for
+    nothing."""
+    (plugin / "pytest.ini").write_text(f'[pytest]\naddopts = {TRUST} -k "not ERP-TOOL-005"\n')
+    result = pytester.runpytest("--plugin-dir", ".", "-m", "manifest")
+    assert_refused(result, str(plugin / "pytest.ini"), f"addopts ({TRUST} -k 'not ERP-TOOL-005')")
 
 
 def test_settings_that_change_nothing_of_what_runs_pass(
@@ -158,6 +169,20 @@ def test_a_conftest_of_the_folder_is_never_loaded(
         assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
         assert result.parseoutcomes()["passed"] > 0
     assert not (plugin / MARK).exists()
+
+
+def test_the_folder_of_an_mcp_config_is_checked(pytester: pytest.Pytester) -> None:
+    """Its servers run there: the file beside it is theirs (the server is never started)."""
+    (pytester.path / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    script = pytester.path / "server.py"
+    script.write_text(writes_mark(pytester.path))
+    config = pytester.path / "mcp.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"s": {"command": sys.executable, "args": [str(script)]}}})
+    )
+    result = pytester.runpytest("--mcp-config", str(config), "-m", "lifecycle")
+    assert_refused(result, str(pytester.path / "pytest.ini"), "pythonpath (.)")
+    assert not (pytester.path / MARK).exists()
 
 
 def test_an_mcp_server_runs_in_a_checked_folder(pytester: pytest.Pytester) -> None:
