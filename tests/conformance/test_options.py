@@ -32,6 +32,7 @@ CHANGED = KitOptions(
     tenant="t 1",
     actor="bob",
     previous="git:v1",
+    mcp_roots=("shared", "out/more"),
 )
 
 
@@ -60,7 +61,9 @@ def test_a_rerun_line_reads_back_as_the_options_the_suite_ran_with(
 
     for name, flag in KitOptions.flags():
         expected = getattr(CHANGED, name)
-        if flag.path and not str(expected).startswith("git:"):
+        if flag.path and flag.repeat:
+            expected = tuple(str(pytester.path / one) for one in expected)
+        elif flag.path and not str(expected).startswith("git:"):
             expected = str(pytester.path / expected)
         if name in ("seed", "derandomize"):
             continue  # below; derandomize is on wherever CI is set
