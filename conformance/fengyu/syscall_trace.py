@@ -130,10 +130,11 @@ def _joined(lines: Iterable[str]) -> Iterator[tuple[float, str]]:
 
 
 def _hidden_from_it(target: str) -> bool:
-    """Whether a write that failed for a missing folder failed because the sandbox hides
-    the folder (it exists out here), not because it is missing everywhere."""
-    parent = Path(target).parent
-    return parent.is_absolute() and parent.is_dir()
+    """Whether a write that failed for a missing folder failed because the sandbox does not
+    mount it: a folder on its way exists out here (below the root: the user's HOME, /var),
+    not because the path is missing everywhere."""
+    path = Path(target)
+    return path.is_absolute() and any(p.is_dir() for p in path.parents[:-1])
 
 
 def _attempts(

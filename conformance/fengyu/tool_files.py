@@ -27,6 +27,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from plugin_spec.filerefs import Access, FileClass, FileKind, FileRef
+from reference_host.process.identity import give
 
 EXAMPLES = Path("conformance") / "examples"
 DEFAULT_INPUT = "conformance kit input"  # the one line of the file handed without examples
@@ -62,6 +63,10 @@ class ToolFiles:
             self.inputs.mkdir(parents=True, exist_ok=True)
             (self.inputs / "input.txt").write_text(f"{DEFAULT_INPUT}\n", encoding="utf-8")
         self.files = sorted(p for p in self.inputs.rglob("*") if p.is_file())
+        # The kit's copies, the sandbox's own where it runs as another id: a tool that writes
+        # to its input is seen doing it (FY-EFF), as where the worker is the file's owner.
+        for path in (self.inputs, *self.inputs.rglob("*")):
+            give(path)
         self.grants: dict[str, Path] = {}
         self.writable: list[Path] = []
 
@@ -117,7 +122,7 @@ class ToolFiles:
         if file_class is FileClass.READ_DIRECTORY:
             return self.ref(self.inputs, "directory", Access.READ)
         if file_class is FileClass.WRITE_DIRECTORY:
-            out = Path(tempfile.mkdtemp(prefix="out-", dir=self.workdir))
+            out = self._output_folder()
             self.writable.append(out)
             return self.ref(out, "directory", Access.WRITE)
         chosen = draw(st.lists(st.sampled_from(self.files), min_size=1, max_size=3))
@@ -146,8 +151,15 @@ class ToolFiles:
         if isinstance(params, list):
             return [self.fresh_outputs(v) for v in params]
         if isinstance(params, str) and Path(params) in self.writable:
-            return tempfile.mkdtemp(prefix="out-", dir=self.workdir)
+            return str(self._output_folder())
         return params
+
+    def _output_folder(self) -> Path:
+        """A new empty folder to grant writable, the sandbox's own where it runs as another
+        id (reference_host/process/identity.py), as a host's staging folder is."""
+        out = Path(tempfile.mkdtemp(prefix="out-", dir=self.workdir))
+        give(out)
+        return out
 
 
 def _in_json(text: str) -> str:

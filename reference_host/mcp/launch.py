@@ -105,7 +105,7 @@ def server_spec(
         sandbox = SandboxPolicy(
             package,
             data,
-            writable=handed.writable,
+            handed=handed.writable,
             readable=handed.readable,
             hidden=hidden,
             network=True,

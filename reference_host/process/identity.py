@@ -92,6 +92,11 @@ def _add_entry(path: Path, uid: int) -> None:
         (OTHER, mode & 7, NO_ID),
     ]
     blob = struct.pack("<I", ACL_VERSION) + b"".join(struct.pack("<HHI", *e) for e in entries)
+    try:
+        if os.getxattr(path, ACL_ACCESS, follow_symlinks=False) == blob:
+            return  # given at an earlier start: leave its times alone
+    except OSError:
+        pass  # no ACL yet
     os.setxattr(path, ACL_ACCESS, blob, follow_symlinks=False)
     if stat.S_ISDIR(mode):
         os.setxattr(path, ACL_DEFAULT, blob, follow_symlinks=False)

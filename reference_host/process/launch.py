@@ -125,24 +125,25 @@ class WorkerSpec:
     def prepare_folders(self) -> None:
         """Create the data folder, its tmp and HOME, and the writable folders, before every
         start. Where the sandbox runs as another id than the caller (identity.py), the data
-        folders become that id's, the writable ones get an ACL entry for it, and a bound
-        folder it could not even enter is a WorkerLaunchError naming the fix."""
+        folders become that id's (a grant's staging folder is made its own when it is made),
+        the folders the user handed it get an ACL entry for it, and a bound folder it could
+        not even enter is a WorkerLaunchError naming the fix."""
         home = self.home
         self.tmp.mkdir(parents=True, exist_ok=True)
         if home is not None:
             home.mkdir(parents=True, exist_ok=True)
-        writable = self.sandbox.writable if self.sandbox is not None else ()
-        for folder in writable:
+        policy = self.sandbox
+        for folder in policy.writable if policy is not None else ():
             folder.mkdir(parents=True, exist_ok=True)
-        if self.sandbox is None or not self.sandboxed:
+        if policy is None or not self.sandboxed:
             return
         for folder in (self.data_dir, self.tmp, *([home] if home else [])):
             give(folder)
-        for folder in writable:
+        for folder in policy.handed:
             problem = open_tree(folder)
             if problem is not None:
                 raise WorkerLaunchError(f"cannot hand a folder to the sandbox: {problem}")
-        for folder in (self.sandbox.package, *self.sandbox.readable):
+        for folder in (policy.package, *policy.readable):
             problem = closed_to_sandbox(folder)
             if problem is not None:
                 raise WorkerLaunchError(problem)

@@ -91,9 +91,11 @@ SETPRIV = "/usr/bin/setpriv"
 
 @dataclass(frozen=True)
 class SandboxPolicy:
-    """What one worker may reach: package read-only; data and writable read-write;
+    """What one worker may reach: package read-only; data, writable and handed read-write;
     readable and runtime read-only; hidden folders emptied wherever a bound folder holds
-    them; the network only when network is set."""
+    them; the network only when network is set. writable holds folders the host or the kit
+    made (grant staging), handed the user's own (an MCP server's roots), which the sandbox's
+    id may need an ACL entry to write (identity.open_tree)."""
 
     package: Path
     data: Path
@@ -102,6 +104,7 @@ class SandboxPolicy:
     hidden: tuple[Path, ...] = ()
     network: bool = False
     runtime: tuple[Path, ...] = field(default=())
+    handed: tuple[Path, ...] = ()
 
     def with_grants(self, writable: Iterable[Path], readable: Iterable[Path]) -> SandboxPolicy:
         """The policy with the grant folders of one call's conversation added."""
@@ -310,7 +313,7 @@ def _mounts(policy: SandboxPolicy, argv: list[str], cwd: Path) -> list[str]:
         *(_Mount(p, "ro") for p in runtime_folders(argv, policy.runtime)),
         _Mount(policy.package, "ro"),
         *(_Mount(p, "ro") for p in policy.readable),
-        *(_Mount(p, "rw") for p in (policy.data, *policy.writable)),
+        *(_Mount(p, "rw") for p in (policy.data, *policy.writable, *policy.handed)),
     ]
     trees = [m.path for m in bound]
     covered = [*SYSTEM, *trees]

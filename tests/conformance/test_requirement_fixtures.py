@@ -19,6 +19,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import pwd
 import re
 import shutil
 import socket
@@ -179,7 +180,9 @@ def expected_reports(folder: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("folder", FIXTURES, ids=[p.name for p in FIXTURES])
-def test_fixture_reports_exactly_its_requirement(run_kit, folder: Path, tmp_path: Path) -> None:
+def test_fixture_reports_exactly_its_requirement(
+    run_kit, folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each fixture runs from a copy beside the shared runtime, as in the checkout: a defect
     such as FY-EFF-001 writes into its own folder, and FY-HOST-001 reaches its neighbour."""
     plugins = tmp_path / "plugins"
@@ -190,6 +193,10 @@ def test_fixture_reports_exactly_its_requirement(run_kit, folder: Path, tmp_path
     expect = expectation(folder)
     if rid.startswith("FY-EFF") and effects_unseen() and not os.environ.get("REQUIRE_SANDBOX"):
         pytest.skip(effects_unseen())
+    if rid.startswith("FY-EFF"):
+        # The user's own HOME, not pytester's under /tmp: the sandbox's /tmp is a fresh one
+        # of its own (as FengYu's), where a write under pytester's HOME would just succeed.
+        monkeypatch.setenv("HOME", pwd.getpwuid(os.getuid()).pw_dir)
     if requirement.suite in STATIC_SUITES:
         judged = judged_in_process(folder, requirement.suite)
     else:
