@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from mcp import StdioServerParameters
@@ -137,8 +138,10 @@ class Launch:
     pass_env: tuple[str, ...] = ()
     roots: tuple[Path, ...] = ()
 
-    @property
+    @cached_property
     def spec(self) -> WorkerSpec:
+        """How the server starts (worked out once: it looks at the folders its arguments
+        name)."""
         return server_spec(
             self.server.name,
             (self.server.command, *self.server.args),

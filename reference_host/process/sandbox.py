@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -92,10 +92,11 @@ SETPRIV = "/usr/bin/setpriv"
 @dataclass(frozen=True)
 class SandboxPolicy:
     """What one worker may reach: package read-only; data, writable and handed read-write;
-    readable and runtime read-only; hidden folders emptied wherever a bound folder holds
-    them; the network only when network is set. writable holds folders the host or the kit
-    made (grant staging), handed the user's own (an MCP server's roots), which the sandbox's
-    id may need an ACL entry to write (identity.open_tree)."""
+    readable read-only, and its runtime's folders, found from its command; hidden folders
+    emptied wherever a bound folder holds them; the network only when network is set.
+    writable holds folders the host or the kit made (grant staging), handed the user's own
+    (an MCP server's roots), which the sandbox's id may need an ACL entry to write
+    (identity.open_tree)."""
 
     package: Path
     data: Path
@@ -103,7 +104,6 @@ class SandboxPolicy:
     readable: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
     network: bool = False
-    runtime: tuple[Path, ...] = field(default=())
     handed: tuple[Path, ...] = ()
 
     def with_grants(self, writable: Iterable[Path], readable: Iterable[Path]) -> SandboxPolicy:
@@ -266,12 +266,9 @@ def _resolver() -> list[str]:
     """/etc/resolv.conf (the file it links to, where it is a link) replaced by one naming
     slirp4netns's DNS forwarder: a resolver on the host's loopback is out of reach."""
     target = Path("/etc/resolv.conf").resolve()
-    made = [a for p in reversed(target.parents) if not _is_shown(p) for a in ("--dir", str(p))]
+    shown = [p for p in target.parents if p == Path("/") or _is_system(p)]
+    made = [a for p in reversed(target.parents) if p not in shown for a in ("--dir", str(p))]
     return [*made, "--perms", "0644", "--ro-bind-data", str(RESOLVER_FD), str(target)]
-
-
-def _is_shown(folder: Path) -> bool:
-    return folder == Path("/") or any(folder.is_relative_to(s) for s in SYSTEM)
 
 
 @cache
@@ -310,7 +307,7 @@ def _mounts(policy: SandboxPolicy, argv: list[str], cwd: Path) -> list[str]:
     and credentials emptied wherever a bound folder holds them, and the hidden folders
     read-only at the end."""
     bound = [
-        *(_Mount(p, "ro") for p in runtime_folders(argv, policy.runtime)),
+        *(_Mount(p, "ro") for p in runtime_folders(argv)),
         _Mount(policy.package, "ro"),
         *(_Mount(p, "ro") for p in policy.readable),
         *(_Mount(p, "rw") for p in (policy.data, *policy.writable, *policy.handed)),
@@ -364,17 +361,16 @@ def _hidden(policy: SandboxPolicy) -> list[Path]:
     return [p for p in folders if not any(p != q and p.is_relative_to(q) for q in folders)]
 
 
-def runtime_folders(argv: list[str], extra: Iterable[Path] = ()) -> list[Path]:
+def runtime_folders(argv: list[str]) -> list[Path]:
     """The folders argv's program needs besides the system ones: where it is installed
     (and, for a link or a script, what it points to or is run by), the folders on PATH, a
-    Python environment's `.pth` folders, JAVA_HOME, and extra; outermost only."""
+    Python environment's `.pth` folders and JAVA_HOME; outermost only."""
     search = os.environ.get("PATH", os.defpath)
     entries = [Path(p) for p in search.split(os.pathsep) if p]
     java = os.environ.get("JAVA_HOME")
     found = _program_folders(argv[0] if argv else "", search)
     found += [f for entry in entries if (f := _install_folder(entry / "x")) is not None]
     found += [Path(java)] if java and Path(java).is_absolute() else []
-    found += list(extra)
     candidates = [f.resolve() for f in found if _is_folder(f)]
     kept = [f for f in candidates if _bindable(f) and not _is_system(f)]
     unique = list(dict.fromkeys(kept))
