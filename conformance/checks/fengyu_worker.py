@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from conformance.check_registry import CheckContext, check
+from conformance.fengyu.artifact_candidates import rename_fix
 from conformance.fengyu.probe import (
     BIG_FRAME_ID,
     CRLF_ID,
@@ -322,7 +323,8 @@ def runtime_artifact(ctx: CheckContext) -> Iterator[Finding]:
     else:
         instead = "nothing else can be started"
     fix = (
-        f"build {launch.artifact} into the package"
+        rename_fix(workers.plugin.root, launch.runtime, launch.artifact)
+        or f"build {launch.artifact} into the package"
         if launch.declared
         else 'declare backend.runtime: "python" with backend/worker.py, or "go" with the '
         "native backend/worker, or build backend/worker.jar"
