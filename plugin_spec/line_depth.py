@@ -35,6 +35,13 @@ def depth(raw: bytes) -> int:
 
 def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
     """Whether the line nests deeper than limit."""
+    return depth_over(raw, limit) is not None
+
+
+def depth_over(raw: bytes, limit: int = MAX_DEPTH) -> int | None:
+    """How deeply the line nests when that is deeper than limit (what a refusal names), else
+    None."""
     if raw.count(b"[") + raw.count(b"{") <= limit:
-        return False
-    return depth(raw) > limit
+        return None
+    found = depth(raw)
+    return found if found > limit else None

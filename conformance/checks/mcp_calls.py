@@ -19,10 +19,8 @@ from conformance.mcp.server import McpTool
 from conformance.mcp.services import UNKNOWN_TOOL
 from conformance.mcp.wire import Reply
 from conformance.properties import Counterexample, find_counterexample
-from conformance.sources import strings_in
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec import mcp
-from plugin_spec.secret_search import find
 
 # Invalid arguments left unanswered are MCP-CALL-003's finding; the rules that judge the
 # answer's form are skipped naming it, without waiting out another call.
@@ -31,6 +29,8 @@ UNANSWERED_FIX = (
     "Answer every tools/call, invalid arguments included: an isError result naming what is "
     "wrong (or a -32602 error), never silence, which leaves the client waiting."
 )
+# An answer refused unread (nested too deep, past 16 MiB) is MCP-STD-001's finding.
+REFUSED_OWNER = "MCP-STD-001"
 HANG_FIX = (
     "Bound the tool's work for every input its schema allows (cap counts and sizes in the "
     "inputSchema, e.g. maximum), answer within 30 seconds, and stop when the call is cancelled."
@@ -71,13 +71,14 @@ def result_problem(reply: Reply) -> str:
     return ""
 
 
-def _reproduction(ctx: CheckContext, tool: McpTool, arguments: Any, reply: Reply) -> str:
+def _reproduction(ctx: CheckContext, tool: McpTool, arguments: Any, got: str) -> str:
+    """The call, how its answer began (Reply.describe) and its session's transcript."""
     request = {"name": tool.name, "arguments": arguments}
     note = ctx.sessions.transcript_note(
         ctx.sessions.session.wire, f"{ctx.requirement.id}-{tool.name}"
     )
     sent = json.dumps(request, ensure_ascii=False)
-    return f"request: tools/call {sent}\ngot: {reply.describe()}\n{note}"
+    return f"request: tools/call {sent}\ngot: {got}\n{note}"
 
 
 def _search(
@@ -107,6 +108,8 @@ def _search(
         else:
             why = ""
         reply = services.call(name, arguments)
+        if reply.refused:  # the search ends here: each further answer would be refused too
+            return Counterexample(reply.describe(), (arguments, reply), hang=True)
         if invalid and reply.response is None:  # the search ends here: each would wait
             services.unanswered.add(name)
             problem = f"invalid arguments got no answer: {reply.describe()}"
@@ -123,11 +126,17 @@ def _search(
     if found is None:
         return
     arguments, reply = found.outcome
+    if reply.refused:
+        raise NotApplicable(
+            f"tool {name!r} was answered with {reply.refused} (called with "
+            f"{shown(arguments, 200)}), which clients refuse unread: its answers cannot be "
+            f"judged ({REFUSED_OWNER})"
+        )
     if invalid and reply.response is None and not owner:
         raise NotApplicable(unanswered)
     fix = UNANSWERED_FIX if invalid and found.hang else HANG_FIX if found.hang else ""
     yield ctx.server_finding(
-        f"tool {name!r}: {found.problem}\n{_reproduction(ctx, tool, arguments, reply)}",
+        f"tool {name!r}: {found.problem}\n{_reproduction(ctx, tool, arguments, reply.describe())}",
         f"{tool.pointer}/inputSchema",
         fix=fix,
     )
@@ -235,25 +244,22 @@ def secrets_stay_in(ctx: CheckContext) -> Iterator[Finding]:
             "token there to have results searched for it"
         )
     services = ctx.sessions
-    if not any(t == tool.name for t, _, _ in services.results):
+    if not any(c.tool == tool.name for c in services.results):
         services.call(tool.name or "", _space(tool).minimal())
-    for name, arguments, reply in services.results:
-        if name != tool.name:
+    for called in services.results:
+        if called.tool != tool.name or not called.leaked:
             continue
-        # One text for the whole answer: a secret split across two strings is found too.
-        text = "\0".join(text for _, text in strings_in(reply.response))
-        leaked = {v: m for v, m in ((v, find(value, text)) for v, value in given.items()) if m}
-        if leaked:
-            values = " and ".join(
-                f"the value of the environment variable {v}, {leaked[v].encoding},"
-                for v in sorted(leaked)
-            )
-            yield ctx.server_finding(
-                f"tool {name!r} returned {values} for arguments {shown(arguments)}\n"
-                f"{_reproduction(ctx, tool, arguments, reply)}",
-                tool.pointer,
-            )
-            return
+        leaked = called.leaked
+        values = " and ".join(
+            f"the value of the environment variable {v}, {leaked[v].encoding},"
+            for v in sorted(leaked)
+        )
+        yield ctx.server_finding(
+            f"tool {called.tool!r} returned {values} for arguments {shown(called.arguments)}\n"
+            f"{_reproduction(ctx, tool, called.arguments, called.got)}",
+            tool.pointer,
+        )
+        return
 
 
 @check("MCP-ANN-001")

@@ -13,9 +13,21 @@ from typing import Any
 from conformance.check_registry import CheckContext, check
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.mcp.services import UNKNOWN_VERSION, Probe
-from conformance.mcp.wire import Frame, Reply, Wire
+from conformance.mcp.wire import Reply, Wire
 from plugin_spec import mcp
+from plugin_spec.framing import MAX_FRAME_BYTES
 from plugin_spec.jsonrpc import INVALID_PARAMS
+from plugin_spec.line_depth import MAX_DEPTH
+
+DEEP_FIX = (
+    f"Answer with results nested at most {MAX_DEPTH} levels deep (the MCP Python SDK's "
+    "reader stops near 200): clients refuse a deeper line unread and the call fails; "
+    "flatten the structure."
+)
+LONG_FIX = (
+    f"End every message with a newline and keep each line under {MAX_FRAME_BYTES} bytes: "
+    "return large data as a resource link or in pages, not in one line."
+)
 
 
 def _probe(ctx: CheckContext) -> Probe:
@@ -157,12 +169,26 @@ def modern_envelope(ctx: CheckContext) -> Iterator[Finding]:
 @check("MCP-STD-001")
 def stdout_carries_only_messages(ctx: CheckContext) -> Iterator[Finding]:
     probe = _probe(ctx)
-    bad = [(f, why) for f in probe.wire.received() if (why := _not_a_message(f))]
-    if bad:
-        lines = "\n".join(f"  line at {f.at:.2f} s: {shown(f.text)} ({why})" for f, why in bad[:5])
+    wire = probe.wire
+    if wire.stray_count:
+        lines = "\n".join(
+            f"  line at {f.at:.2f} s: {shown(f.text)} ({why})" for f, why in wire.strays
+        )
         yield ctx.server_finding(
-            f"{len(bad)} stdout line(s) of the probe's session are not one JSON-RPC "
+            f"{wire.stray_count} stdout line(s) of the probe's session are not one JSON-RPC "
             f"message:\n{lines}\n{_note(ctx, probe)}",
+        )
+    services = ctx.sessions
+    services.progress_seen()  # one call of each tool: its answer is read here too
+    refused = [w for w in services.wires() if w.refused]
+    if refused:
+        first = refused[0]
+        yield ctx.server_finding(
+            f"the server sent {first.refused}, which clients refuse unread: the request it "
+            f"answered failed and the kit stopped the server ({len(refused)} of the run's "
+            f"{len(services.wires())} session(s) ended so)\n"
+            f"{services.transcript_note(first, ctx.requirement.id)}",
+            fix=DEEP_FIX if first.refused_depth else LONG_FIX,
         )
 
 
@@ -335,15 +361,4 @@ def _code(reply: Reply) -> Any:
 
 
 def _received(probe: Probe) -> list[dict[str, Any]]:
-    return [f.message for f in probe.wire.received() if f.message is not None]
-
-
-def _not_a_message(frame: Frame) -> str:
-    if frame.message is None:
-        stripped = frame.text.strip()
-        if stripped.startswith("["):
-            return "a batch array"
-        return "a blank line" if not stripped else "not a JSON object"
-    if frame.message.get("jsonrpc") != "2.0":
-        return 'no "jsonrpc": "2.0"'
-    return ""
+    return [m for f in probe.wire.received() if (m := f.message) is not None]

@@ -19,7 +19,7 @@ from typing import Any
 
 from plugin_spec.fengyu_runtime import parse_log_line
 from plugin_spec.framing import MAX_FRAME_BYTES, decode_line
-from plugin_spec.line_depth import TOO_DEEP, too_deep
+from plugin_spec.line_depth import TOO_DEEP, depth_over
 from reference_host.process.connection import stdout_problem
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.lineage import end_lineage, new_token
@@ -33,6 +33,10 @@ KILL_WAIT = 5.0  # a blocked write ends this soon after the worker is killed
 OVERLONG_PREFIX = 300  # characters of an over-long line kept for the report
 MALFORMED_KEPT = 5  # malformed log lines kept for the report
 STDERR_CHUNK = 64 * 1024
+# stdout read ahead of the kit, in bytes: past this the reader waits for the kit to take
+# lines (one line of any size is always taken in), so a process flooding stdout waits on its
+# pipe, as under an SDK client, instead of growing the kit's memory
+READ_AHEAD = MAX_FRAME_BYTES + 1
 
 
 @dataclass(frozen=True)
@@ -40,20 +44,26 @@ class Line:
     """One stdout line: its text and, when it is a JSON object, the object. An over-long
     line (no newline within MAX_FRAME_BYTES) keeps only its start: it is a finding, and
     the rest of it is never read. So does a line nested too deep (too_deep), which is never
-    decoded: hosts refuse it (plugin_spec/line_depth.py)."""
+    decoded: hosts refuse it (plugin_spec/line_depth.py). size is the line's length in bytes
+    as read, depth how deeply a line refused for its nesting nests."""
 
     text: str
     message: dict[str, Any] | None
     overlong: bool = False
     too_deep: bool = False
+    size: int = 0
+    depth: int = 0
 
     @classmethod
     def parse(cls, raw: bytes) -> Line:
-        if len(raw) > MAX_FRAME_BYTES and not raw.endswith(b"\n"):
-            return cls(raw[:OVERLONG_PREFIX].decode("utf-8", "replace"), None, overlong=True)
-        if too_deep(raw):
-            return cls(raw[:OVERLONG_PREFIX].decode("utf-8", "replace"), None, too_deep=True)
-        return cls(*decode_line(raw))
+        size = len(raw)
+        if size > MAX_FRAME_BYTES and not raw.endswith(b"\n"):
+            head = raw[:OVERLONG_PREFIX].decode("utf-8", "replace")
+            return cls(head, None, overlong=True, size=size)
+        if (deep := depth_over(raw)) is not None:
+            head = raw[:OVERLONG_PREFIX].decode("utf-8", "replace")
+            return cls(head, None, too_deep=True, size=size, depth=deep)
+        return cls(*decode_line(raw), size=size)
 
     @property
     def problem(self) -> str | None:
@@ -78,6 +88,33 @@ class LogLines:
             self.malformed.append((text[:OVERLONG_PREFIX], record.problem))
 
 
+class ReadAhead:
+    """The bytes of stdout read but not yet taken by the kit, at most READ_AHEAD (plus one
+    line): the reader waits in hold() until the kit takes lines, or the worker is killed."""
+
+    def __init__(self, limit: int = READ_AHEAD) -> None:
+        self.limit = limit
+        self.held = 0
+        self.closed = False
+        self._changed = threading.Condition()
+
+    def hold(self, size: int) -> None:
+        with self._changed:
+            while self.held and self.held + size > self.limit and not self.closed:
+                self._changed.wait()
+            self.held += size
+
+    def release(self, size: int) -> None:
+        with self._changed:
+            self.held -= size
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        with self._changed:
+            self.closed = True
+            self._changed.notify_all()
+
+
 class RawWorker:
     """A started worker process with threads draining its stdout and stderr."""
 
@@ -99,6 +136,7 @@ class RawWorker:
             )
         MANAGED.add(self.process.pid)  # Popen reaps it; the orphan reaper must not
         self.lines: queue.Queue[Line | None] = queue.Queue()
+        self.read_ahead = ReadAhead()
         self.logs = logs if logs is not None else LogLines()
         # lines cut and kept within the host's bounds: a worker cannot grow the kit's memory
         self.stderr_tail = StderrTail(self.logs.read)
@@ -154,6 +192,8 @@ class RawWorker:
         except queue.Empty:
             return None
         self._eof = line is None
+        if line is not None:
+            self.read_ahead.release(line.size)
         return line
 
     @property
@@ -199,6 +239,7 @@ class RawWorker:
         if self._killed:
             return
         self._killed = True
+        self.read_ahead.close()
         if self.process.poll() is None:  # once reaped, its pid is not ours to signal
             kill_tree(self.process.pid)
             with contextlib.suppress(ProcessLookupError):
@@ -222,6 +263,7 @@ class RawWorker:
         with self._end_lock:
             if not self._ended:
                 self._ended = True
+                self.read_ahead.close()  # what is left is at most its pipe's buffer
                 MANAGED.discard(self.process.pid)
                 kill_group(self.process.pid)
                 end_lineage(self.lineage)
@@ -231,6 +273,7 @@ class RawWorker:
         assert self.process.stdout is not None
         with contextlib.suppress(OSError, ValueError):
             while raw := self.process.stdout.readline(MAX_FRAME_BYTES + 1):
+                self.read_ahead.hold(len(raw))
                 line = Line.parse(raw)
                 self.lines.put(line)
                 if line.overlong:

@@ -5,6 +5,8 @@ The server is started as the kit started it (its command, in its folder, in the 
 given the same lines in the same order; before each line the replay waits, briefly, for as
 many server lines as the transcript shows came before it, so that answers keep their place.
 Every line is printed as it goes, `->` sent and `<-` received, then how the server ended.
+Where the kit did not keep the whole session (transcript.py), the replay says what is
+missing and sends what was kept.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from conformance.deadlines import Deadlines
 from conformance.mcp.server import McpServer
+from conformance.mcp.transcript import CUT
 from conformance.mcp.wire import Wire
 
 
@@ -70,30 +73,33 @@ def replay(path: Path, deadlines: Deadlines, write: Callable[[str], None] = prin
 
 def _replayed(transcript: Transcript, wire: Wire, write: Callable[[str], None]) -> int:
     write(f"started: {' '.join(transcript.command)} (in {transcript.cwd})")
+    wire.on_received = lambda frame: write(f"<- {frame.text}")
     expected = 0
-    shown = 0
     status = 0
     for frame in transcript.frames:
         if frame.get("dir") == "received":
             expected += 1
             continue
-        shown = _show_received(wire, expected, shown, write)
+        _await_received(wire, expected)
+        if frame.get("dir") == CUT:
+            write(f"({frame.get('frames')} frames, {frame.get('bytes')} bytes not kept here)")
+            continue
+        if "size" in frame:
+            write(f"(a line of {frame['size']} bytes kept only in part: not sent)")
+            continue
         write(f"-> {frame.get('line', '')}")
         if not wire.write_raw(str(frame.get("line", ""))):
             write("the server no longer reads its stdin")
             status = 1
             break
-    _show_received(wire, expected, shown, write)
+    _await_received(wire, expected)
     write(f"ended: {wire.close().describe()}")
     return status
 
 
-def _show_received(wire: Wire, expected: int, shown: int, write: Callable[[str], None]) -> int:
-    """Print received lines until as many as expected have come (or the wait runs out)."""
+def _await_received(wire: Wire, expected: int) -> None:
+    """Read (and so print) server lines until as many as expected have come, or the wait
+    runs out."""
     deadline = time.monotonic() + wire.deadlines.replay
-    while len(wire.received()) < expected and time.monotonic() < deadline and wire.alive():
+    while wire.received_count < expected and time.monotonic() < deadline and wire.alive():
         wire.quiet(0.05)
-    received = wire.received()
-    for frame in received[shown:]:
-        write(f"<- {frame.text}")
-    return len(received)

@@ -20,7 +20,9 @@ from conformance.mcp.server import McpServer
 from conformance.mcp.session import Listing, Opening, Session, open_session
 from conformance.mcp.wire import Reply, Shutdown, Wire
 from conformance.search_settings import PropertySettings
+from conformance.sources import strings_in
 from plugin_spec import mcp
+from plugin_spec.secret_search import Match, find
 
 UNKNOWN_VERSION = "1999-01-01"  # MCP-LIF-002: a version no server knows
 UNKNOWN_TOOL = "conformance_no_such_tool"  # MCP-CALL-005: never listed
@@ -46,6 +48,18 @@ class Progress:
     token: int
     values: list[tuple[Any, Any]] = field(default_factory=list)
     late: bool = False
+
+
+@dataclass(frozen=True)
+class Called:
+    """One call of the run as MCP-SEC-003 reads it later: not its answer (a server may answer
+    every call with megabytes, and the run makes hundreds), but how the answer began and the
+    secrets the server was given that it holds, each with how it was written."""
+
+    tool: str
+    arguments: Any
+    got: str  # Reply.describe()
+    leaked: dict[str, Match]  # by the variable's name
 
 
 @dataclass(frozen=True)
@@ -86,7 +100,7 @@ class McpServices:
         self._abandoned: set[tuple[int, Any]] = set()  # calls that timed out and were cancelled
         self.unanswered: set[str] = set()  # tools whose invalid arguments got no answer
         self._exercised = False
-        self.results: list[tuple[str, Any, Reply]] = []  # every call: tool, arguments, reply
+        self.results: list[Called] = []  # every call of the run
 
     def wires(self) -> list[Wire]:
         """Every server process the run's checks started, in order."""
@@ -221,8 +235,18 @@ class McpServices:
                 progress.values.append((sent, value))
         if progress.values:
             self._progress[(wire, token)] = progress
-        self.results.append((tool, arguments, reply))
+        self.results.append(Called(tool, arguments, reply.describe(), self._leaks(reply)))
         return reply
+
+    def _leaks(self, reply: Reply) -> dict[str, Match]:
+        """The secrets the server was given (McpServer.secrets) that the answer holds: one
+        text for the whole answer, so a secret split across two strings is found too."""
+        given = self.server.secrets()
+        if not given or reply.response is None:
+            return {}
+        text = "\0".join(text for _, text in strings_in(reply.response))
+        found = ((name, find(value, text)) for name, value in given.items())
+        return {name: match for name, match in found if match is not None}
 
     def progress_seen(self) -> list[Progress]:
         """The progress every call of the run was sent, after one call of each tool with its
@@ -275,13 +299,18 @@ class McpServices:
             "cwd": str(self.server.root),
             "env": sorted(self.server.env),
         }
-        lines = [json.dumps(header)] + [json.dumps(f.to_json()) for f in wire.frames]
+        entries = wire.transcript.entries()
+        lines = [json.dumps(header)] + [json.dumps(e, ensure_ascii=False) for e in entries]
         path.write_text("\n".join(lines) + "\n", "utf-8")
         return path
 
     def transcript_note(self, wire: Wire, name: str) -> str:
+        """Where the wire's transcript is saved and how to replay it; and, when the kit did
+        not keep all of it, what it lacks."""
         path = self.save(wire, name)
-        return f"transcript: {path}\nreplay: plugin-conformance mcp-replay {path}"
+        cut = wire.transcript.describe_cut()
+        note = f"transcript: {path}\nreplay: plugin-conformance mcp-replay {path}"
+        return f"{note}\n{cut}" if cut else note
 
     def close(self) -> None:
         for wire in self._wires:

@@ -1,39 +1,38 @@
-"""One MCP server process on raw pipes, every frame it exchanged recorded.
+"""One MCP server process on raw pipes, its frames recorded within a bound.
 
 The SDKs tolerate what the kit must report (a banner on stdout, an id echoed as another type),
 so the kit reads the server byte by byte (RawWorker, as for FengYu workers) and keeps the
 transcript: what a failing item saves, and what its reproduction replays.
+
+What is kept is bounded per session, as a server may write gigabytes (a 400 MB flood took the
+kit to 1.8 GB): the transcript keeps its first and its last TRANSCRIPT_BYTES / 2 and counts
+what fell between (transcript.py), one line keeps its first FRAME_BYTES, and what a request
+collects meanwhile is capped too. A line nested deeper than plugin_spec/line_depth.py allows,
+or running past the 16 MiB frame limit, is refused at the reader, as hosts refuse it: the
+server is stopped, the request waiting on it ends at once and `refused` says why.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from conformance.deadlines import Deadlines
 from conformance.fengyu.raw_worker import Line, RawWorker
+from conformance.mcp.transcript import Frame, Transcript
 from plugin_spec import mcp
+from plugin_spec.framing import MAX_FRAME_BYTES
 from plugin_spec.jsonrpc import METHOD_NOT_FOUND
+from plugin_spec.line_depth import MAX_DEPTH
 from reference_host.process.launch import WorkerSpec
 
-Direction = Literal["sent", "received"]
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One line on the wire: who wrote it, when (seconds since launch), its text and, when
-    it is a JSON object, the object."""
-
-    direction: Direction
-    at: float
-    text: str
-    message: dict[str, Any] | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"dir": self.direction, "at": round(self.at, 4), "line": self.text}
+# What one request keeps of the messages that came while it waited (responses to other ids,
+# progress), in bytes of their lines: the transcript has the rest.
+MEANWHILE_BYTES = 1 << 20
+STRAYS_KEPT = 5  # MCP-STD-001: stray stdout lines kept to be shown; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -47,6 +46,8 @@ class Reply:
     exited: bool = False
     seconds: float = 0.0  # how long it was waited for
     request_id: int | str | None = None  # the request's id, to cancel it after a timeout
+    refused: str = ""  # why the kit refused a line unread and stopped the server (Wire.refused)
+    not_kept: int = 0  # messages that came meanwhile past MEANWHILE_BYTES
 
     @property
     def result(self) -> Any:
@@ -70,6 +71,8 @@ class Reply:
         """How the request ended, for a finding."""
         if self.response is not None:
             return json.dumps(self.response, ensure_ascii=False)[:300]
+        if self.refused:
+            return f"no response: the server sent {self.refused}; the kit stopped it"
         if self.exited:
             return "no response: the server exited (or closed its stdout)"
         return f"no response within {self.seconds:g} s" if self.timed_out else "no response"
@@ -97,11 +100,19 @@ class Wire:
 
     spec: WorkerSpec
     deadlines: Deadlines
-    frames: list[Frame] = field(default_factory=list)
+    transcript: Transcript = field(default_factory=Transcript)
     worker: RawWorker = field(init=False)
     started: float = field(init=False)
     era: str | None = None  # the era its session opened in (session.open_session sets it)
     version: str | None = None  # the protocol version that session speaks
+    refused: str = ""  # the line the kit refused unread (too deep, too long), named
+    refused_depth: int = 0  # how deeply that line nested, when that was why
+    received_count: int = 0  # every line read from stdout, kept in the transcript or not
+    # MCP-STD-001: the first stdout lines that are not one message, with why, and how many
+    # there were (judged as they are read: the transcript may not keep them)
+    strays: list[tuple[Frame, str]] = field(default_factory=list)
+    stray_count: int = 0
+    on_received: Callable[[Frame], None] | None = None  # told each line as it is read
     _next_id: int = 0  # the first request is 1, as the SDK numbers them
     _unread: list[dict[str, Any]] = field(default_factory=list)
 
@@ -116,16 +127,19 @@ class Wire:
     def send(self, message: Any) -> bool:
         """Write one message as a line, compact as the SDK writes it (a server must not tell
         the kit from a host by its spacing); False when the server no longer reads stdin."""
-        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
-        self.frames.append(Frame("sent", self._now(), text, message))
-        deadline = time.monotonic() + self.deadlines.request
-        return bool(self.worker.send([text.encode() + b"\n"], deadline))
+        return self.write_raw(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
 
     def write_raw(self, text: str) -> bool:
         """Write a line as given (what no SDK would send)."""
-        self.frames.append(Frame("sent", self._now(), text, None))
+        data = text.encode()
+        self.transcript.add("sent", self._now(), text, len(data))
         deadline = time.monotonic() + self.deadlines.request
-        return bool(self.worker.send([text.encode() + b"\n"], deadline))
+        return bool(self.worker.send([data + b"\n"], deadline))
+
+    @property
+    def frames(self) -> list[Frame]:
+        """The frames kept (transcript.py): the first and the last of the session."""
+        return self.transcript.frames()
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> bool:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -160,24 +174,39 @@ class Wire:
         return rid if self.send(message) else None
 
     def await_response(self, rid: int | str, seconds: float | None = None) -> Reply:
+        """Read until the response to rid, the deadline, the server's exit or a line refused
+        unread. Of what came meanwhile, the responses and progress notifications are kept
+        (what callers read), up to MEANWHILE_BYTES."""
         seconds = self.deadlines.request if seconds is None else seconds
-        meanwhile: list[dict[str, Any]] = []
-        for message in self._messages(time.monotonic() + seconds):
+        meanwhile = _Kept()
+        for message, size in self._messages(time.monotonic() + seconds):
             if _is_response(message) and _same_id(message.get("id"), rid):
-                return Reply(message, tuple(meanwhile))
-            meanwhile.append(message)
+                return Reply(message, tuple(meanwhile.messages), not_kept=meanwhile.dropped)
+            if _is_response(message) or message.get("method") == mcp.PROGRESS:
+                meanwhile.add(message, size)
             self._answer_server_request(message)
-        self._unread.extend(m for m in meanwhile if _is_response(m))
+        self._unread.extend(m for m in meanwhile.messages if _is_response(m))
         ended = not self.alive()
-        return Reply(None, tuple(meanwhile), not ended, ended, seconds=seconds, request_id=rid)
+        return Reply(
+            None,
+            tuple(meanwhile.messages),
+            not ended,
+            ended,
+            seconds=seconds,
+            request_id=rid,
+            refused=self.refused,
+            not_kept=meanwhile.dropped,
+        )
 
     def quiet(self, seconds: float) -> list[dict[str, Any]]:
-        """Every message that arrives within seconds (and any read earlier but not taken)."""
-        seen, self._unread = self._unread, []
-        for message in self._messages(time.monotonic() + seconds):
-            seen.append(message)
+        """The messages that arrive within seconds (and any read earlier but not taken), up
+        to MEANWHILE_BYTES of them."""
+        seen = _Kept(list(self._unread))
+        self._unread = []
+        for message, size in self._messages(time.monotonic() + seconds):
+            seen.add(message, size)
             self._answer_server_request(message)
-        return seen
+        return seen.messages
 
     def alive(self) -> bool:
         """Whether the server can still answer: running, its stdout not ended (a server
@@ -209,6 +238,7 @@ class Wire:
         return self.worker.stderr
 
     def received(self) -> list[Frame]:
+        """The received frames kept (received_count counts them all)."""
         return [f for f in self.frames if f.direction == "received"]
 
     def _drain(self) -> None:
@@ -216,14 +246,39 @@ class Wire:
         for line in self.worker.rest(self.deadlines.leftover):
             self._record(line)
 
-    def _messages(self, deadline: float) -> Iterator[dict[str, Any]]:
-        while (line := self.worker.next_line(deadline)) is not None:
+    def _messages(self, deadline: float) -> Iterator[tuple[dict[str, Any], int]]:
+        """Each message read by the deadline, with its line's size; a line refused unread
+        stops the server and the reading."""
+        while not self.refused and (line := self.worker.next_line(deadline)) is not None:
             self._record(line)
+            if line.too_deep or line.overlong:
+                self._refuse(line)
+                return
             if line.message is not None:
-                yield line.message
+                yield line.message, line.size
+
+    def _refuse(self, line: Line) -> None:
+        """Stop the server over a line no client reads, as hosts do, naming why."""
+        if line.too_deep:
+            self.refused_depth = line.depth
+            self.refused = (
+                f"a line nested {line.depth} levels deep (the kit and hosts read at most "
+                f"{MAX_DEPTH})"
+            )
+        else:
+            self.refused = f"a line longer than {MAX_FRAME_BYTES} bytes (the 16 MiB frame limit)"
+        self.worker.kill()
 
     def _record(self, line: Line) -> None:
-        self.frames.append(Frame("received", self._now(), line.text, line.message))
+        self.received_count += 1
+        cut = line.too_deep or line.overlong  # its text is already its head
+        frame = self.transcript.add("received", self._now(), line.text, line.size, cut=cut)
+        if not cut and (problem := not_a_message(line.text, line.message)):
+            self.stray_count += 1
+            if len(self.strays) < STRAYS_KEPT:
+                self.strays.append((frame, problem))
+        if self.on_received is not None:
+            self.on_received(frame)
 
     def _answer_server_request(self, message: dict[str, Any]) -> None:
         """A request from the server: ping is answered; the kit declares no client
@@ -238,6 +293,34 @@ class Wire:
 
     def _now(self) -> float:
         return time.monotonic() - self.started
+
+
+class _Kept:
+    """Messages kept up to MEANWHILE_BYTES of their lines; the rest counted."""
+
+    def __init__(self, messages: list[dict[str, Any]] | None = None) -> None:
+        self.messages = messages or []
+        self.size = 0
+        self.dropped = 0
+
+    def add(self, message: dict[str, Any], size: int) -> None:
+        if self.size + size > MEANWHILE_BYTES:
+            self.dropped += 1
+            return
+        self.size += size
+        self.messages.append(message)
+
+
+def not_a_message(text: str, message: dict[str, Any] | None) -> str:
+    """Why a stdout line is not one JSON-RPC message ("" when it is one)."""
+    if message is None:
+        stripped = text.strip()
+        if stripped.startswith("["):
+            return "a batch array"
+        return "a blank line" if not stripped else "not a JSON object"
+    if message.get("jsonrpc") != "2.0":
+        return 'no "jsonrpc": "2.0"'
+    return ""
 
 
 def _is_response(message: dict[str, Any]) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from plugin_spec.line_depth import MAX_DEPTH, depth, too_deep
+from plugin_spec.line_depth import MAX_DEPTH, depth, depth_over, too_deep
 
 
 def nested(levels: int) -> bytes:
@@ -23,6 +23,12 @@ def test_the_limit_passes_and_one_more_level_does_not() -> None:
     assert not too_deep(nested(MAX_DEPTH))
     assert too_deep(nested(MAX_DEPTH + 1))
     assert too_deep(b"[" * 5000 + b"]" * 5000)
+
+
+def test_a_refusal_names_the_depth_found() -> None:
+    assert depth_over(nested(MAX_DEPTH)) is None
+    assert depth_over(b"[" * 5000 + b"]" * 5000) == 5000
+    assert depth_over(nested(40), limit=30) == 40
 
 
 def test_a_wide_answer_is_not_deep() -> None:
