@@ -12,7 +12,8 @@ that exits at once are left running. So close() then SIGKILLs the group and ends
 
 A line the SDK cannot read for its nesting (its JSON reader stops near 200 levels) is only
 logged by the SDK, so the request it answered waited out its whole timeout (300 s): such a
-line stops the server at once instead, `refused` says why, and the pending requests fail.
+line stops the server at once instead, `refused` says why, and the pending requests fail. So
+does a line past the 16 MiB frame limit, which the transport (transport.py) refuses unread.
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ from typing import Any
 
 import mcp_types
 import psutil
-from mcp import Client, stdio_client
+from mcp import Client
 from mcp.shared.dispatcher import ProgressFnT
 from pydantic import ValidationError
 
 from plugin_spec.mcp import CLIENT_INFO
 from reference_host.mcp.launch import Launch
 from reference_host.mcp.stderr_log import open_log
+from reference_host.mcp.transport import LineTooLong, stdio_client
 from reference_host.process.lineage import carriers, end_lineage, new_token
 from reference_host.process.reaper import MANAGED
 from reference_host.process.tree import kill_group
@@ -42,6 +44,7 @@ log = logging.getLogger(__name__)
 OPEN_TIMEOUT = 60.0  # the handshake (a first `npx` or `uvx` run downloads the server)
 LIST_PAGES = 100  # tools/list pages read at most (a server whose cursors never end)
 TOO_DEEP = "sent an answer nested too deep to read (the MCP SDK reads about 200 levels)"
+TOO_LONG = f"sent {LineTooLong()}, which is not read"
 
 
 class Connection:
@@ -150,10 +153,20 @@ class Connection:
 
     async def _on_message(self, message: Any) -> None:
         """What the SDK hands the client besides answers: a line it could not read for its
-        nesting stops the server (its pending requests then fail at once)."""
-        if isinstance(message, Exception) and _too_deep(message) and self.refused is None:
-            self.refused = TOO_DEEP
-            log.warning("MCP server %s %s; stopped", self._launch.server.name, TOO_DEEP)
+        nesting, or one too long to read (transport.py), stops the server (its pending
+        requests then fail at once)."""
+        if not isinstance(message, Exception) or self.refused is not None:
+            return
+        why = (
+            TOO_LONG
+            if isinstance(message, LineTooLong)
+            else TOO_DEEP
+            if _too_deep(message)
+            else None
+        )
+        if why is not None:
+            self.refused = why
+            log.warning("MCP server %s %s; stopped", self._launch.server.name, why)
             if self.pid is not None:
                 kill_group(self.pid)
 
