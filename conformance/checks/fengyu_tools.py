@@ -8,6 +8,7 @@ reproduction.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -18,7 +19,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from conformance.check_registry import CheckContext, check
-from conformance.fengyu.harness import CallOutcome
+from conformance.fengyu.harness import CallOutcome, CancelOutcome
 from conformance.fengyu.manifest import AiTool
 from conformance.fengyu.services import unreadable
 from conformance.findings import Finding, NotApplicable, shown
@@ -27,7 +28,7 @@ from conformance.schema_messages import explain
 from conformance.sources import pointer
 from conformance.strategies import ExternalRefs, GeneratorGap, defaulted_properties
 from plugin_spec import jsonrpc
-from plugin_spec.fengyu_runtime import CANCEL_GRACE_SECONDS, CANCEL_METHOD
+from plugin_spec.fengyu_runtime import CANCEL_GRACE_SECONDS, CANCEL_METHOD, CANCELLED_CODE
 from plugin_spec.filerefs import by_id, classify_parameters, resolve_refs
 from plugin_spec.schema_refs import DOCUMENT_ONLY, external_refs
 from plugin_spec.schema_subset import to_json_schema
@@ -55,6 +56,7 @@ INTERNAL_FIX = (
     "{success: false, summary}, or an RpcError with a data.code of your own"
 )
 INTERNAL_DATA_CODE = "INTERNAL_ERROR"
+JAVA_INTERNAL_CODE = "INTERNAL"  # FengYu's Java SDK's data.code for an uncaught exception
 HANG_FIX = (
     "answer within the tool's timeout (timeoutSeconds): fail fast, or split long work into "
     "*_start / *_status jobs; run the `reproduce:` command of the finding above"
@@ -181,6 +183,18 @@ def internal_error(outcome: CallOutcome) -> str:
     data = error.get("data")
     if isinstance(data, dict) and data.get("code") == INTERNAL_DATA_CODE:
         return f"code {error.get('code')}, data.code {INTERNAL_DATA_CODE}"
+    if error.get("code") == jsonrpc.INTERNAL_ERROR:
+        return f"code {jsonrpc.INTERNAL_ERROR}"
+    return ""
+
+
+def internal_code(error: dict[str, Any]) -> str:
+    """How an error object says it is an uncaught exception ("" for any other error): -32603,
+    or data.code INTERNAL_ERROR (FengYu's Go SDK) or INTERNAL (its Java SDK)."""
+    data = error.get("data")
+    code = data.get("code") if isinstance(data, dict) else None
+    if code in (INTERNAL_DATA_CODE, JAVA_INTERNAL_CODE):
+        return f"code {error.get('code')}, data.code {code}"
     if error.get("code") == jsonrpc.INTERNAL_ERROR:
         return f"code {jsonrpc.INTERNAL_ERROR}"
     return ""
@@ -315,21 +329,127 @@ def cancelled_calls_answered(ctx: CheckContext) -> Iterator[Finding]:
     except GeneratorGap as exc:
         raise NotApplicable(str(exc)) from None
     params = resolve_refs(minimal, by_id(run.files.grants, run.workers.plugin_id))
-    if run.harness.abandon(str(run.tool.method), params, run.timeout):
-        return
-    if run.harness.call(str(run.tool.method), params, run.timeout).kind == "timeout":
-        raise NotApplicable(
-            f"the call does not answer within {run.timeout:g} s even when left alone: "
-            "FY-TOOL-001's finding, not the cancel's"
+    alone = _LeftAlone(run, params)
+    for delay in (0.0, MID_CALL_SECONDS):
+        cancelled = run.harness.abandon(str(run.tool.method), params, run.timeout, delay)
+        problem = _cancel_problem(cancelled, delay, alone)
+        if problem is None:
+            continue
+        message, fix = problem
+        when = (
+            "right after it was sent"
+            if delay == 0
+            else f"{delay:g} s after it was sent, while it ran"
         )
-    request = jsonrpc.request("1", str(run.tool.method), params)
-    cancel = jsonrpc.notification(CANCEL_METHOD, {"id": "1"})
-    yield ctx.manifest_finding(
-        run.tool.pointer,
-        f"tool {run.tool.name!r}: the call was cancelled right after it was sent, and no answer "
-        f"came within {CANCEL_GRACE_SECONDS:g} s of {CANCEL_METHOD}, so FengYu kills the "
-        f"worker\nrequest: {shown(request)}\ncancel: {shown(cancel)}",
-        fix=f"on {CANCEL_METHOD} stop the call with that id and answer it with an error whose "
-        'data.code is "CANCELLED" (FengYu\'s SDKs do this for handlers that check their '
-        "context)",
+        request = jsonrpc.request("1", str(run.tool.method), params)
+        cancel = jsonrpc.notification(CANCEL_METHOD, {"id": "1"})
+        lines = [f"request: {shown(request)}", f"cancel: {shown(cancel)}"]
+        if cancelled.response is not None:  # shown with the id the request above has
+            lines.append(f"reply: {shown({**cancelled.response, 'id': '1'})}")
+        yield ctx.manifest_finding(
+            run.tool.pointer,
+            f"tool {run.tool.name!r}: the call was cancelled {when}, and {message}\n"
+            + "\n".join(lines),
+            fix=fix,
+        )
+        if not cancelled.answered:
+            return  # the worker was killed; a second cancel would only wait again
+
+
+# A cancelled call answered with a result this soon after the cancel had its result on the
+# way already (FengYu accepts it); later, the call ran on as if no cancel had come.
+ON_ITS_WAY_SECONDS = 0.25
+# When the second cancel is sent: a call still running by then is cancelled mid-call, where a
+# handler is stopped, not just never started (a Java handler sees InterruptedException).
+MID_CALL_SECONDS = 0.25
+CANCELLED_FIX = (
+    f"on {CANCEL_METHOD} stop the call with that id and answer it with an error whose "
+    'data.code is "CANCELLED" (FengYu\'s SDKs do this for handlers that check their context)'
+)
+EARLY_FIX = (
+    f"register each call before its handler starts, so that a {CANCEL_METHOD} read right "
+    "after the request finds it (FengYu's Go SDK registers a call only inside the handler's "
+    "goroutine, and drops a cancel that comes with its request), and answer the cancelled "
+    'call with data.code "CANCELLED"'
+)
+RAN_ON_FIX = (
+    "check for cancellation while the handler works (Go: ctx.Done(); Java: the call's "
+    "cancellation token or Thread.interrupted(); Python: ctx.check_cancelled()) and answer "
+    'the cancelled call with data.code "CANCELLED" instead of its result'
+)
+INTERRUPTED_FIX = (
+    'answer a call interrupted by its cancel with data.code "CANCELLED", not as a crash: '
+    "catch InterruptedException (or the cancellation your runtime raises) around the "
+    "handler's waits, or let the SDK's cancellation error through unwrapped; FengYu shows "
+    "an internal error as a failed tool, not as the cancel the user asked for"
+)
+
+
+class _LeftAlone:
+    """The same call made without a cancel, once and only when a judgement needs it: how it
+    ends and how long it takes, which tells a cancel ignored from a call that was quick
+    anyway, and an error caused by the cancel from one the input causes."""
+
+    def __init__(self, run: ToolRun, params: Any) -> None:
+        self.run, self.params = run, params
+        self._outcome: tuple[CallOutcome, float] | None = None
+
+    def _call(self) -> tuple[CallOutcome, float]:
+        if self._outcome is None:
+            started = time.monotonic()
+            run = self.run
+            outcome = run.harness.call(str(run.tool.method), self.params, run.timeout)
+            self._outcome = outcome, time.monotonic() - started
+        return self._outcome
+
+    @property
+    def outcome(self) -> CallOutcome:
+        return self._call()[0]
+
+    @property
+    def seconds(self) -> float:
+        return self._call()[1]
+
+
+def _cancel_problem(
+    cancelled: CancelOutcome, delay: float, alone: _LeftAlone
+) -> tuple[str, str] | None:
+    """What is wrong with how a cancelled call was answered, and its fix; None when it was
+    answered as FengYu needs (CANCELLED, a business error, or a result already on its way)."""
+    if not cancelled.answered:
+        if alone.outcome.kind == "timeout":
+            raise NotApplicable(
+                f"the call does not answer within {alone.run.timeout:g} s even when left "
+                "alone: FY-TOOL-001's finding, not the cancel's"
+            )
+        return (
+            f"no answer came within {CANCEL_GRACE_SECONDS:g} s of {CANCEL_METHOD}, so FengYu "
+            "kills the worker",
+            CANCELLED_FIX,
+        )
+    error = cancelled.error
+    if error is not None:
+        data = error.get("data")
+        if isinstance(data, dict) and data.get("code") == CANCELLED_CODE:
+            return None
+        crash = internal_code(error)
+        if not crash or internal_error(alone.outcome):
+            return None  # a business error, or the input's own crash (FY-TOOL-001)
+        return (
+            f"it was answered with an internal error ({crash}) instead of data.code "
+            f'"{CANCELLED_CODE}": the handler let its interruption escape, and FengYu reports '
+            "a crashed tool",
+            INTERRUPTED_FIX,
+        )
+    after = cancelled.after
+    if not cancelled.is_result or after is None or after <= ON_ITS_WAY_SECONDS:
+        return None
+    if alone.seconds < delay + ON_ITS_WAY_SECONDS:
+        return None  # the call is quick when left alone: this answer was only slow to come
+    early = "a cancel that came with its request was dropped"
+    dropped = early if delay == 0 else "the handler ran to its end"
+    return (
+        f"it was answered {after:.2f} s after {CANCEL_METHOD} with a result, as if no cancel "
+        f"had come (left alone, the call takes {alone.seconds:.2f} s): {dropped}",
+        EARLY_FIX if delay == 0 else RAN_ON_FIX,
     )

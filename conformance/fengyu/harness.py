@@ -76,6 +76,42 @@ class CallOutcome:
         return self.kind == "protocol" and TOO_DEEP in self.message
 
 
+@dataclass(frozen=True)
+class CancelOutcome:
+    """What a call the host cancelled came to: whether the worker answered within FengYu's
+    second of the cancel (or before it was sent), its response (None when it answered before
+    the cancel, died, or said nothing), and how many seconds after the cancel it came."""
+
+    answered: bool
+    response: dict[str, Any] | None = None
+    after: float | None = None
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """The response's error object, None for a result or no response."""
+        error = self.response.get("error") if self.response is not None else None
+        return error if isinstance(error, dict) else None
+
+    @property
+    def is_result(self) -> bool:
+        return self.response is not None and "error" not in self.response
+
+
+def _finished(call: asyncio.Task[Any]) -> CancelOutcome:
+    """A call that ended before its cancel was sent: answered, nothing to judge."""
+    with contextlib.suppress(WorkerError):
+        call.result()
+    return CancelOutcome(True)
+
+
+def _message(answer: asyncio.Future[Any] | None) -> dict[str, Any] | None:
+    """The response a cancelled call got, None when it got none (the worker died)."""
+    if answer is None or not answer.done() or answer.cancelled() or answer.exception():
+        return None
+    message = answer.result()
+    return message if isinstance(message, dict) else None
+
+
 class ToolHarness:
     """One plugin's worker behind a PluginProcessManager on a private event loop."""
 
@@ -120,6 +156,9 @@ class ToolHarness:
             )
         self._warm = False
         self._calls: tuple[jsonrpc.Request | None, jsonrpc.Request | None] = (None, None)
+        # Every call made, when it began and ended: the effect watch lays what the worker
+        # did at the door of the call that ran then, observed by a check or not.
+        self.windows: list[tuple[float, float, CallOutcome]] = []
 
     def doing(self) -> str:
         """The call under way, else the last one made: what an overrun or a stray stdout
@@ -156,7 +195,9 @@ class ToolHarness:
         """Call method as a host would; the first call of a method that times out, or whose
         answer is refused unread, is kept in hangs."""
         request = jsonrpc.request("repro-1", method, params)
+        began = time.time()
         outcome = self._call(request, timeout)
+        self.windows.append((began, time.time(), outcome))
         if outcome.kind == "timeout" or outcome.unreadable:
             self.hangs.setdefault(method, outcome)
         return outcome
@@ -184,13 +225,21 @@ class ToolHarness:
             if self._called is not None:
                 self._called()
 
-    def abandon(self, method: str, params: Any, timeout: float) -> bool:
-        """Call method and leave as soon as the request is written, as a user stopping a
-        call does; whether the worker answered the host's `$/cancelRequest` within FengYu's
-        second (a call that finished first, or a worker that died meanwhile, counts as
-        answered: that is another requirement's finding), or was killed for its silence."""
+    def abandon(
+        self, method: str, params: Any, timeout: float, delay: float = 0.0
+    ) -> CancelOutcome:
+        """Call method and leave delay seconds after the request is written (0: as soon as
+        it is), as a user stopping a call does: what the worker answered the host's
+        `$/cancelRequest` within FengYu's second, and how soon (a call that finished first,
+        or a worker that died meanwhile, counts as answered: that is another requirement's
+        finding), or that it was killed for its silence."""
         request = jsonrpc.request("repro-1", method, params)
-        return self._wait(self._abandon(method, params, timeout), request, timeout)
+        began = time.time()
+        try:
+            return self._wait(self._abandon(method, params, timeout, delay), request, timeout)
+        finally:
+            cancelled = CallOutcome("cancelled", None, "cancelled by the kit", "", request)
+            self.windows.append((began, time.time(), cancelled))
 
     def _wait(self, work: Coroutine[Any, Any, T], request: jsonrpc.Request, timeout: float) -> T:
         """Run work on the loop and wait for it, telling the waiting notices what is waited
@@ -212,7 +261,9 @@ class ToolHarness:
                 self.notify(text)
             notice += NOTICE_EVERY
 
-    async def _abandon(self, method: str, params: Any, timeout: float) -> bool:
+    async def _abandon(
+        self, method: str, params: Any, timeout: float, delay: float
+    ) -> CancelOutcome:
         plugin = self.spec.plugin_id
         call = asyncio.create_task(
             self.manager.invoke(plugin, method, params, tool_timeout=timeout)
@@ -220,17 +271,27 @@ class ToolHarness:
         connection = self.manager.connection(plugin)
         while connection is None or method not in connection.in_flight.values():
             if call.done():
-                with contextlib.suppress(WorkerError):
-                    call.result()
-                return True
+                return _finished(call)
             await asyncio.sleep(0.001)
             connection = self.manager.connection(plugin)
         request_id = next(i for i, m in connection.in_flight.items() if m == method)
+        answer = connection.pending.get(request_id)
+        answered_at: list[float] = []
+        if answer is not None:
+            answer.add_done_callback(lambda _: answered_at.append(time.monotonic()))
+        if delay > 0:
+            await asyncio.wait({call}, timeout=delay)
+            if call.done():
+                return _finished(call)
+        cancelled = time.monotonic()
         call.cancel()
         with contextlib.suppress(asyncio.CancelledError, WorkerError):
             await call
         await connection.settled()
-        return request_id not in connection.unanswered_cancels
+        silent = request_id in connection.unanswered_cancels
+        message = _message(answer) if not silent else None
+        after = max(0.0, answered_at[0] - cancelled) if answered_at and not silent else None
+        return CancelOutcome(not silent, message, after)
 
     def reproduction(self, request: jsonrpc.Request, timeout: float | None = None) -> str:
         """A one-line shell command that sends request to the worker by hand, in the sandbox
