@@ -217,6 +217,7 @@ class KitRun:
         transcripts.mkdir(parents=True, exist_ok=True)
         for server in servers:
             server.pass_env = self.options.worker_env  # as the host's --worker-env reaches them
+            server.bounds = self.options.bounds
             server.roots = (*server.roots, *(Path(r).resolve() for r in self.options.mcp_roots))
             server.scratch = Path(tempfile.mkdtemp(dir=root))
             server.hidden = (root, transcripts)
@@ -235,7 +236,13 @@ class KitRun:
         become_subreaper()
         o = self.options
         services = WorkerServices(
-            plugin, o.worker_cmd, self.settings, o.worker_env, self.notify, self.deadlines
+            plugin,
+            o.worker_cmd,
+            self.settings,
+            o.worker_env,
+            self.notify,
+            self.deadlines,
+            o.bounds,
         )
         self.store.on_close(services.close)
         return services

@@ -15,9 +15,12 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from plugin_spec.providers import PROVIDERS
+
+if TYPE_CHECKING:  # imported where used: this module is every pytest run's
+    from reference_host.process.bounds import WorkerLimits
 
 # What each suite checks: the markers `-m` selects by, with their help text.
 SUITES = {
@@ -100,6 +103,17 @@ def _examples(raw: object) -> int:
     if value < 1:
         raise OptionError(f"--conformance-examples: {value} is not at least 1")
     return value
+
+
+def _worker_limits(raw: Iterable[str] | None) -> tuple[str, ...]:
+    from reference_host.process.bounds import LimitSettingError, configured
+
+    settings = tuple(raw or ())
+    try:
+        configured(settings)
+    except LimitSettingError as exc:
+        raise OptionError(str(exc)) from None
+    return settings
 
 
 MAX_DEADLINE_SCALE = 100.0  # a typo (1000) must not make a hang wait for ever
@@ -262,6 +276,18 @@ class KitOptions:
             repeat=True,
         ),
     )
+    worker_limits: tuple[str, ...] = _option(
+        (),
+        Flag(
+            "--worker-limit",
+            "a bound of the worker or MCP server in place of the host's default, as a host's "
+            "--worker-limit would (repeatable): processes=N, open-files=N or data=BYTES (K/M/G)",
+            "NAME=VALUE",
+            suites=(*WORKER_SUITES, "lifecycle", "listing"),
+            repeat=True,
+            read=_worker_limits,
+        ),
+    )
     examples: int = _option(
         DEFAULT_EXAMPLES,
         Flag(
@@ -327,6 +353,13 @@ class KitOptions:
             path=True,
         ),
     )
+
+    @property
+    def bounds(self) -> WorkerLimits:
+        """The workers' and MCP servers' bounds: the host's defaults with --worker-limit's."""
+        from reference_host.process.bounds import configured
+
+        return configured(self.worker_limits)
 
     @staticmethod
     def flags() -> Iterator[tuple[str, Flag]]:

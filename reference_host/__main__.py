@@ -51,6 +51,7 @@ from reference_host.mcp.config import McpConfigError
 from reference_host.mcp.mount import McpMounts, mount_servers
 from reference_host.plugins.lifecycle import PluginError
 from reference_host.plugins.validators import installed_validator
+from reference_host.process.bounds import DEFAULT_LIMITS, LimitSettingError, limit_setting
 from reference_host.process.environment import WorkerEnvError, check_names
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com"
@@ -187,6 +188,17 @@ def build_parser() -> argparse.ArgumentParser:
         "and the FENGYU_* variables, never OPENAI_API_KEY",
     )
     serve.add_argument(
+        "--worker-limit",
+        action="append",
+        default=[],
+        type=worker_limit_setting,
+        metavar="NAME=VALUE",
+        help="a bound of every plugin worker and MCP server, in place of its default "
+        f"(repeatable): processes (default {DEFAULT_LIMITS.processes}; a manifest's "
+        f"maxProcesses wins), open-files (default {DEFAULT_LIMITS.open_files}, per process) "
+        "or data (bytes in its data folder, K/M/G for KiB/MiB/GiB; default 1G)",
+    )
+    serve.add_argument(
         "--allowed-host",
         action="append",
         default=[],
@@ -292,6 +304,14 @@ def worker_env_name(name: str) -> str:
     try:
         return check_names([name])[0]
     except WorkerEnvError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def worker_limit_setting(text: str) -> tuple[str, int]:
+    """argparse type of --worker-limit: NAME=VALUE (bounds.py)."""
+    try:
+        return limit_setting(text)
+    except LimitSettingError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
@@ -433,6 +453,7 @@ async def serve(args: argparse.Namespace) -> int:
         erp_base_url=args.erp_base_url,
         actors_file=args.actors.expanduser() if args.actors else None,
         worker_env=tuple(args.worker_env),
+        worker_limits=DEFAULT_LIMITS.with_settings(args.worker_limit),
         allowed_hosts=allowed_hosts(args),
         token=token,
         max_body_bytes=args.max_body_bytes,
@@ -455,6 +476,7 @@ async def serve(args: argparse.Namespace) -> int:
                 sandbox=config.sandbox,
                 pass_env=config.worker_env,
                 roots=tuple(r.expanduser().resolve() for r in args.mcp_root),
+                bounds=config.worker_limits,
             )
         except McpConfigError as exc:
             await web.aclose()

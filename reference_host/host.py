@@ -38,6 +38,7 @@ from reference_host.plugins.lifecycle import (
     Validator,
 )
 from reference_host.plugins.worker_tools import WorkerToolCallback
+from reference_host.process.bounds import DEFAULT_LIMITS, WorkerLimits
 from reference_host.process.launch import WorkerSpec, manifest_spec
 from reference_host.process.lineage import become_subreaper
 from reference_host.process.manager import PluginProcessManager
@@ -67,6 +68,9 @@ class HostConfig:
     erp_base_url: str = "http://127.0.0.1:8801"
     actors_file: Path | None = None
     worker_env: tuple[str, ...] = ()  # passed through to workers (spec: host.md)
+    # The bounds of every worker and MCP server, where its manifest declares none
+    # (spec: host.md#worker-bounds; --worker-limit NAME=VALUE).
+    worker_limits: WorkerLimits = DEFAULT_LIMITS
     # Launch commands by plugin id, instead of backend/worker (the kit's --worker-cmd).
     worker_commands: Mapping[str, str] = field(default_factory=dict)
     # Hosts (HOST or HOST:PORT) the built-in web_fetch may reach though they are not public;
@@ -183,6 +187,7 @@ class Host:
                 override=self.config.worker_commands.get(staged.plugin_id),
                 scratch=scratch / "bin",
                 hidden=self._hidden,
+                bounds=self.config.worker_limits,
                 log_level=self.config.log_level,
                 pass_env=self.config.worker_env,
             )
@@ -349,6 +354,7 @@ class Host:
                 override=self.config.worker_commands.get(row.id),
                 scratch=self.config.data_dir / "runtime-bin" / row.id,
                 hidden=self._hidden,
+                bounds=self.config.worker_limits,
                 log_level=self.config.log_level,
                 call_timeout=call_timeout(row.manifest),
                 pass_env=self.config.worker_env,

@@ -14,6 +14,7 @@ from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.host import Host, HostConfig
 from reference_host.plugins.lifecycle import PluginError, PluginInfo
+from reference_host.process.bounds import DEFAULT_LIMITS, WorkerLimits
 from reference_host.process.worker_errors import WorkerError
 from reference_host.stream.events import Event
 
@@ -29,11 +30,13 @@ class HostSession:
         worker_env: tuple[str, ...],
         worker_commands: Mapping[str, str],
         deadlines: Deadlines,
+        bounds: WorkerLimits = DEFAULT_LIMITS,
     ) -> None:
         """shared: the folder whose files the kit may attach as grants; worker_env: the
         variables passed through to the worker; worker_commands: launch commands by plugin
         id (--worker-cmd), so the host starts the worker the other suites checked;
-        deadlines: how long the new worker's first answer may take."""
+        deadlines: how long the new worker's first answer may take; bounds: the workers'
+        (--worker-limit)."""
         self.workdir = workdir
         self.deadlines = deadlines
         self.loop = LoopThread(f"kit host loop {plugin_root.name}")
@@ -44,6 +47,7 @@ class HostSession:
             allowed_roots=(shared,),
             worker_env=worker_env,
             worker_commands=dict(worker_commands or {}),
+            worker_limits=bounds,
         )
         self.host = self.loop.run(_make_host(config))
         self.dispatched: list[tuple[str, Any]] = []

@@ -36,6 +36,7 @@ from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.fengyu_decls import resource_limits
 from plugin_spec.fengyu_runtime import handshake_problems
 from plugin_spec.line_depth import TOO_DEEP
+from reference_host.process.bounds import DEFAULT_LIMITS, WorkerLimits
 from reference_host.process.launch import MissingArtifact, WorkerSpec
 from reference_host.process.timeouts import effective_timeout
 from reference_host.process.worker_errors import WorkerLaunchError
@@ -100,15 +101,17 @@ class WorkerServices:
         worker_env: tuple[str, ...],
         notify: Callable[[str], None] | None,
         deadlines: Deadlines,
+        bounds: WorkerLimits = DEFAULT_LIMITS,
     ) -> None:
         """worker_env: the variables passed through to the worker (--worker-env); notify:
         told of a call waited on for long (the terminal, in a pytest run); deadlines: how long
-        the worker is waited on."""
+        the worker is waited on; bounds: its bounds, as a host's (--worker-limit)."""
         self.plugin = plugin
         self.deadlines = deadlines
         self.notify = notify
         self.override = override
         self.worker_env = worker_env
+        self.bounds = bounds
         self.settings = settings
         self.declared = declares_worker(plugin, override)
         # Laid out as a host's data folder (host.py): what the worker sees of it, through the
@@ -142,6 +145,7 @@ class WorkerServices:
                 worker_env,
                 root=self.package,
                 hidden=(self.workdir,),
+                bounds=bounds,
             )
         except WorkerLaunchError as exc:
             self.launch_error = exc.message
@@ -394,6 +398,7 @@ class WorkerServices:
                 self.worker_env,
                 commands,
                 self.deadlines,
+                self.bounds,
             )
             self._watch_host(self._host)
         return self._host

@@ -8,6 +8,7 @@ from typing import Any
 from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
 from plugin_spec.fengyu_decls import call_timeout
 from plugin_spec.fengyu_runtime import ARTIFACTS
+from reference_host.process.bounds import DEFAULT_LIMITS, WorkerLimits
 from reference_host.process.launch import EXECUTABLE, WorkerSpec, manifest_spec
 from reference_host.process.timeouts import effective_timeout
 
@@ -32,10 +33,12 @@ def worker_spec(
     pass_env: tuple[str, ...] = (),
     root: Path | None = None,
     hidden: tuple[Path, ...] | None = None,
+    bounds: WorkerLimits = DEFAULT_LIMITS,
 ) -> WorkerSpec:
     """The spec a host would start, in the same sandbox (hidden: the kit's own folders, as
     the host hides its data folder) with the same environment (pass_env: the variables
-    passed through), run from root (the kit's copy of the plugin); raises WorkerLaunchError
+    passed through) and bounds (--worker-limit), run from root (the kit's copy of the
+    plugin); raises WorkerLaunchError
     when there is nothing to start (MissingArtifact when the runtime's file is missing)."""
     return manifest_spec(
         plugin.label,
@@ -45,6 +48,7 @@ def worker_spec(
         override=override,
         scratch=data_dir.parent.parent / "runtime-bin" / data_dir.name,
         hidden=hidden,
+        bounds=bounds,
         call_timeout=call_timeout(plugin.data),
         pass_env=pass_env,
     )

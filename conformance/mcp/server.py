@@ -30,6 +30,7 @@ from plugin_spec.mcp import offered_name
 from plugin_spec.secret_search import SHORTEST_ENCODED
 from reference_host.mcp.launch import server_data, server_spec
 from reference_host.mcp.start_problems import start_hint
+from reference_host.process.bounds import DEFAULT_LIMITS, WorkerLimits
 from reference_host.process.environment import SECRET_LOOKING
 from reference_host.process.launch import WorkerSpec
 
@@ -88,6 +89,7 @@ class McpServer:
     hidden: tuple[Path, ...] = ()  # the run's own folders its sandbox hides besides
     pass_env: tuple[str, ...] = ()  # --worker-env: the host's variables it also gets
     roots: tuple[Path, ...] = ()  # --mcp-root and the entry's roots: writable in its sandbox
+    bounds: WorkerLimits = DEFAULT_LIMITS  # --worker-limit: as the host's bound its servers
     tools: list[McpTool] = field(default_factory=list)
     opening: Opening | None = None
     listing: Listing | None = None
@@ -125,6 +127,7 @@ class McpServer:
             pass_env=self.pass_env,
             roots=self.roots,
             wrapper=wrapper,
+            bounds=self.bounds,
         )
 
     def folder(self) -> Path:

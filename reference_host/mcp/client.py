@@ -14,6 +14,9 @@ A line the SDK cannot read for its nesting (its JSON reader stops near 200 level
 logged by the SDK, so the request it answered waited out its whole timeout (300 s): such a
 line stops the server at once instead, `refused` says why, and the pending requests fail. So
 does a line past the 16 MiB frame limit, which the transport (transport.py) refuses unread.
+A server is held to the bounds of every worker (process/bounds.py) the same way: its tree
+and its data folder are sampled once a second, and the first sample over a bound stops it
+with RESOURCE_LIMIT.
 """
 
 from __future__ import annotations
@@ -31,13 +34,16 @@ from mcp import Client
 from mcp.shared.dispatcher import ProgressFnT
 from pydantic import ValidationError
 
+from plugin_spec.fengyu_decls import ResourceLimits
 from plugin_spec.mcp import CLIENT_INFO
 from reference_host.mcp.launch import Launch
 from reference_host.mcp.stderr_log import open_log
 from reference_host.mcp.transport import LineTooLong, stdio_client
+from reference_host.process.limits import FENGYU_INTERVAL, Overrun, watch_tree
 from reference_host.process.lineage import carriers, end_lineage, new_token
 from reference_host.process.reaper import MANAGED
 from reference_host.process.tree import kill_group
+from reference_host.process.worker_errors import WorkerResourceLimit
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +68,9 @@ class Connection:
         # set when a request found the session closed (the server's stdout ended): the next
         # call starts the server again, even while its process has not been reaped yet
         self.lost = False
-        # why the host stopped the server itself (a line nested too deep), else None
+        # why the host stopped the server itself (a line nested too deep, a bound), else None
         self.refused: str | None = None
+        self._watch: asyncio.Task[None] | None = None
 
     async def open(self) -> Client:
         """Start the server and open its session; raises what kept it from opening."""
@@ -116,6 +123,8 @@ class Connection:
     async def close(self) -> None:
         """Leave the session (the SDK's shutdown), then end whatever it left running."""
         self._leave.set()
+        if self._watch is not None:
+            self._watch.cancel()
         if self._task is not None:
             with contextlib.suppress(BaseException):
                 await self._task
@@ -140,6 +149,8 @@ class Connection:
                     message_handler=self._on_message,
                 ) as client:
                     self._find_pid()
+                    if self.pid is not None:
+                        self._watch = asyncio.create_task(self._watch_bounds(self.pid))
                     opened.set_result(client)
                     await self._leave.wait()
         except BaseException as exc:
@@ -169,6 +180,31 @@ class Connection:
             log.warning("MCP server %s %s; stopped", self._launch.server.name, why)
             if self.pid is not None:
                 kill_group(self.pid)
+
+    async def _watch_bounds(self, pid: int) -> None:
+        """Sample the server's tree and data folder against its bounds until it stops; the
+        first sample over one stops it (its pending requests then fail at once)."""
+        spec = self._launch.spec
+
+        def overran(overrun: Overrun) -> bool:
+            log.error("MCP server %s: %s", self._launch.server.name, overrun.message)
+            if self.refused is None:
+                self.refused = (
+                    f"went over its bounds ({WorkerResourceLimit.code}: {overrun.message})"
+                )
+            kill_group(pid)
+            return False
+
+        await watch_tree(
+            pid,
+            self._token,
+            ResourceLimits(),
+            FENGYU_INTERVAL,
+            overran,
+            spec.machinery(),
+            spec.limits,
+            spec.data_dir,
+        )
 
     def _find_pid(self) -> None:
         """The SDK's child among the processes carrying the token; registered as managed, so

@@ -31,6 +31,7 @@ from pathlib import Path
 from mcp import StdioServerParameters
 
 from reference_host.mcp.config import ServerConfig
+from reference_host.process.bounds import DEFAULT_LIMITS, WorkerLimits
 from reference_host.process.environment import MCP_PASS_ENV
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.sandbox import NEVER_BOUND, SYSTEM, SandboxPolicy
@@ -95,10 +96,12 @@ def server_spec(
     pass_env: tuple[str, ...] = (),
     roots: Iterable[Path] = (),
     wrapper: tuple[str, ...] = (),
+    bounds: WorkerLimits = DEFAULT_LIMITS,
 ) -> WorkerSpec:
     """How kit and host start one server (hidden None: unconfined): its folder read-only
     where it may be handed out (else only its data folder is there), its handed folders,
-    its data folder writable, the network shared, and the MCP clients' environment."""
+    its data folder writable, the network shared, the MCP clients' environment, and the
+    bounds of every worker (bounds.py: an mcpServers entry declares none of its own)."""
     sandbox = None
     if hidden is not None:
         handed = handed_folders(argv[1:], cwd, roots)
@@ -123,6 +126,7 @@ def server_spec(
         host_variables=False,
         env_defaults=MCP_PASS_ENV,
         private_home=True,
+        limits=bounds,
     )
 
 
@@ -130,13 +134,14 @@ def server_spec(
 class Launch:
     """What the host needs to start one server: its config, its data folder, the folders its
     sandbox hides (None: unconfined), the host's pass-through variable names and the roots
-    the host hands every server (`--mcp-root`)."""
+    the host hands every server (`--mcp-root`), and its bounds (`--worker-limit`)."""
 
     server: ServerConfig
     data_dir: Path
     hidden: tuple[Path, ...] | None = None
     pass_env: tuple[str, ...] = ()
     roots: tuple[Path, ...] = ()
+    bounds: WorkerLimits = DEFAULT_LIMITS
 
     @cached_property
     def spec(self) -> WorkerSpec:
@@ -151,6 +156,7 @@ class Launch:
             hidden=self.hidden,
             pass_env=self.pass_env,
             roots=(*self.roots, *self.server.roots),
+            bounds=self.bounds,
         )
 
     @property
@@ -162,10 +168,11 @@ class Launch:
         return self.data_dir / "tmp"
 
     def argv(self) -> list[str]:
-        """The command line: the entry's, in the sandbox where there is one."""
+        """The command line: the entry's, in the sandbox where there is one, under the
+        kernel's share of its bounds."""
         spec = self.spec
         if not spec.sandboxed:
-            return list(spec.argv)
+            return list(spec.command())
         return [SHELL, "-c", OPEN_FILTER, str(self._filter_file()), *spec.command(SECCOMP_FD)]
 
     def environment(self, lineage: str) -> dict[str, str]:

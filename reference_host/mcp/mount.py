@@ -44,6 +44,7 @@ from reference_host.mcp.launch import DATA_FOLDER, Launch, server_data
 from reference_host.mcp.results import error_text, tool_result
 from reference_host.mcp.start_problems import start_hint
 from reference_host.mcp.stderr_log import log_path, tail
+from reference_host.process.bounds import DEFAULT_LIMITS, WorkerLimits
 from reference_host.tools.callbacks import (
     CallContext,
     CallPlan,
@@ -269,16 +270,18 @@ async def mount_servers(
     sandbox: bool = True,
     pass_env: tuple[str, ...] = (),
     roots: tuple[Path, ...] = (),
+    bounds: WorkerLimits = DEFAULT_LIMITS,
 ) -> McpMounts:
     """Start every server the file lists (but those marked disabled) and make callbacks of
     their tools, named apart from taken (the built-ins' names); roots are folders every
-    server may write in its sandbox. Raises McpConfigError for a bad file or a server that
-    cannot be mounted; the servers already started are stopped."""
+    server may write in its sandbox; bounds are every server's (bounds.py). Raises
+    McpConfigError for a bad file or a server that cannot be mounted; the servers already
+    started are stopped."""
     configs = [c for c in read_config(config_file) if not c.disabled]
     hidden = (data_dir.resolve(),) if sandbox else None
     shutil.rmtree(data_dir / DATA_FOLDER, ignore_errors=True)  # what an earlier host left
     servers = [
-        McpServer(Launch(c, server_data(data_dir, c.name), hidden, pass_env, roots))
+        McpServer(Launch(c, server_data(data_dir, c.name), hidden, pass_env, roots, bounds))
         for c in configs
     ]
     mounted: list[McpServer] = []

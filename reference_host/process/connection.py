@@ -42,7 +42,7 @@ from plugin_spec.fengyu_runtime import (
 from plugin_spec.framing import MAX_FRAME_BYTES, decode_line
 from plugin_spec.line_depth import TOO_DEEP, too_deep
 from reference_host.process.launch import WorkerSpec
-from reference_host.process.limits import Overrun, ResourceWatch, watch_tree
+from reference_host.process.limits import Overrun, ResourceWatch, data_overrun, watch_tree
 from reference_host.process.lineage import end_lineage, new_token
 from reference_host.process.reaper import reap_orphans
 from reference_host.process.record import LineageRecord
@@ -133,9 +133,10 @@ class WorkerConnection:
         self._watcher = asyncio.create_task(self._watch(), name=f"{name} exit")
         self._monitor = (
             asyncio.create_task(self._watch_resources(resources), name=f"{name} resources")
-            if resources is not None and resources.limits
+            if resources is not None and resources.watches
             else None
         )
+        self._resources = resources
 
     @classmethod
     async def start(
@@ -319,6 +320,7 @@ class WorkerConnection:
         await self._spawned.exited
         if self._monitor is not None:
             self._monitor.cancel()
+            await self._last_sample()
         kill_group(self.process.pid)
         await self._end_lineage()
         await asyncio.to_thread(reap_orphans)
@@ -352,7 +354,26 @@ class WorkerConnection:
             watch.policy.interval,
             overran,
             self.spec.machinery(),
+            self.spec.limits if watch.policy.bounds else None,
+            self.spec.data_dir,
         )
+
+    async def _last_sample(self) -> None:
+        """The data folder once more as the worker exits: a program the kernel's file size
+        cap ended (SIGXFSZ, bounds.py) left it over its bound before a sample saw it, and that
+        is a RESOURCE_LIMIT too, not a crash."""
+        watch = self._resources
+        if watch is None or not watch.policy.bounds or self._failure or self._closing:
+            return
+        bounds = self.spec.limits
+        found = await asyncio.to_thread(data_overrun, self.spec.data_dir, bounds)
+        if found is None:
+            return
+        log.error("%s: %s", self.spec.plugin_id, found.message)
+        if watch.report is not None:
+            watch.report(found)
+        if watch.policy.enforce:
+            self._failure = WorkerResourceLimit(found, self.stderr)
 
     async def _end_lineage(self) -> None:
         """Kill what the worker left running wherever it went, then forget the token."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plugin_spec.fengyu_decls import resource_limits
 from plugin_spec.fengyu_runtime import (
     DEFAULT_LOCALE,
     DEFAULT_RUNTIME,
@@ -19,6 +20,7 @@ from plugin_spec.fengyu_runtime import (
     UnsupportedRuntime,
     fengyu_launch,
 )
+from reference_host.process.bounds import DEFAULT_LIMITS, WorkerLimits
 from reference_host.process.environment import DEFAULT_PASS_ENV, passed_through
 from reference_host.process.identity import closed_to_sandbox, give, open_tree
 from reference_host.process.lineage import LINEAGE_VARIABLE
@@ -69,6 +71,7 @@ class WorkerSpec:
     host_variables: bool = True  # the FENGYU_* variables; an MCP server is given none
     env_defaults: tuple[str, ...] = DEFAULT_PASS_ENV  # MCP_PASS_ENV for an MCP server
     private_home: bool = False  # HOME in the data folder in the sandbox too (MCP servers)
+    limits: WorkerLimits = DEFAULT_LIMITS  # its bounds (bounds.py), the manifest's applied
 
     @property
     def sandboxed(self) -> bool:
@@ -78,11 +81,24 @@ class WorkerSpec:
     def command(self, seccomp_fd: int | None = None) -> tuple[str, ...]:
         """What is started: argv in the sandbox where there is one (sandbox.py; seccomp_fd:
         the descriptor of its system call filter, seccomp.py), behind the wrapper (the kit's
-        tracer, which stays outside the sandbox)."""
+        tracer, which stays outside the sandbox), with the kernel's share of its bounds
+        (bounds.py; unconfined, no process count: it would count all the user's)."""
         if self.sandbox is None or not support().available:
-            return (*self.wrapper, *self.argv)
-        sandboxed = command(support().program, self.sandbox, self.argv, self.root, seccomp_fd)
+            bounds = self.limits.prlimit(own_user_namespace=False) if self._runnable() else ()
+            return (*self.wrapper, *bounds, *self.argv)
+        sandboxed = command(
+            support().program, self.sandbox, self.argv, self.root, seccomp_fd, self.limits
+        )
         return (*launch_prefix(self.sandbox), *self.wrapper, *sandboxed)
+
+    def _runnable(self) -> bool:
+        """Whether argv's program can be run (found on PATH, or executable from the plugin
+        folder): prlimit goes only in front of one that can, so that one that cannot is still
+        reported as such, not as a worker that exited."""
+        program = self.argv[0] if self.argv else ""
+        if "/" not in program:
+            return bool(program) and shutil.which(program) is not None
+        return os.access(self.root / program, os.X_OK)
 
     @contextlib.contextmanager
     def started_command(self) -> Iterator[tuple[tuple[str, ...], tuple[int, ...]]]:
@@ -280,12 +296,15 @@ def manifest_spec(
     override: str | Sequence[str] | None = None,
     scratch: Path | None = None,
     hidden: tuple[Path, ...] | None = None,
+    bounds: WorkerLimits = DEFAULT_LIMITS,
     **options: Any,
 ) -> WorkerSpec:
     """The spec of a FengYu package's worker, as the kit and the host both start it: the
     launch of worker_command, the runtime and protocol version the handshake checks, the
     sandbox (None for hidden: no sandbox; else the folders of the host's or kit's own state
-    it hides), and options (log level, environment) passed on to WorkerSpec."""
+    it hides), its bounds (the host's, or the kit's --worker-limit, with what the manifest
+    declares in backend.resources), and options (log level, environment) passed on to
+    WorkerSpec."""
     try:
         launch = fengyu_launch(manifest, os.environ)
     except UnsupportedRuntime as exc:
@@ -308,5 +327,6 @@ def manifest_spec(
         protocol_version=launch.protocol_version,
         plugin_version=version if isinstance(version, str) else "",
         sandbox=sandbox,
+        limits=bounds.declared(resource_limits(dict(manifest))),
         **options,
     )

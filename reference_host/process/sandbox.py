@@ -36,6 +36,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from reference_host.process.bounds import WorkerLimits
 from reference_host.process.identity import dropped_id
 from reference_host.process.netstack import (
     BLOCK_FD,
@@ -193,9 +194,12 @@ def command(
     argv: Iterable[str],
     cwd: Path,
     seccomp_fd: int | None = None,
+    bounds: WorkerLimits | None = None,
 ) -> list[str]:
     """The bwrap command that runs argv in cwd under policy (program: the bwrap path;
-    seccomp_fd: a descriptor holding seccomp.program(), passed to the child)."""
+    seccomp_fd: a descriptor holding seccomp.program(), passed to the child; bounds: the
+    kernel's share of the worker's bounds, bounds.py: /tmp no larger than its data, and
+    prlimit in front of argv, after setpriv)."""
     argv = list(argv)
     dropped = dropped_id()
     args = [program, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
@@ -216,7 +220,9 @@ def command(
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
     args += _system()
-    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777"]
+    args += ["--size", str(bounds.data_bytes)] if bounds is not None and _sizes(program) else []
+    args += ["--tmpfs", "/tmp"]
     for kernel in KERNEL_SETTINGS:
         if kernel.exists():
             args += ["--ro-bind", str(kernel), str(kernel)]
@@ -230,6 +236,8 @@ def command(
             *(f"--reuid={dropped}", f"--regid={dropped}", "--clear-groups"),
             *("--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--"),
         ]
+    if bounds is not None:
+        args += bounds.prlimit(own_user_namespace=dropped is None)
     return [*args, *argv]
 
 
@@ -269,6 +277,18 @@ def _resolver() -> list[str]:
     shown = [p for p in target.parents if p == Path("/") or _is_system(p)]
     made = [a for p in reversed(target.parents) if p not in shown for a in ("--dir", str(p))]
     return [*made, "--perms", "0644", "--ro-bind-data", str(RESOLVER_FD), str(target)]
+
+
+@cache
+def _sizes(program: str) -> bool:
+    """Whether this bwrap sizes a tmpfs (`--size`, bubblewrap 0.7 and later)."""
+    try:
+        done = subprocess.run(
+            [program, "--help"], capture_output=True, timeout=PROBE_SECONDS, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--size" in done.stdout + done.stderr
 
 
 @cache

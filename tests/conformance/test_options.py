@@ -25,6 +25,7 @@ CHANGED = KitOptions(
     report="out/report",
     worker_cmd="-python3 backend/serve.py",
     worker_env=("PYTHONPATH", "LANG*"),
+    worker_limits=("processes=512", "data=2G"),
     examples=7,
     seed=42,
     deadline_scale=0.25,
@@ -109,6 +110,8 @@ def test_the_ini_file_gives_defaults_the_command_line_overrides(pytester: pytest
         (["--conformance-deadline-scale", "1000"], "1000 is not a number above 0 and at most 100"),
         (["--conformance-deadline-scale", "nan"], "nan is not a number above 0 and at most"),
         (["--conformance-deadline-scale", "soon"], "'soon' is not a number"),
+        (["--worker-limit", "cpu=2"], "NAME one of processes, open-files, data"),
+        (["--worker-limit", "data=lots"], "'lots' is not a number"),
     ],
 )
 def test_a_value_the_kit_cannot_run_with_is_an_option_error(
@@ -116,6 +119,21 @@ def test_a_value_the_kit_cannot_run_with_is_an_option_error(
 ) -> None:
     with pytest.raises(OptionError, match=message):
         KitOptions.from_config(pytester.parseconfig(*argv))
+
+
+def test_worker_limits_are_the_host_defaults_with_those_given(pytester: pytest.Pytester) -> None:
+    """--worker-limit moves a bound of the kit's workers and MCP servers as the host's does
+    (reference_host/process/bounds.py), the last of a name winning."""
+    given = KitOptions.from_config(
+        pytester.parseconfig("--worker-limit", "data=1M", "--worker-limit", "open-files=64")
+    )
+    assert given.worker_limits == ("data=1M", "open-files=64")
+    assert (given.bounds.data_bytes, given.bounds.open_files, given.bounds.processes) == (
+        1024 * 1024,
+        64,
+        256,
+    )
+    assert KitOptions().bounds == KitOptions.from_config(pytester.parseconfig()).bounds
 
 
 def test_the_options_page_has_one_heading_per_flag_as_the_help_spells_it() -> None:

@@ -119,8 +119,8 @@ async def test_a_worker_over_its_memory_fails_its_pending_call(
 async def test_tree_usage_counts_the_worker_its_children_and_those_that_escaped(
     tmp_path: Path,
 ) -> None:
-    manager = PluginProcessManager()
-    manager.register(greedy_spec(tmp_path))  # nothing declared: nothing watched
+    manager = PluginProcessManager(limits=LimitPolicy(bounds=False))
+    manager.register(greedy_spec(tmp_path))  # nothing declared, no bounds: nothing watched
     try:
         await manager.invoke(PLUGIN, "run", {"children": 3}, caller_timeout=30)
         connection = manager.connection(PLUGIN)
