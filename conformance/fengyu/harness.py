@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import math
+import os
 import shlex
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -28,6 +29,7 @@ from conformance.findings import shown
 from conformance.loop_thread import LoopThread
 from plugin_spec import jsonrpc
 from plugin_spec.fengyu_decls import ResourceLimits
+from plugin_spec.fengyu_runtime import ARTIFACTS
 from plugin_spec.line_depth import TOO_DEEP
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.manager import PluginProcessManager
@@ -42,6 +44,8 @@ from reference_host.process.worker_errors import (
 T = TypeVar("T")
 NOTICE_SECONDS = 5.0  # a call waited on this long is named on the terminal
 NOTICE_EVERY = 10.0  # and again after each further this many seconds
+GO_WORKER = ARTIFACTS["go"]
+JAVA_TMPDIR = "-Djava.io.tmpdir="  # the data folder's tmp, as FengYu gives java (launch.py)
 # Told (line, what is wrong with it, what the kit was doing) of each stray stdout line.
 StrayReporter = Callable[[str, str, str], None]
 
@@ -301,12 +305,36 @@ class ToolHarness:
         (FengYu's SDKs give running calls 3 s, then exit 0) and the hang would look like a
         quiet success."""
         line = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
-        shown = replace(self.spec, root=self.folder)
+        shown = replace(self.spec, root=self.folder, argv=self.shipped_argv())
         folder, _, command = shown.shell_command(confined=True).partition(" && ")
         send = f"printf '%s\\n' {shlex.quote(line)}"
         if timeout is not None:
             send = f"({send}; sleep {math.ceil(timeout) + 5})"
+        if shown.argv[:1] == (f"./{GO_WORKER}",) and not os.access(
+            self.folder / GO_WORKER, os.X_OK
+        ):
+            folder += f" && chmod +x {GO_WORKER}"  # as FengYu sets the bit when it installs
         return f"{folder} && {send} | {command}"
+
+    def shipped_argv(self) -> tuple[str, ...]:
+        """The worker's command as it runs in the author's folder, with nothing of the kit's
+        run in it (its folders are gone when the line is read): a path into the kit's copy
+        of the package becomes the package's own relative path, the kit's executable copy
+        of a go worker becomes ./backend/worker, and java's temporary folder in the kit's
+        data folder is left out (the JVM's default, /tmp, is the sandbox's own)."""
+        package = self.spec.root
+        argv: list[str] = []
+        for index, arg in enumerate(self.spec.argv):
+            if arg.startswith(JAVA_TMPDIR):
+                continue
+            path = Path(arg)
+            if path.is_absolute() and path.is_relative_to(package):
+                relative = str(path.relative_to(package))
+                arg = f"./{relative}" if index == 0 else relative
+            elif index == 0 and self.spec.runtime == "go" and path.name == GO_WORKER.name:
+                arg = f"./{GO_WORKER}"  # the kit's executable copy of it
+            argv.append(arg)
+        return tuple(argv)
 
     def close(self) -> None:
         """Stop the worker; exit on EOF is FY-WRK-008's business, so the grace is short."""
