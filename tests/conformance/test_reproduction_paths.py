@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from tests.conftest import DEADLINES
 
 # Answers each request line with a result naming the folder it ran in.
 GO_LIKE_WORKER = """#!/usr/bin/env python3
-import json, os, sys
+import json, sys
 for line in sys.stdin:
     request = json.loads(line)
     print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"ran": "yes"}}))
@@ -76,9 +77,7 @@ def test_a_go_workers_line_runs_the_authors_file(go_harness: ToolHarness, tmp_pa
 
 
 def test_a_java_workers_line_names_no_folder_of_the_kit(tmp_path: Path) -> None:
-    if not any(
-        os.access(Path(p) / "java", os.X_OK) for p in os.environ["PATH"].split(os.pathsep)
-    ):
+    if shutil.which("java") is None:
         pytest.skip("java is not on PATH")
     for harness in _harness(tmp_path, "java", "backend/worker.jar", "not a jar"):
         line = harness.reproduction({"jsonrpc": "2.0", "id": "repro-1", "method": "m"})
