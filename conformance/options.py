@@ -202,6 +202,16 @@ class KitOptions:
             switch=True,
         ),
     )
+    allow_unobserved: bool = _option(
+        False,
+        Flag(
+            "--conformance-allow-unobserved",
+            "with --conformance-strict, pass a run whose effect checks could not run because "
+            "this machine lacks bubblewrap or strace (they fail it otherwise)",
+            suites=ALL_SUITES,
+            switch=True,
+        ),
+    )
     baseline: str | None = _option(
         None,
         Flag(

@@ -40,6 +40,7 @@ from conformance.options import SUITES, KitOptions, OptionError
 from conformance.previous_version import PreviousError
 from conformance.report import report_paths, write_reports
 from conformance.rerun import failure_text, rerun_key
+from conformance.strict_gaps import Gap, strict_gaps
 from reference_host.process.environment import WorkerEnvError
 
 KIT_RUN = pytest.StashKey[KitRun]()
@@ -110,6 +111,7 @@ class KitSession:
         self.records: list[dict[str, Any]] = []
         self.is_worker = hasattr(config, "workerinput")
         self.nothing_checked = False
+        self.gaps: list[Gap] = []  # items skipped for a reason strict mode does not accept
 
     def tell_waiting(self, text: str) -> None:
         """A call the run has waited on for seconds, named on the terminal while it waits
@@ -218,7 +220,11 @@ class KitSession:
         if self.is_worker:
             return
         checked = {Status(r["status"]) for r in self.records} - UNCHECKED
-        if self.records and not checked and session.exitstatus == pytest.ExitCode.OK:
+        self.gaps = strict_gaps(self.records, self.kit.options.allow_unobserved)
+        if self.gaps and self.kit.strict and session.exitstatus == pytest.ExitCode.OK:
+            # A strict run vouches for the whole catalog: what could not run fails it.
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif self.records and not checked and session.exitstatus == pytest.ExitCode.OK:
             # Every item skipped or not applicable: a green run would claim what nobody checked.
             self.nothing_checked = True
             session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
@@ -244,6 +250,8 @@ class KitSession:
                         f"{p['tool']}.{p['parameter']}: NOT file-class, though {p['because']} "
                         f"(FY-FILE-004: add {p['add']})"
                     )
+        if self.gaps:
+            self._tell_gaps(terminalreporter)
         if self.nothing_checked:
             terminalreporter.section("nothing checked", sep="-", yellow=True)
             write(
@@ -256,6 +264,23 @@ class KitSession:
         if self.config.option.conformance_report:
             json_path, md_path = report_paths(self._report_base())
             write(f"conformance report: {json_path} {md_path}")
+
+    def _tell_gaps(self, terminalreporter: Any) -> None:
+        """How many items could not run for a reason strict mode does not accept, and what
+        would let them run; in strict mode, that the run failed for them."""
+        strict = self.kit.strict
+        total = sum(gap.count for gap in self.gaps)
+        title = "checks that could not run"
+        terminalreporter.section(title, sep="-", red=strict, yellow=not strict)
+        verdict = (
+            "--conformance-strict fails the run for them (exit status 1)"
+            if strict
+            else "--conformance-strict would fail the run for them"
+        )
+        terminalreporter.write_line(f"{total} conformance items could not run: {verdict}")
+        for gap in self.gaps:
+            terminalreporter.write_line(f"  {gap.count} x {gap.reason}")
+            terminalreporter.write_line(f"    fix: {gap.fix}")
 
     def _report_base(self) -> Path:
         return Path(self.config.invocation_params.dir, self.config.option.conformance_report)

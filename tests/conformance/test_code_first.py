@@ -136,3 +136,27 @@ def test_a_base_that_is_not_json_is_named(tmp_path: Path, run_kit) -> None:
     (finding,) = result.findings("FY-MAN-001")
     assert finding["file"] == "manifest.base.json"
     assert "manifest.base.json is not valid JSON" in finding["message"]
+
+
+def test_an_unbuilt_folder_fails_strict_saying_how_many_checks_could_not_run(
+    tmp_path: Path, run_kit
+) -> None:
+    """FengYu's react-* templates passed with most of the catalog skipped until the build;
+    strict mode vouches for the whole catalog, so it fails them, naming the count and the fix."""
+    plugin = code_first(tmp_path / "demo")
+    lenient = run_kit([plugin], "-m", "manifest")
+    strict = run_kit([plugin], "-m", "manifest", "--conformance-strict")
+
+    assert lenient.result.ret == 0
+    assert strict.result.ret == 1
+    assert strict.reported() == set()  # no item failed: the run did
+    unbuilt = [
+        r
+        for r in strict.report["results"]
+        if r["status"] == "not-applicable" and "fengyu build" in r["reason"]
+    ]
+    text = strict.result.stdout.str()
+    assert "checks that could not run" in text
+    assert f"{len(unbuilt)} conformance items could not run" in text
+    assert "exit status 1" in text and "run the kit on the built package" in text
+    assert "--conformance-strict would fail the run" in lenient.result.stdout.str()
