@@ -150,9 +150,11 @@ class WorkerServices:
         except WorkerLaunchError as exc:
             self.launch_error = exc.message
             self.missing_artifact = isinstance(exc, MissingArtifact)
-        writable = (self.workdir / "plugin-data", self.workdir / "tools")
+        # the trace names paths as the harness's worker sees them (sandbox.Place)
+        seen_as = self._tools_spec.seen if self._tools_spec is not None else (lambda path: path)
+        writable = (seen_as(self.workdir / "plugin-data" / name), seen_as(self.workdir / "tools"))
         self.effects = EffectWatch(
-            self.trace, self.package, _unwatched(self.spec), self._end_harness, writable
+            self.trace, seen_as(self.package), _unwatched(self.spec), self._end_harness, writable
         )
         self._last_call = 0.0
         self._harness: ToolHarness | None = None
@@ -200,7 +202,7 @@ class WorkerServices:
         data = self.workdir / "probe" / "plugin-data" / self.spec.data_dir.name
         sandbox = self.spec.sandbox
         if sandbox is not None:
-            sandbox = replace(sandbox, data=data)
+            sandbox = sandbox.with_data(data)
         argv = tuple(a.replace(str(self.spec.data_dir), str(data)) for a in self.spec.argv)
         return replace(self.spec, argv=argv, data_dir=data, sandbox=sandbox)
 
@@ -262,16 +264,23 @@ class WorkerServices:
         if refusal is not None:
             raise NotApplicable(refusal)
 
+    @cached_property
+    def _tools_spec(self) -> WorkerSpec | None:
+        """The worker the tool checks call: the host's sandbox, with the kit's handed files
+        (the tools folder) as its grant."""
+        spec = self.spec
+        if spec is None or spec.sandbox is None:
+            return spec
+        return replace(spec, sandbox=spec.sandbox.with_grants((self.workdir / "tools",), ()))
+
     def harness(self) -> ToolHarness:
         """The worker tool checks call: the host's sandbox with the kit's handed files as its
         grants, traced from outside it where effects can be seen."""
         assert self.spec is not None
         if self._harness is None:
             self._exercised = True
-            spec = self.spec
-            if spec.sandbox is not None:
-                tools = self.workdir / "tools"
-                spec = replace(spec, sandbox=spec.sandbox.with_grants((tools,), ()))
+            spec = self._tools_spec
+            assert spec is not None
             if not self.effects.unwatched:
                 spec = replace(spec, wrapper=tracer(strace_program(), self.trace))
             self._harness = ToolHarness(

@@ -281,7 +281,8 @@ class McpServices:
         begun = time.time()
         reply = session.call_tool(tool, arguments, progress=wire.next_id())
         wire.close()
-        attempts = read_trace(trace, self.server.root, (self.server.data_dir,))
+        seen_as = self.server.spec().seen  # the trace names paths as the server sees them
+        attempts = read_trace(trace, seen_as(self.server.root), (seen_as(self.server.data_dir),))
         seen = [
             Effect(arguments, f"{a.describe()} ({reply.describe()[:80]})", a.kind)
             for a in attempts

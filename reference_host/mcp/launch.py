@@ -34,7 +34,13 @@ from reference_host.mcp.config import ServerConfig
 from reference_host.process.bounds import DEFAULT_LIMITS, WorkerLimits
 from reference_host.process.environment import MCP_PASS_ENV
 from reference_host.process.launch import WorkerSpec
-from reference_host.process.sandbox import NEVER_BOUND, SYSTEM, SandboxPolicy
+from reference_host.process.sandbox import (
+    NEVER_BOUND,
+    SERVER_DATA_PLACE,
+    SYSTEM,
+    Place,
+    SandboxPolicy,
+)
 from reference_host.process.seccomp import program
 
 SECCOMP_FD = 3
@@ -113,6 +119,7 @@ def server_spec(
             readable=handed.readable,
             hidden=hidden,
             network=True,
+            places=(Place(data, SERVER_DATA_PLACE),),
         )
     return WorkerSpec(
         plugin_id=name,

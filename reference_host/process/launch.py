@@ -26,6 +26,10 @@ from reference_host.process.identity import closed_to_sandbox, give, open_tree
 from reference_host.process.lineage import LINEAGE_VARIABLE
 from reference_host.process.netstack import slirp_program
 from reference_host.process.sandbox import (
+    BIN_PLACE,
+    DATA_PLACE,
+    PACKAGE_PLACE,
+    Place,
     SandboxPolicy,
     command,
     launch_prefix,
@@ -47,6 +51,9 @@ class MissingArtifact(WorkerLaunchError):
     def __init__(self, message: str, command: str) -> None:
         super().__init__(message)
         self.command = command
+
+
+UNCONFINED_VIEW = SandboxPolicy(Path("/"), Path("/"))  # no places: paths are as they are
 
 
 @dataclass(frozen=True)
@@ -170,19 +177,20 @@ class WorkerSpec:
         FENGYU_* variables, extra_env (an MCP entry's `env`) on top, and the lineage token
         that marks every process it starts (lineage.py)."""
         env = passed_through(os.environ, self.pass_env, self.env_defaults)
-        tmp = str(self.tmp)
+        seen = self.seen
+        tmp = str(seen(self.tmp))
         env.update({"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
         home = self.home
         if home is not None:
-            env["HOME"] = str(home)
+            env["HOME"] = str(seen(home))
         elif "HOME" in os.environ:
             env["HOME"] = os.environ["HOME"]
         if self.host_variables:
             env.update(
                 {
                     "FENGYU_PLUGIN_ID": self.plugin_id,
-                    "FENGYU_PLUGIN_ROOT": str(self.root),
-                    "FENGYU_PLUGIN_DATA_DIR": str(self.data_dir),
+                    "FENGYU_PLUGIN_ROOT": str(seen(self.root)),
+                    "FENGYU_PLUGIN_DATA_DIR": str(seen(self.data_dir)),
                     "FENGYU_LOG_LEVEL": self.log_level,
                 }
             )
@@ -190,6 +198,19 @@ class WorkerSpec:
         if lineage is not None:
             env[LINEAGE_VARIABLE] = lineage
         return env
+
+    def seen(self, path: Path) -> Path:
+        """Where the worker sees path: inside its sandbox, the place the kit and the host
+        both show it at (sandbox.Place); unconfined, path itself."""
+        return self.view.inside(path)
+
+    @property
+    def view(self) -> SandboxPolicy:
+        """What maps paths between the worker's view and ours: the sandbox's policy, or one
+        without places (every path as it is) where the worker runs unconfined."""
+        if self.sandbox is not None and self.sandboxed:
+            return self.sandbox
+        return UNCONFINED_VIEW
 
     def shell_command(self, confined: bool = False) -> str:
         """The command as a user would type it in the plugin folder (for reproductions).
@@ -314,9 +335,17 @@ def manifest_spec(
     sandbox = None
     if hidden is not None:
         program = Path(argv[0])
-        readable = (program.parent,) if scratch and program.is_relative_to(scratch) else ()
+        copied = scratch is not None and program.is_relative_to(scratch)
+        readable = (program.parent,) if copied else ()
+        places: tuple[Place, ...] = (Place(root, PACKAGE_PLACE), Place(data_dir, DATA_PLACE))
+        places += (Place(program.parent, BIN_PLACE),) if copied else ()
         sandbox = SandboxPolicy(
-            root, data_dir, readable=readable, hidden=hidden, network=wants_network(manifest)
+            root,
+            data_dir,
+            readable=readable,
+            hidden=hidden,
+            network=wants_network(manifest),
+            places=places,
         )
     return WorkerSpec(
         plugin_id=plugin_id,

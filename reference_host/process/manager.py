@@ -126,7 +126,10 @@ class PluginProcessManager:
         for observe in self.observers:
             observe(plugin_id, method, params)
         connection = await self._running(plugin_id, grants)
-        return await connection.call(method, params, timeout)
+        # paths into the folders the sandbox shows elsewhere (a FileRef's copy), as the worker
+        # sees them, and back (sandbox.Place)
+        view = connection.spec.view
+        return view.outside_value(await connection.call(method, view.inside_value(params), timeout))
 
     async def start(self, plugin_id: str) -> None:
         """Start the plugin's worker (and greet it) unless one is running; raises what the

@@ -25,12 +25,13 @@ Python environment's `.pth` files add (an editable install's sources), all read-
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -88,6 +89,23 @@ KERNEL_SETTINGS = (Path("/proc/sys"), Path("/proc/sysrq-trigger"))
 NEVER_BOUND = tuple(Path(p) for p in ("/", "/tmp", "/var/tmp", "/run", "/var", "/dev", "/proc"))
 BIN_FOLDERS = frozenset({"bin", "sbin", "shims", "Scripts"})
 SETPRIV = "/usr/bin/setpriv"
+# Where the folders the kit or the host made for a worker show up inside its sandbox: the same
+# paths in both (their own paths differ: a kit run's scratch folder, the host's data folder),
+# so that a plugin cannot tell a kit run from a host by its package, data or HOME path.
+PACKAGE_PLACE = Path("/plugin")
+DATA_PLACE = Path("/plugin-data")
+BIN_PLACE = Path("/plugin-bin")
+FILES_PLACE = Path("/plugin-files")  # a call's grant folders: `write`, `read` (and `write-2`...)
+SERVER_DATA_PLACE = Path("/server-data")
+
+
+@dataclass(frozen=True)
+class Place:
+    """A folder bound somewhere else than its own path: outside, the folder; inside, where
+    the sandbox shows it."""
+
+    outside: Path
+    inside: Path
 
 
 @dataclass(frozen=True)
@@ -106,14 +124,70 @@ class SandboxPolicy:
     hidden: tuple[Path, ...] = ()
     network: bool = False
     handed: tuple[Path, ...] = ()
+    places: tuple[Place, ...] = ()
 
     def with_grants(self, writable: Iterable[Path], readable: Iterable[Path]) -> SandboxPolicy:
-        """The policy with the grant folders of one call's conversation added."""
+        """The policy with the grant folders of one call's conversation added, shown in
+        FILES_PLACE: the host's staging and read copies, the kit's handed files alike."""
+        writable, readable = tuple(writable), tuple(readable)
         return replace(
             self,
             writable=(*self.writable, *writable),
             readable=(*self.readable, *readable),
+            places=(
+                *self.places,
+                *_file_places(writable, "write"),
+                *_file_places(readable, "read"),
+            ),
         )
+
+    def with_data(self, data: Path) -> SandboxPolicy:
+        """The policy with another data folder, shown where the old one was."""
+        places = tuple(
+            replace(p, outside=data) if p.outside == self.data else p for p in self.places
+        )
+        return replace(self, data=data, places=places)
+
+    def inside(self, path: Path) -> Path:
+        """Where path shows up in the sandbox: under the inside path of the innermost place
+        that holds it, else at its own path."""
+        holding = [p for p in self.places if path.is_relative_to(p.outside)]
+        if not holding:
+            return path
+        place = max(holding, key=lambda p: len(p.outside.parts))
+        return place.inside / path.relative_to(place.outside)
+
+    def outside(self, path: Path) -> Path:
+        """The path that shows up at path in the sandbox (inside's inverse)."""
+        holding = [p for p in self.places if path.is_relative_to(p.inside)]
+        if not holding:
+            return path
+        place = max(holding, key=lambda p: len(p.inside.parts))
+        return place.outside / path.relative_to(place.inside)
+
+    def inside_text(self, text: str) -> str:
+        """A command-line word, a variable's value or a request's string with each place's
+        path replaced by where the sandbox shows it (`-Djava.io.tmpdir=<data>/tmp`), the
+        innermost places first."""
+        for place in sorted(self.places, key=lambda p: -len(p.outside.parts)):
+            text = _replace_path(text, str(place.outside), str(place.inside))
+        return text
+
+    def outside_text(self, text: str) -> str:
+        """A worker's string (a path in its answer) with each place's inside path replaced
+        by the folder it shows (inside_text's inverse)."""
+        for place in sorted(self.places, key=lambda p: -len(p.inside.parts)):
+            text = _replace_path(text, str(place.inside), str(place.outside))
+        return text
+
+    def inside_value(self, value: Any) -> Any:
+        """A request's params with the places' paths in every string as the worker sees
+        them (a FileRef's path into a grant folder)."""
+        return _map_strings(value, self.inside_text) if self.places else value
+
+    def outside_value(self, value: Any) -> Any:
+        """A worker's answer with the paths it names as they are out here."""
+        return _map_strings(value, self.outside_text) if self.places else value
 
     @property
     def home(self) -> Path:
@@ -200,7 +274,8 @@ def command(
     seccomp_fd: a descriptor holding seccomp.program(), passed to the child; bounds: the
     kernel's share of the worker's bounds, bounds.py: /tmp no larger than its data, and
     prlimit in front of argv, after setpriv)."""
-    argv = list(argv)
+    outside = list(argv)
+    argv = [policy.inside_text(word) for word in outside]
     dropped = dropped_id()
     args = [program, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
     args += ["--unshare-uts", "--unshare-cgroup-try"]
@@ -226,10 +301,10 @@ def command(
     for kernel in KERNEL_SETTINGS:
         if kernel.exists():
             args += ["--ro-bind", str(kernel), str(kernel)]
-    args += _mounts(policy, argv, cwd)
+    args += _mounts(policy, outside, cwd)
     if user_network:
         args += _resolver()
-    args += ["--chdir", str(cwd), "--"]
+    args += ["--chdir", str(policy.inside(cwd)), "--"]
     if dropped is not None:
         args += [
             SETPRIV,
@@ -306,10 +381,11 @@ def _system() -> tuple[str, ...]:
 @dataclass(frozen=True)
 class _Mount:
     """One mount of the sandbox: a folder bound (read-only or not), emptied (hidden), or a
-    credential file shown empty."""
+    credential file shown empty; source is the folder, path where the sandbox shows it."""
 
-    path: Path
+    source: Path
     kind: str  # "ro", "rw", "hide", "blank"
+    path: Path
 
     @property
     def args(self) -> list[str]:
@@ -318,7 +394,7 @@ class _Mount:
             return ["--tmpfs", where]
         if self.kind == "blank":
             return ["--ro-bind", "/dev/null", where]
-        return ["--ro-bind" if self.kind == "ro" else "--bind", where, where]
+        return ["--ro-bind" if self.kind == "ro" else "--bind", str(self.source), where]
 
 
 def _mounts(policy: SandboxPolicy, argv: list[str], cwd: Path) -> list[str]:
@@ -326,16 +402,19 @@ def _mounts(policy: SandboxPolicy, argv: list[str], cwd: Path) -> list[str]:
     when nothing bound holds it) made as folders every user may pass, the hidden folders
     and credentials emptied wherever a bound folder holds them, and the hidden folders
     read-only at the end."""
+    placed = [p.outside for p in policy.places]
+    runtime = [f for f in runtime_folders(argv) if not any(f.is_relative_to(p) for p in placed)]
     bound = [
-        *(_Mount(p, "ro") for p in runtime_folders(argv)),
-        _Mount(policy.package, "ro"),
-        *(_Mount(p, "ro") for p in policy.readable),
-        *(_Mount(p, "rw") for p in (policy.data, *policy.writable, *policy.handed)),
+        *(_Mount(p, "ro", policy.inside(p)) for p in (*runtime, policy.package, *policy.readable)),
+        *(
+            _Mount(p, "rw", policy.inside(p))
+            for p in (policy.data, *policy.writable, *policy.handed)
+        ),
     ]
-    trees = [m.path for m in bound]
-    covered = [*SYSTEM, *trees]
+    trees = [m.source for m in bound]
+    covered = [*SYSTEM, *(m.path for m in bound)]
     emptied = [
-        _Mount(p, "hide")
+        _Mount(p, "hide", policy.inside(p))
         for p in _hidden(policy)
         if any(p != t and p.is_relative_to(t) for t in trees) or p in trees
     ]
@@ -344,7 +423,7 @@ def _mounts(policy: SandboxPolicy, argv: list[str], cwd: Path) -> list[str]:
         for name in CREDENTIAL_FILES:
             path = Path(home) / name
             if _is_file(path) and any(path.is_relative_to(t) for t in trees):
-                emptied.append(_Mount(path, "blank"))
+                emptied.append(_Mount(path, "blank", policy.inside(path)))
     # Outermost first; at the same path, the emptying before the bind that shows it again.
     order = sorted([*emptied, *bound], key=lambda m: (len(m.path.parts), m.kind != "hide"))
     args: list[str] = []
@@ -358,6 +437,7 @@ def _mounts(policy: SandboxPolicy, argv: list[str], cwd: Path) -> list[str]:
             made.add(parent)
             args += ["--dir", str(parent)]
         args += mount.args
+    cwd = policy.inside(cwd)
     if not any(cwd.is_relative_to(c) for c in covered):
         args += [
             a
@@ -369,6 +449,35 @@ def _mounts(policy: SandboxPolicy, argv: list[str], cwd: Path) -> list[str]:
         if mount.kind == "hide":
             args += ["--remount-ro", str(mount.path)]
     return args
+
+
+def _file_places(folders: tuple[Path, ...], kind: str) -> tuple[Place, ...]:
+    """Where a call's grant folders of one kind show up: FILES_PLACE/kind, then kind-2..."""
+    return tuple(
+        Place(f, FILES_PLACE / (kind if i == 0 else f"{kind}-{i + 1}"))
+        for i, f in enumerate(folders)
+    )
+
+
+def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """value (JSON: objects, arrays, strings, scalars) with change applied to every string,
+    keys included."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {change(k): _map_strings(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_map_strings(v, change) for v in value]
+    return value
+
+
+def _replace_path(text: str, old: str, new: str) -> str:
+    """text with the path old replaced by new wherever it stands as a whole path or a path's
+    beginning (after the start, `=` or a separator; before `/`, a separator or the end),
+    never inside a longer path or name."""
+    return re.sub(
+        r"(?<![^=:;,\s'\"])" + re.escape(old) + r"(?=/|[:;,\s'\"]|$)", lambda _: new, text
+    )
 
 
 def _hidden(policy: SandboxPolicy) -> list[Path]:

@@ -19,7 +19,7 @@ from conformance.mcp.wire import Wire
 from reference_host.mcp.config import ServerConfig
 from reference_host.mcp.launch import Launch, server_data
 from reference_host.process.lineage import LINEAGE_VARIABLE
-from reference_host.process.sandbox import support
+from reference_host.process.sandbox import SERVER_DATA_PLACE, support
 from tests.conftest import DEADLINES
 
 # What a server can see of its world, as one JSON line on stdout.
@@ -38,7 +38,8 @@ print(json.dumps({
     "home_writable": writable("HOME"),
     "home": os.environ.get("HOME"),
     "token": os.environ.get("API_TOKEN"),
-    "around": sorted(os.listdir(os.path.join(os.environ["TMPDIR"], "..", "..", ".."))),
+    "tmp": os.environ.get("TMPDIR"),
+    "around": sorted(os.listdir(os.path.join(os.environ["TMPDIR"], "..", ".."))),
 }), flush=True)
 """
 ENV = {"API_TOKEN": "test-token-1234"}
@@ -106,15 +107,22 @@ def test_a_server_has_a_writable_home_of_its_own_in_both(
     """desktop-commander writes its config into HOME at start, npx and uvx their caches."""
     kit, host = worlds
     assert kit["home_writable"] and host["home_writable"]
-    assert kit["home"].endswith("/mcp-data/look/home") and host["home"].endswith(
-        "/mcp-data/look/home"
-    )
+    if support().available:  # the same paths in both: no tell (sandbox.Place)
+        assert kit["home"] == host["home"] == str(SERVER_DATA_PLACE / "home")
+        assert kit["tmp"] == host["tmp"] == str(SERVER_DATA_PLACE / "tmp")
+    else:
+        assert kit["home"].endswith("/mcp-data/look/home")
+        assert host["home"].endswith("/mcp-data/look/home")
 
 
 def test_a_server_sees_only_its_own_data_folder_in_both(
     worlds: tuple[dict[str, Any], dict[str, Any]],
 ) -> None:
     """The kit's scratch folder (its traces, other servers' folders) is hidden as the host's
-    data folder is: around the server's data folder there is only its mcp-data folder."""
+    data folder is: the sandbox's root is the same in both, with the server's data folder
+    at its place and nothing of the kit's or the host's state."""
     kit, host = worlds
-    assert kit["around"] == host["around"] == ["mcp-data"]
+    assert kit["around"] == host["around"]
+    if support().available:
+        assert SERVER_DATA_PLACE.name in kit["around"]
+        assert not {"mcp-data", "host-state"} & set(kit["around"])

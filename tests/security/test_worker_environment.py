@@ -18,6 +18,7 @@ from reference_host.process.environment import (
     passed_through,
 )
 from reference_host.process.launch import WorkerSpec
+from reference_host.process.sandbox import DATA_PLACE, support
 from tests.conftest import MakeHost
 from tests.faults.support import call_tool, write_worker_plugin
 
@@ -58,7 +59,7 @@ def assert_minimal(env: dict[str, str], values: dict[str, str], data_dir: Path |
     assert tmp.parent == Path(env["FENGYU_PLUGIN_DATA_DIR"])
     assert env["HOME"] == os.environ["HOME"]  # the user's, not mounted in the sandbox
     assert not any(name.endswith("_PROXY") or name.startswith("XDG_") for name in env)
-    if data_dir is not None:  # a host's folders (the kit removes its own after the run)
+    if data_dir is not None:  # the data folder as the worker sees it, the same in kit and host
         assert Path(env["FENGYU_PLUGIN_DATA_DIR"]) == data_dir
         assert tmp == data_dir / "tmp"
 
@@ -74,6 +75,7 @@ async def test_a_host_worker_gets_no_secret_and_the_passed_through_name(
     finally:
         await host.close()
     assert result["success"] is True
+    # the answer's paths are mapped back to the host's (sandbox.Place)
     assert_minimal(result["env"], secrets_set, tmp_path / "host" / "plugin-data" / PLUGIN_ID)
 
 
@@ -115,7 +117,8 @@ def test_a_kit_worker_gets_no_secret_and_the_passed_through_name(
     run_kit([root], "--worker-env", "PASSED_THROUGH")
     assert len(envs) >= 2
     for env in envs:
-        assert_minimal(env, secrets_set, None)
+        # the data folder at the place a host's worker finds it too: no tell (sandbox.Place)
+        assert_minimal(env, secrets_set, DATA_PLACE if support().available else None)
 
 
 @pytest.mark.parametrize(

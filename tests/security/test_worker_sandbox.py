@@ -24,7 +24,7 @@ import pytest
 from conformance.fengyu.syscall_trace import effects_unseen
 from reference_host.host import Host
 from reference_host.process.identity import SANDBOX_ID, dropped_id
-from reference_host.process.sandbox import support
+from reference_host.process.sandbox import DATA_PLACE, PACKAGE_PLACE, support
 from reference_host.tools.callbacks import CallContext, plan_and_call
 from tests.conftest import MakeHost
 from tests.faults.support import write_worker_plugin
@@ -81,10 +81,24 @@ async def test_only_the_data_folder_is_writable(host: Host, tmp_path: Path) -> N
         "data": "ok",
         "tmp": "ok",
         "var": "No such file or directory",  # not mounted
-        "beside": "Permission denied",  # an empty folder on the way to the data folder
-        "host db": "Permission denied",
+        "beside": "No such file or directory",  # nothing of the host's folders is there
+        "host db": "No such file or directory",
     }
     assert not (tmp_path / "beside.txt").exists()
+
+
+async def test_the_paths_a_worker_sees_are_the_kits(host: Host) -> None:
+    """A plugin cannot tell the host from a kit run by where it runs: its package, data
+    folder and TMPDIR are at the sandbox's own places, the same in both (the kit's side:
+    tests/security/test_worker_environment.py), never under the host's data folder. The
+    paths in requests and answers are mapped (the probe sends them as parts, unmapped)."""
+    answer = await probe(host)
+    assert answer["where"] == {
+        "cwd": list(PACKAGE_PLACE.parts),
+        "FENGYU_PLUGIN_ROOT": list(PACKAGE_PLACE.parts),
+        "FENGYU_PLUGIN_DATA_DIR": list(DATA_PLACE.parts),
+        "TMPDIR": list((DATA_PLACE / "tmp").parts),
+    }
 
 
 async def test_kernel_settings_are_read_only(host: Host) -> None:
@@ -97,7 +111,8 @@ async def test_kernel_settings_are_read_only(host: Host) -> None:
 
 
 async def test_the_hosts_own_state_is_hidden(host: Host) -> None:
-    """The host's database and other plugins' folders are not even readable."""
+    """The host's database and other plugins' folders are not even readable (the worker's
+    own data folder is there, at its place: the request's path is mapped to it)."""
     database = str(host.config.database)
     other = str(host.plugin_data("someone.else"))
     host.plugin_data("someone.else").mkdir(parents=True)
