@@ -9,12 +9,20 @@ from conformance.check_registry import CheckContext, check
 from conformance.fengyu.code_first import Sidecar
 from conformance.fengyu.manifest import FENGYU_V1, SCHEMA_FILES, FengYuPlugin
 from conformance.findings import Finding
-from conformance.schema_validation import annotated_requirements, schema_uri, validate
+from conformance.schema_validation import (
+    SchemaError,
+    annotated_requirements,
+    schema_uri,
+    validate,
+)
 from plugin_spec.builtin_names import BUILTIN_TOOL_NAMES
 
 METHOD_SCHEMA = schema_uri("fengyu-manifest-v2.schema.json#/$defs/methodSchema")
 FLOW_NODES_FILE = schema_uri("fengyu-manifest-v2.schema.json#/$defs/flowNodesFile")
 LOCALE_FILE = schema_uri("fengyu-manifest-v2.schema.json#/$defs/localeOverride")
+# What one locale's override may hold (the schema's localeOverride): found straight under i18n,
+# such a field has lost its locale.
+OVERRIDE_FIELDS = ("name", "description", "aiTools", "flowNodes")
 
 
 @check("FY-MAN-001")
@@ -62,7 +70,7 @@ def schema_findings(plugin: FengYuPlugin) -> list[Finding]:
     v1 schemas are escaped strings the manifest schema cannot see into, so each parsed one is
     validated on its own against the same method-schema definition v2 uses.
     """
-    errors = validate(plugin.data, schema_uri(SCHEMA_FILES[plugin.profile]))
+    errors = _locale_left_out(validate(plugin.data, schema_uri(SCHEMA_FILES[plugin.profile])))
     if plugin.profile == FENGYU_V1:
         for site in plugin.schemas:
             errors += validate(site.data, METHOD_SCHEMA, at=site.pointer)
@@ -75,6 +83,36 @@ def schema_findings(plugin: FengYuPlugin) -> list[Finding]:
             line = sidecar.document.line_of(e.pointer)
             found.append(Finding(e.requirement, e.message, sidecar.display, e.pointer, line, e.fix))
     return found
+
+
+def _locale_left_out(errors: list[SchemaError]) -> list[SchemaError]:
+    """errors with an override field put straight under i18n (i18n.flowNodes, without its
+    locale) told as that, once: the schema sees a key that is no locale tag and, inside it,
+    keys an override may not hold, and the fixes for those (rename it, remove what it holds)
+    would lose the translation."""
+    misplaced = {
+        e.pointer
+        for e in errors
+        if e.pointer.count("/") == 2
+        and e.pointer.startswith("/i18n/")
+        and e.pointer.rsplit("/", 1)[1] in OVERRIDE_FIELDS
+    }
+    told: list[SchemaError] = []
+    for e in errors:
+        if any(e.pointer.startswith(f"{at}/") for at in misplaced):
+            continue  # what the misplaced field holds: its own finding says where it goes
+        if e.pointer in misplaced:
+            field = e.pointer.rsplit("/", 1)[1]
+            e = SchemaError(
+                e.requirement,
+                e.pointer,
+                f"/i18n: found the override field {field!r} straight under i18n, without the "
+                "locale it translates into (i18n is keyed by locale tags such as zh or pt-br)",
+                f"move it under a locale: i18n.<locale>.{field}, for example i18n.zh.{field} "
+                f"(merge it into that locale's {field} where the locale has one)",
+            )
+        told.append(e)
+    return told
 
 
 @check(*sorted(set().union(*(annotated_requirements(f) for f in SCHEMA_FILES.values()))))
@@ -128,10 +166,39 @@ def tool_names_do_not_clash(ctx: CheckContext) -> Iterator[Finding]:
     offered_by = offered_tool_names(ctx)
     for tool in ctx.fengyu.tools:
         if isinstance(tool.name, str) and tool.name in offered_by:
+            site, fix = _clash(ctx, tool.name)
             yield ctx.manifest_finding(
                 f"{tool.pointer}/name",
-                f"tool name {tool.name!r} is also offered by {offered_by[tool.name]}",
+                f"tool name {tool.name!r} is also offered by {offered_by[tool.name]}{site}",
+                fix,
             )
+
+
+def _clash(ctx: CheckContext, name: str) -> tuple[str, str]:
+    """Where another FengYu plugin of the run declares name (its file and pointer), and the
+    fix: rename one of the two, where a prefix (which both names already share when they
+    have one) does not tell them apart. ("", "") for a built-in or another kind of plugin:
+    the requirement's hint (prefix the name with the plugin's noun) fits those."""
+    for peer in ctx.peers:
+        if not isinstance(peer, FengYuPlugin):
+            continue
+        declared = next((t for t in peer.tools if t.name == name), None)
+        if declared is None:
+            continue
+        file = peer.root / peer.source_file
+        site = f", in {file} at {declared.pointer}/name"
+        prefix = name.split("_", 1)[0] + "_" if "_" in name.strip("_") else ""
+        how = (
+            f"both names already start with {prefix!r}, so a prefix does not tell them apart: "
+            "name what each tool does differently"
+            if prefix
+            else "prefix each with its plugin's noun"
+        )
+        return site, (
+            f"rename {name!r} here or in plugin {peer.label} ({file}, {declared.pointer}/name): "
+            f"a host offers one tool per name across all plugins; {how}"
+        )
+    return "", ""
 
 
 def _known_methods(methods: dict[str, object], shown: int = 20) -> str:
