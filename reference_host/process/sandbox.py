@@ -89,6 +89,7 @@ KERNEL_SETTINGS = (Path("/proc/sys"), Path("/proc/sysrq-trigger"))
 NEVER_BOUND = tuple(Path(p) for p in ("/", "/tmp", "/var/tmp", "/run", "/var", "/dev", "/proc"))
 BIN_FOLDERS = frozenset({"bin", "sbin", "shims", "Scripts"})
 SETPRIV = "/usr/bin/setpriv"
+RESOLV_CONF = Path("/etc/resolv.conf")
 # Where the folders the kit or the host made for a worker show up inside its sandbox: the same
 # paths in both (their own paths differ: a kit run's scratch folder, the host's data folder),
 # so that a plugin cannot tell a kit run from a host by its package, data or HOME path.
@@ -304,6 +305,8 @@ def command(
     args += _mounts(policy, outside, cwd)
     if user_network:
         args += _resolver()
+    elif policy.network:
+        args += _host_resolver()
     args += ["--chdir", str(policy.inside(cwd)), "--"]
     if dropped is not None:
         args += [
@@ -364,6 +367,18 @@ def _sizes(program: str) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return b"--size" in done.stdout + done.stderr
+
+
+def _host_resolver() -> list[str]:
+    """For a sandbox sharing the host's network (no slirp4netns): the file /etc/resolv.conf
+    links to, read-only, where it lies outside the system folders (systemd-resolved's stub
+    under /run, which is not mounted): without it, names do not resolve."""
+    link = RESOLV_CONF
+    target = link.resolve()
+    if not link.is_symlink() or _is_system(target) or not _is_file(target):
+        return []
+    made = [a for p in reversed(target.parents) if p != Path("/") for a in ("--dir", str(p))]
+    return [*made, "--ro-bind", str(target), str(target)]
 
 
 @cache

@@ -3,8 +3,12 @@ the same in both, with the paths in requests and answers mapped between the two 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from reference_host.process import sandbox
 from reference_host.process.sandbox import (
     DATA_PLACE,
     FILES_PLACE,
@@ -73,3 +77,22 @@ def test_the_sandbox_binds_each_folder_at_its_place() -> None:
     assert f"--chdir {PACKAGE_PLACE} " in text
     assert args[-1] == f"{PACKAGE_PLACE}/main.py"
     assert "/srv/kit-run-1" not in text.replace(f"{PACKAGE} ", "").replace(f"{DATA} ", "")
+
+
+def test_a_shared_network_keeps_a_resolver_that_links_outside_the_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without slirp4netns a sandbox with the network shares the host's; /etc/resolv.conf
+    linking into /run (systemd-resolved) must still resolve there, the one file bound."""
+    stub = tmp_path / "run" / "resolve" / "stub-resolv.conf"
+    stub.parent.mkdir(parents=True)
+    stub.write_text("nameserver 127.0.0.53\n")
+    link = tmp_path / "resolv.conf"
+    link.symlink_to(stub)
+    monkeypatch.setattr(sandbox, "RESOLV_CONF", link)
+    monkeypatch.setattr(sandbox, "slirp_program", lambda: None)
+    shared = " ".join(command("bwrap", replace(policy(), network=True), ["python3"], PACKAGE))
+    assert f"--ro-bind {stub} {stub}" in shared
+    assert "--unshare-net" not in shared
+    closed = " ".join(command("bwrap", policy(), ["python3"], PACKAGE))
+    assert str(stub) not in closed
