@@ -57,6 +57,14 @@ INTERNAL_FIX = (
 )
 INTERNAL_DATA_CODE = "INTERNAL_ERROR"
 JAVA_INTERNAL_CODE = "INTERNAL"  # FengYu's Java SDK's data.code for an uncaught exception
+# A null result, or a response that left result out (FengYu reads both as null): how FengYu's
+# Go SDK answers a handler's `return nil, nil` and its Java SDK a handler's `return null`.
+NULL_RESULT_FIX = (
+    "return a result object that matches the outputSchema, such as {success: true, summary}, "
+    "instead of nothing: FengYu's Go SDK leaves result out for a handler's `return nil, nil` "
+    "and its Java SDK for `return null`, and FengYu reads that as a null result, which an "
+    "object outputSchema refuses"
+)
 HANG_FIX = (
     "answer within the tool's timeout (timeoutSeconds): fail fast, or split long work into "
     "*_start / *_status jobs; run the `reproduce:` command of the finding above"
@@ -161,6 +169,13 @@ def valid_inputs_answered(ctx: CheckContext) -> Iterator[Finding]:
             )
         if outcome.kind == "result" and validator is not None:
             error = best_match(validator.iter_errors(outcome.value))
+            if error is not None and outcome.value is None:
+                return Counterexample(
+                    "the result is null (or left out, which FengYu reads as null), and the "
+                    "outputSchema does not admit null",
+                    outcome,
+                    fix=NULL_RESULT_FIX,
+                )
             if error is not None:
                 told = explain(error, pointer(*error.absolute_path), "the result")
                 return Counterexample(
@@ -241,7 +256,10 @@ def invalid_inputs_rejected(ctx: CheckContext) -> Iterator[Finding]:
         accepted = _accepted(outcome, f"accepted an invalid input ({why})")
         fix = (
             f"validate params against the inputSchema of {run.tool.method!r} before acting "
-            f"({why}) and answer -32602; the Python SDK does it for you"
+            f"({why}) and answer -32602: FengYu's host checks params before it calls the "
+            "worker, so FengYu's own Python SDK passes them on unchecked, but other hosts "
+            "and direct callers do not check them; this kit's fengyu_worker SDK validates "
+            "them for you"
         )
         return run.broken(outcome) or (accepted and replace(accepted, fix=fix))
 

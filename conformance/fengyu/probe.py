@@ -27,6 +27,7 @@ from conformance.fengyu.raw_worker import Line, LogLines, RawWorker
 from conformance.findings import cut
 from plugin_spec import jsonrpc
 from plugin_spec.fengyu_runtime import (
+    CANCEL_METHOD,
     DEFAULT_LOCALE,
     HANDSHAKE_METHOD,
     SET_LEVEL_METHOD,
@@ -50,6 +51,9 @@ UNKNOWN_METHOD_ID = "unk-1"
 CRLF_ID = "crlf-1"
 BIG_FRAME_ID = "big-1"
 HANDSHAKE_ID = "init-1"
+# The call `$/cancelRequest` names: one answered already, as when a cancel loses the race
+# with its call's answer, which FengYu's can.
+CANCELLED_ID = UNKNOWN_METHOD_ID
 METHOD_STEP = "method:"
 
 
@@ -63,6 +67,7 @@ class Step(StrEnum):
     UNKNOWN_METHOD = "unknown-method"
     NOTIFICATIONS = "notifications"
     SET_LEVEL = "set-level"
+    CANCEL = "cancel"
     IDS = "ids"
     CRLF = "crlf"
     BIG_FRAME = "big-frame"
@@ -214,7 +219,11 @@ def handshake_result(exchange: Exchange | None) -> tuple[bool, Any]:
     )
     for message in replies:
         if message.get("id") == HANDSHAKE_ID:
-            return ("result" in message, message.get("result", message.get("error")))
+            # as FengYu reads it: a non-null error is the answer; a reply with neither member
+            # would be a null result, which FengYu refuses (so does FY-WRK-013)
+            error = message.get("error")
+            answered = "result" in message and error is None
+            return (answered, message.get("result") if answered else error)
     return False, None
 
 
@@ -225,7 +234,8 @@ def frame(message: Any, ending: bytes = b"\n") -> bytes:
 def script(methods: dict[str, float], reply: float) -> list[Planned]:
     """The probe's exchanges, each waited on for reply seconds (a method's call, for its
     declared timeout). The notification steps have a step with replies to wait for between
-    them, so that a late reply to one of them is not met in the other."""
+    them, so that a late reply to one of them is not met in the other: the notifications
+    FengYu never sends, setLevel, then `$/cancelRequest`."""
     first_method = next(iter(methods), NO_SUCH_METHOD)
     steps = [
         Planned(Step.START, [], reply),
@@ -268,6 +278,12 @@ def script(methods: dict[str, float], reply: float) -> list[Planned]:
             [frame(request(CRLF_ID, NO_SUCH_METHOD, {}), b"\r\n")],
             reply,
             ((CRLF_ID,),),
+        ),
+        Planned(
+            Step.CANCEL,
+            [frame(jsonrpc.notification(CANCEL_METHOD, {"id": CANCELLED_ID}))],
+            reply,
+            notifies=True,
         ),
         Planned(
             Step.BIG_FRAME,

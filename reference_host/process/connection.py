@@ -61,7 +61,7 @@ from reference_host.process.worker_errors import (
     rpc_error,
 )
 
-__all__ = ["StrayObserver", "WorkerConnection", "stdout_problem"]
+__all__ = ["NO_RESULT", "StrayObserver", "WorkerConnection", "stdout_problem"]
 
 SKIPPED_STDOUT_LINES = 200
 STDERR_CHUNK = 64 * 1024
@@ -78,6 +78,10 @@ LOG_LEVELS = {
 }
 # Told (line, what is wrong with it) of each stdout line that is not a JSON-RPC response.
 StrayObserver = Callable[[str, str], None]
+# A response with an id and neither result nor error: what FengYu's Go SDK writes for a handler
+# returning nil (omitempty) and its Java SDK for one returning null (Gson drops nulls). FengYu
+# reads it as a null result, and so does this host; JSON-RPC asks for the member all the same.
+NO_RESULT = "a response without result or error (read as a null result)"
 
 
 def stdout_problem(message: dict[str, Any] | None) -> str | None:
@@ -90,8 +94,10 @@ def stdout_problem(message: dict[str, Any] | None) -> str | None:
         return f'a stdout object without jsonrpc "{jsonrpc.VERSION}"'
     if "id" not in message:
         return "a stdout object without id"
-    if ("result" in message) == ("error" in message):
+    if "result" in message and "error" in message:
         return "a response needs exactly one of result and error"
+    if "result" not in message and "error" not in message:
+        return NO_RESULT
     return None
 
 
@@ -231,7 +237,9 @@ class WorkerConnection:
             if not abandoned:
                 self.pending.pop(request_id, None)
                 self.in_flight.pop(request_id, None)
-        if "error" in message:
+        # As FengYu reads a response: a non-null error is the answer, else the result, a
+        # left-out result being a null one (spec: fengyu-worker.md#errors-and-error-codes).
+        if message.get("error") is not None:
             raise rpc_error(message["error"], self.stderr)
         return message.get("result")
 

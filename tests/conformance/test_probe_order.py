@@ -14,7 +14,7 @@ from conformance.fengyu.probe import Exchange, Step, owner, script
 from conformance.fengyu.raw_worker import Line
 from tests.conftest import DEADLINES, FIXTURE_PLUGINS, copy_plugin
 
-VALID_PLUGIN = FIXTURE_PLUGINS / "FY-WRK-006-ids-as-doubles"  # its manifest is valid
+VALID_PLUGIN = FIXTURE_PLUGINS / "FY-WRK-023-ids-as-doubles"  # its manifest is valid
 WORKER = """\
 import sys
 from misbehaving_worker import run
@@ -60,13 +60,15 @@ def test_a_worker_answering_out_of_order_passes_every_worker_item(
 
 def test_a_late_reply_to_a_notification_is_still_its_defect(run_kit, tmp_path: Path) -> None:
     """A worker answering in reverse writes its replies to notifications after the
-    sentinel's answer: they are FY-WRK-005's finding, not the next step's."""
+    sentinel's answer: they are FY-WRK-005's (`$/cancelRequest`) and FY-WRK-024's (the
+    notifications FengYu never sends) findings, not the next step's."""
     folder = out_of_order_plugin(tmp_path, "answer_order='reverse', reply_to_notifications=True")
 
     result = run_kit([folder], "-m", "worker")
 
-    assert result.reported() == {"FY-WRK-005"}
-    assert "conformance_no_such_method" in result.findings("FY-WRK-005")[0]["message"]
+    assert result.reported() == {"FY-WRK-005", "FY-WRK-024"}
+    assert "$/cancelRequest" in result.findings("FY-WRK-005")[0]["message"]
+    assert "conformance_no_such_method" in result.findings("FY-WRK-024")[0]["message"]
 
 
 def reply(rid: Any, **member: Any) -> Line:

@@ -506,7 +506,7 @@ run()
 
 def test_ids_answered_out_of_order_pass_fy_wrk_006(run_kit, tmp_path: Path) -> None:
     """JSON-RPC matches answers by id, not order: only the ids and their types count."""
-    plugin = fixture_variant(tmp_path, "FY-WRK-006-ids-as-doubles", REVERSED_IDS_WORKER)
+    plugin = fixture_variant(tmp_path, "FY-WRK-023-ids-as-doubles", REVERSED_IDS_WORKER)
 
     kit = run_kit([plugin], "-k", "FY-WRK-006 or FY-WRK-007")
 

@@ -17,7 +17,11 @@ from hypothesis import strategies as st
 
 from conformance.catalog import Level, load_catalog, requirement
 from conformance.check_registry import CheckContext
-from conformance.checks.fengyu_worker import no_reply_to_notifications, stdout_discipline
+from conformance.checks.fengyu_worker import (
+    no_reply_to_cancel,
+    no_reply_to_other_notifications,
+    stdout_discipline,
+)
 from conformance.fengyu.probe import Exchange, Line, Transcript
 from conformance.findings import NotApplicable
 from conformance.kit import KitRun
@@ -261,16 +265,18 @@ def test_replies_to_notifications_are_not_also_stdout_noise() -> None:
     transcript.exchanges["start"] = Exchange("start", [], answered=True)
     reply = Line.parse(b'{"jsonrpc": "2.0", "result": null}\n')
     log = Line.parse(b"worker: got a notification\n")
-    for name in ("notifications", "set-level"):
+    for name in ("notifications", "set-level", "cancel"):
         transcript.exchanges[name] = Exchange(name, [], [reply, log], answered=True)
     ctx = CheckContext(SAMPLE, requirement("FY-WRK-007"), workers=_Workers(transcript))
 
     problems = [f.message.splitlines()[0] for f in stdout_discipline(ctx)]
 
-    assert len(problems) == 2
+    assert len(problems) == 3
     assert all("not a JSON object" in p for p in problems)
-    notified = CheckContext(SAMPLE, requirement("FY-WRK-005"), workers=_Workers(transcript))
-    assert len(list(no_reply_to_notifications(notified))) == 1
+    cancelled = CheckContext(SAMPLE, requirement("FY-WRK-005"), workers=_Workers(transcript))
+    assert len(list(no_reply_to_cancel(cancelled))) == 1
+    notified = CheckContext(SAMPLE, requirement("FY-WRK-024"), workers=_Workers(transcript))
+    assert len(list(no_reply_to_other_notifications(notified))) == 1
 
 
 def test_nothing_checked_under_xdist_exits_5_once(pytester: pytest.Pytester) -> None:

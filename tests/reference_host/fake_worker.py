@@ -46,6 +46,10 @@ def handle(request):
         sys.stderr.write("about to crash\n")
         sys.stderr.flush()
         os._exit(params.get("code", 3))
+    elif method == "nothing":  # FengYu's Go SDK for a handler's `return nil, nil`
+        reply({"jsonrpc": "2.0", "id": rid})
+    elif method == "null_error":  # a null error is no error to FengYu
+        reply({"jsonrpc": "2.0", "id": rid, "result": params, "error": None})
     elif method == "fail":
         reply({"jsonrpc": "2.0", "id": rid, "error": {"code": 4001, "message": "no such row"}})
     elif method == "noise":

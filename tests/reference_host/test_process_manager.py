@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from plugin_spec.fengyu_decls import tool_decls
+from reference_host.process.connection import NO_RESULT
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.manager import PluginProcessManager
 from reference_host.process.timeouts import effective_timeout
@@ -86,6 +87,20 @@ async def test_concurrent_calls_are_matched_by_id(manager: PluginProcessManager)
         *(manager.invoke("fan.summer.fake", "sleep", {"seconds": s}) for s in (0.3, 0.1, 0.2))
     )
     assert results == [0.3, 0.1, 0.2]
+
+
+async def test_a_response_is_read_as_fengyu_reads_it(manager: PluginProcessManager) -> None:
+    """FengYu takes a non-null error as the answer, else the result: a left-out result (what
+    its Go SDK writes for `return nil, nil`) is a null result, told to the stdout observers
+    as FY-WRK-021's shape, and a null error beside a result is no error."""
+    seen: list[tuple[str, str]] = []
+    manager.stdout_observers.append(lambda _, line, problem: seen.append((line, problem)))
+    assert await manager.invoke("fan.summer.fake", "nothing", {}) is None
+    assert await manager.invoke("fan.summer.fake", "null_error", {"a": 1}) == {"a": 1}
+    assert [problem for _, problem in seen] == [
+        NO_RESULT,
+        "a response needs exactly one of result and error",
+    ]
 
 
 async def test_rpc_error_keeps_the_worker(manager: PluginProcessManager) -> None:
