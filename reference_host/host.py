@@ -342,9 +342,11 @@ class Host:
         return (self.config.data_dir.resolve(),) if self.config.sandbox else None
 
     def _worker_spec(self, row: PluginRow) -> WorkerSpec | None:
-        """How the plugin's worker starts; None for an ERP plugin or one without a worker."""
+        """How the plugin's worker starts; None for an ERP plugin or one without a worker
+        (the manager is told why: a call's error names the missing file)."""
         if row.profile == "erp":
             return None
+        self.manager.no_spec.pop(row.id, None)
         try:
             return manifest_spec(
                 row.id,
@@ -359,5 +361,6 @@ class Host:
                 call_timeout=call_timeout(row.manifest),
                 pass_env=self.config.worker_env,
             )
-        except WorkerLaunchError:
+        except WorkerLaunchError as exc:
+            self.manager.no_spec[row.id] = exc.message
             return None

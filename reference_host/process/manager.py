@@ -47,6 +47,8 @@ class PluginProcessManager:
         self.overrun_observers: list[Callable[[str, Overrun], None]] = []
         self.stdout_observers: list[Callable[[str, str, str], None]] = []
         self._specs: dict[str, WorkerSpec] = {}
+        # why a plugin has no spec (its runtime's file is missing...), for the call's error
+        self.no_spec: dict[str, str] = {}
         self._connections: dict[str, WorkerConnection] = {}
         self._gates: dict[str, StartGate] = {}
         self.observers: list[Callable[[str, str, Any], None]] = []
@@ -119,7 +121,7 @@ class PluginProcessManager:
         """
         spec = self._specs.get(plugin_id)
         if spec is None:
-            raise WorkerLaunchError(f"plugin {plugin_id} has no worker")
+            raise self._no_worker(plugin_id)
         timeout = effective_timeout(
             tool_timeout, caller_timeout, spec.call_timeout, method=method_timeout
         )
@@ -140,7 +142,7 @@ class PluginProcessManager:
         """Send a notification (no answer comes back), within the plugin's call timeout."""
         spec = self._specs.get(plugin_id)
         if spec is None:
-            raise WorkerLaunchError(f"plugin {plugin_id} has no worker")
+            raise self._no_worker(plugin_id)
         connection = await self._running(plugin_id)
         await connection.notify(method, params, effective_timeout(backend=spec.call_timeout))
 
@@ -179,6 +181,11 @@ class PluginProcessManager:
             assert connection is not None
             return connection
 
+    def _no_worker(self, plugin_id: str) -> WorkerLaunchError:
+        """The error of a call to a plugin without a worker spec, saying why where known."""
+        why = self.no_spec.get(plugin_id)
+        return WorkerLaunchError(f"plugin {plugin_id} has no worker" + (f": {why}" if why else ""))
+
     def waiting_starts(self, plugin_id: str) -> int:
         """Calls waiting to start the plugin's worker behind the start under way."""
         gate = self._gates.get(plugin_id)
@@ -191,7 +198,7 @@ class PluginProcessManager:
         """The plugin's spec, its sandbox given the calling conversation's grant folders."""
         spec = self._specs.get(plugin_id)
         if spec is None:
-            raise WorkerLaunchError(f"plugin {plugin_id} has no worker")
+            raise self._no_worker(plugin_id)
         if grants is None or spec.sandbox is None:
             return spec
         return replace(spec, sandbox=spec.sandbox.with_grants(*grants))

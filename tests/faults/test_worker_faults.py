@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 from reference_host.host import Host
+from tests.conftest import MakeHost
 from tests.faults.conftest import GOOD_TOOL, ProcessGuard
 from tests.faults.support import (
     alive,
@@ -338,3 +340,20 @@ async def test_the_stderr_tail_the_host_keeps_is_bounded_in_bytes(
     assert connection is not None and "worker: flood over" in connection.stderr
     kept = sum(len(line) for line in connection.stderr_tail)
     assert kept <= 4 * MIB, f"the host keeps {kept / MIB:.0f} MiB of the worker's stderr"
+
+
+async def test_a_tool_of_a_plugin_without_its_worker_file_names_the_file(
+    tmp_path: Path, make_host: MakeHost
+) -> None:
+    """runtime python and no backend/worker.py (the author wrote backend/main.py): the call's
+    error says which file FengYu runs, not only that there is no worker."""
+    root = write_worker_plugin(tmp_path / "src", "fault.noworker", "noworker")
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["backend"] = {"runtime": "python", "protocolVersion": 4}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    (root / "backend" / "worker").rename(root / "backend" / "main.py")
+    host = make_host()
+    await host.install(root)
+    output = await call_tool(host, "noworker")
+    assert is_failure_envelope(output)
+    assert "has no worker" in output["error"] and "backend/worker.py" in output["error"]
