@@ -24,6 +24,7 @@ from conformance.fengyu.manifest import AiTool
 from conformance.fengyu.services import unreadable
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.properties import Counterexample, find_counterexample
+from conformance.repeats import collapsed
 from conformance.schema_messages import explain
 from conformance.sources import pointer
 from conformance.strategies import ExternalRefs, GeneratorGap, defaulted_properties
@@ -141,7 +142,7 @@ class ToolRun:
             f"reply: {reply}",
         ]
         if outcome.stderr:
-            tail = "\n".join(outcome.stderr.splitlines()[-15:])
+            tail = "\n".join(collapsed(outcome.stderr.splitlines())[-15:])
             lines.append(f"worker stderr (last lines):\n{tail}")
         hang = self.timeout if outcome.kind == "timeout" else None
         lines.append(f"reproduce: {self.harness.reproduction(outcome.request, hang)}")
