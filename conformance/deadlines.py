@@ -36,6 +36,9 @@ class Deadlines:
     term: float = 2.0  # MCP: after SIGTERM, before SIGKILL (the Python SDK's figure)
     leftover: float = 1.0  # both: the last lines of a killed process
     linger: float = 3.0  # FengYu tools: a worker lives this long after its latest call
+    # FengYu tools and MCP: past its latest call, how long a process or thread a call started
+    # is waited on while it sleeps (or runs daemonised), so that what it does then is seen
+    late: float = 10.0
     start: float = 60.0  # FengYu tools and host: a worker's start through the host's manager
     replay: float = 10.0  # an MCP reproduction: one expected server line
     http: float = 30.0  # ERP: one request to the plugin's backend

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from conformance.check_registry import CheckContext, check
 from conformance.checks.fengyu_tools import ToolRun
+from conformance.fengyu.attribution import Unattributed
 from conformance.fengyu.effects import Observation
 from conformance.fengyu.manifest import AiTool
 from conformance.findings import Finding, NotApplicable
@@ -76,7 +77,8 @@ def _changed(run: ToolRun, declared: str, what: str) -> Iterator[Finding]:
             (True, observation.changes, observation.attempts),
             (False, observation.late_changes, observation.late),
         ):
-            writes = [a for a in attempts if a.kind == "write"]
+            # A write the sandbox allowed went into the data folder or a writable grant.
+            writes = [a for a in attempts if a.kind == "write" and a.refused]
             if not changed and not writes:
                 continue
             when = "a call" if during else "after a call answered, something it started"
@@ -111,13 +113,12 @@ def read_and_write_tools_stay_offline(ctx: CheckContext) -> Iterator[Finding]:
     for observation in observed(run):
         connections = observation.connections
         if connections:
-            targets = ", ".join(dict.fromkeys(c.target for c in connections))
             spec = run.workers.spec
-            if spec is not None and spec.sandbox is not None and spec.sandbox.network:
-                how = f"connected to {targets}"
-            else:
-                how = (
-                    f"tried to connect to {targets}, and its sandbox has no network (the "
+            offline = spec is None or spec.sandbox is None or not spec.sandbox.network
+            how = ", ".join(dict.fromkeys(c.describe(tried=offline) for c in connections))
+            if offline:
+                how += (
+                    ", and its sandbox has no network (the "
                     "manifest asks for none of network, network.email, database): under FengYu "
                     "the call never reaches it"
                 )
@@ -126,3 +127,51 @@ def read_and_write_tools_stay_offline(ctx: CheckContext) -> Iterator[Finding]:
             )
             yield from run.finding(Counterexample(problem, observation.outcome))
             return
+
+
+def _forbids(effect: str) -> bool:
+    """Whether a tool of this effect may not make a refused write, a connection or a send
+    (FY-EFF-001..003)."""
+    return effect in ("read", "write")
+
+
+@check("FY-EFF-004")
+def effects_belong_to_a_call(ctx: CheckContext) -> Iterator[Finding]:
+    workers = ctx.workers
+    if workers is None or not workers.declared:
+        raise NotApplicable("the plugin declares no worker")
+    effects = workers.effects
+    if effects.unwatched:
+        raise NotApplicable(effects.unwatched)
+    declared = {
+        str(t.name): t.effect or "external"
+        for t in workers.plugin.tools
+        if isinstance(t, AiTool) and isinstance(t.name, str)
+    }
+    if not effects.log:
+        raise NotApplicable("no tool of the plugin was called in this run")
+    effects.settle()
+    counted = [
+        u
+        for u in effects.unattributed
+        if (u.attempt.kind != "write" or u.attempt.refused)
+        and any(_forbids(declared.get(t, "external")) for t in u.suspects)
+    ]
+    if counted:
+        yield _unattributed_finding(ctx, counted, declared)
+
+
+def _unattributed_finding(
+    ctx: CheckContext, found: list[Unattributed], declared: dict[str, str]
+) -> Finding:
+    suspects = list(dict.fromkeys(t for u in found for t in u.suspects))
+    named = ", ".join(f"{t!r} (effect {declared.get(t, 'external')!r})" for t in suspects)
+    assert ctx.workers is not None
+    message = ctx.workers.shown(
+        "the worker wrote or reached out when no single call can be named for it, so the "
+        f"kit lays it at no tool's door; the tools that may have: {named}\n"
+        + _listed(found)
+        + "\n  the trace: "
+        + found[0].attempt.line[:300]
+    )
+    return ctx.manifest_finding("/aiTools", message)

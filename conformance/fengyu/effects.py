@@ -11,18 +11,21 @@ tried. What changed in the handed files after a call's snapshot, before the tool
 or until its worker was gone, is laid at that call's door as a late change.
 
 Verdicts wait for the worker's whole process tree to be gone (settle): the kit lets it live
-a while after its latest call (Deadlines.linger), as a host's worker would go on living, then
-ends it the way a host does. What the trace shows after a call answered is laid at that call's door.
+a while after its latest call (Deadlines.linger), as a host's worker would go on living, and
+longer while a process or thread a call started is asleep or daemonised (up to
+Deadlines.late), then ends it the way a host does. Each traced attempt is laid at the door of
+the call that made it, or kept as unattributed (attribution.py): never at the door of a tool
+whose call merely happened to be running.
 """
 
 from __future__ import annotations
 
-import bisect
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from conformance.fengyu.attribution import Unattributed, Window, attribute, still_acting
 from conformance.fengyu.file_watch import (
     Area,
     Change,
@@ -32,9 +35,10 @@ from conformance.fengyu.file_watch import (
     snapshot,
 )
 from conformance.fengyu.harness import CallOutcome
-from conformance.fengyu.syscall_trace import Attempt, read_trace
+from conformance.fengyu.syscall_trace import NET_KINDS, Attempt, read_full
 
 LOG_LIMIT = 500  # observations kept per tool; a property run makes far fewer calls
+POLL = 0.1  # seconds between two looks at the trace while something a call started sleeps
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,8 @@ class Observation:
 
     @property
     def connections(self) -> tuple[Attempt, ...]:
-        return tuple(a for a in (*self.attempts, *self.late) if a.kind == "connect")
+        """The connections and sends the call made, while it ran or after."""
+        return tuple(a for a in (*self.attempts, *self.late) if a.kind in NET_KINDS)
 
 
 @dataclass
@@ -75,13 +80,22 @@ class EffectWatch:
         unwatched: str,
         finish: Callable[[], float | None],
         writable: tuple[Path, ...] = (),
+        late: float = 0.0,
     ) -> None:
         """trace: the worker's strace output; cwd: its working folder; writable: the folders
         it may write (its data folder, the handed files); unwatched: why effects
         cannot be seen here ("" when they can); finish: ends the worker, once its linger has
         passed since the latest call, returning when its tree was gone (None when no worker
-        was running)."""
+        was running); late: how long past that the kit waits while a process or thread a call
+        started is asleep or daemonised (Deadlines.late)."""
         self.trace = trace
+        self.late = late
+        self.unattributed: list[Unattributed] = []
+        # Every call the harness made (observed or not: a reproduction, a cancellation) and
+        # the tool of each method, so that no call's effect is laid at another's door.
+        self.calls: list[tuple[float, float, CallOutcome]] = []
+        self.tools: dict[str, str] = {}
+        self._calls_settled = 0
         self.cwd = cwd
         self.writable = writable
         self.unwatched = unwatched
@@ -125,31 +139,59 @@ class EffectWatch:
 
     def settle(self) -> None:
         """End the traced worker and lay each traced attempt since the last settle at the
-        door of the call it came during or after."""
-        if not self._unsettled:
+        door of the call that made it, or keep it as unattributed."""
+        if not self._unsettled and len(self.calls) == self._calls_settled:
             return
+        windows = self._windows()
+        self._wait_for_sleepers(windows)
         gone = self._finish() or time.time()
         for tool, latest in list(self._latest.items()):
             self._since_latest(tool, self._snapshot(latest.area, latest.skipped), latest.skipped)
-        pending = sorted(self._unsettled, key=lambda key: self.log[key[0]][key[1]].start)
-        starts = [self.log[tool][index].start for tool, index in pending]
-        found: dict[tuple[str, int], tuple[list[Attempt], list[Attempt]]] = {}
-        for attempt in read_trace(self.trace, self.cwd, self.writable):
-            if not self._settled_until < attempt.time <= gone:
-                continue
-            at = bisect.bisect_right(starts, attempt.time) - 1
-            if at < 0:
-                continue  # the worker starting, before any call: no tool's doing
-            key = pending[at]
-            during = attempt.time <= self.log[key[0]][key[1]].end
-            found.setdefault(key, ([], []))[0 if during else 1].append(attempt)
-        for (tool, index), (while_running, late) in found.items():
+        trace = read_full(self.trace, self.cwd, self.writable)
+        found = attribute(trace, windows, self._settled_until, gone)
+        for key in {*found.during, *found.late}:
+            tool, index = key
+            if index < 0:  # a call no check observed: its own entry in the log
+                began, ended, outcome = self.calls[-1 - index]
+                self.log.setdefault(tool, []).append(Observation(outcome, (), began, ended))
+                index = len(self.log[tool]) - 1
             observation = self.log[tool][index]
             self.log[tool][index] = replace(
-                observation, attempts=tuple(while_running), late=tuple(late)
+                observation,
+                attempts=(*observation.attempts, *found.during.get(key, ())),
+                late=(*observation.late, *found.late.get(key, ())),
             )
+        self.unattributed += found.unattributed
         self._unsettled.clear()
         self._settled_until = gone
+        self._calls_settled = len(self.calls)
+
+    def _windows(self) -> list[Window[tuple[str, int]]]:
+        """Each observed call, and each other call of the harness (keyed by a negative
+        index into calls), as attribution.py reads them."""
+        observed = [
+            Window((tool, index), tool, observation.start, observation.end)
+            for tool, log in self.log.items()
+            for index, observation in enumerate(log)
+        ]
+        others = [
+            Window((self.tools.get(outcome.request["method"], ""), -1 - index), "", began, ended)
+            for index, (began, ended, outcome) in enumerate(self.calls)
+            if not any(w.start <= began and ended <= w.end for w in observed)
+        ]
+        return observed + [replace(w, tool=w.key[0]) for w in others if w.key[0]]
+
+    def _wait_for_sleepers(self, windows: list[Window[tuple[str, int]]]) -> None:
+        """Let a process or thread a call started finish what it sleeps before (a write 2.5 s
+        after the call answered), up to `late` after the latest call: only then is the trace
+        complete. A worker whose calls left nothing asleep is not waited on."""
+        if not windows:
+            return
+        horizon = max(w.end for w in windows) + self.late
+        while time.time() < horizon:
+            if not still_acting(read_full(self.trace, self.cwd, self.writable), windows):
+                return
+            time.sleep(POLL)
 
     def _since_latest(self, tool: str, now: Snapshot | None, skipped: list[Path]) -> None:
         """Lay what changed in the tool's handed files since its latest call's snapshot at

@@ -156,6 +156,10 @@ class WorkerServices:
         self.effects = EffectWatch(
             self.trace, seen_as(self.package), _unwatched(self.spec), self._end_harness, writable
         )
+        self.effects.late = deadlines.late  # past the linger, for what a call left asleep
+        self.effects.tools = {
+            str(t.method): str(t.name) for t in reversed(plugin.tools) if isinstance(t.method, str)
+        }
         self._last_call = 0.0
         self._harness: ToolHarness | None = None
         self._host: HostSession | None = None
@@ -295,6 +299,7 @@ class WorkerServices:
                 notify=self.notify,
                 deadlines=self.deadlines,
             )
+            self._harness.windows = self.effects.calls  # each call, for the effect watch
         return self._harness
 
     def stray_reporter(self) -> StrayReporter:

@@ -199,8 +199,10 @@ def _line(stamp: float, text: str, pid: int = 7) -> str:
 
 
 def test_each_traced_attempt_is_laid_at_the_door_of_its_call(tmp_path: Path) -> None:
-    """During a call, after it answered (late), before any call (the runtime starting: no
-    tool's), and once the worker is gone (not this worker's)."""
+    """During a call, after it answered by a thread it started (late), before any call (the
+    runtime starting: no tool's), and once the worker is gone (not this worker's). A thread
+    call a started acting during a call of b, or the main thread acting after b answered, is
+    laid at no one's door: unattributed, with the tools that may have made it (FY-EFF-004)."""
     now = time.time()
     watch = _watch(tmp_path, gone=now + 100)
     outcome = CallOutcome("result", {}, "", "", {})
@@ -209,18 +211,96 @@ def test_each_traced_attempt_is_laid_at_the_door_of_its_call(tmp_path: Path) -> 
         time.sleep(0.05)
     (a,), (b,) = watch.log["a"], watch.log["b"]
     write = 'openat(AT_FDCWD, "{}", O_WRONLY|O_CREAT, 0666) = -1 EROFS (Read-only file system)'
+    thread = "clone3({flags=CLONE_VM|CLONE_THREAD} => {parent_tid=[3 /* 8 in strace's PID NS */]}"
     lines = [
         _line(a.start - 1, write.format("/start")),
-        _line((a.start + a.end) / 2, write.format("/during-a")),
-        _line((a.end + b.start) / 2, write.format("/after-a")),
-        _line(b.end + 50, write.format("/after-b"), pid=9),
+        _line(a.start + 0.01, f"{thread}, 88) = 3 /* 8 in strace's PID NS */"),
+        _line(a.start + 0.02, write.format("/during-a")),
+        _line((a.end + b.start) / 2, write.format("/after-a"), pid=8),
+        _line((b.start + b.end) / 2, write.format("/during-b"), pid=8),
+        _line(b.end + 50, write.format("/after-b")),
         _line(now + 200, write.format("/gone")),
     ]
     (tmp_path / "trace").write_text("\n".join(lines))
     (a,), (b,) = watch.observed("a"), watch.observed("b")
     assert [x.target for x in a.attempts] == ["/during-a"]
     assert [x.target for x in a.late] == ["/after-a"]
-    assert [x.target for x in b.attempts] == [] and [x.target for x in b.late] == ["/after-b"]
+    assert b.attempts == b.late == ()
+    assert [(u.attempt.target, u.suspects) for u in watch.unattributed] == [
+        ("/during-b", ("a", "b")),
+        ("/after-b", ("b",)),
+    ]
+
+
+def test_sends_on_sockets_count_but_not_on_a_socketpair(tmp_path: Path) -> None:
+    """A socket connected at the start sends later with a plain write; a unix socket is
+    reached; a runtime's own socketpair and a netlink query are not effects."""
+    lines = [
+        "socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, [3<socket:[11]>, 4<socket:[12]>]) = 0",
+        'sendto(3<socket:[11]>, "x", 1, 0, NULL, 0) = 1',
+        'write(4<socket:[12]>, "x", 1) = 1',
+        "socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, NETLINK_ROUTE) = 5<socket:[13]>",
+        "sendto(5<socket:[13]>, [{nlmsg_len=20, nlmsg_type=RTM_GETADDR}], 20, 0, "
+        "{sa_family=AF_NETLINK, nl_pid=0, nl_groups=00000000}, 12) = 20",
+        "socket(AF_INET, SOCK_DGRAM|SOCK_CLOEXEC, IPPROTO_IP) = 6<socket:[14]>",
+        "connect(6<socket:[14]>, {sa_family=AF_INET, sin_port=htons(9), "
+        'sin_addr=inet_addr("127.0.0.1")}, 16) = 0',
+        'write(6<socket:[14]>, "data", 4) = 4',
+        'sendto(6<socket:[14]>, "data", 4, 0, NULL, 0) = -1 ECONNREFUSED (Connection refused)',
+        "socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0) = 7<socket:[15]>",
+        'connect(7<socket:[15]>, {sa_family=AF_UNIX, sun_path="/run/agent.sock"}, 17) = 0',
+        'write(7<socket:[15]>, "hello", 5) = 5',
+        'write(1<pipe:[16]>, "{}\\n", 3) = 3',
+        'write(9<socket:[99]>, "inherited", 9) = 9',
+    ]
+    (tmp_path / "trace").write_text("\n".join(_line(1.0 + i, t) for i, t in enumerate(lines)))
+    found = [a.describe() for a in read_trace(tmp_path / "trace", Path("/pkg"))]
+    assert found == [
+        "connected to 127.0.0.1:9",
+        "sent to 127.0.0.1:9",
+        "tried to send to 127.0.0.1:9",
+        "connected to the unix socket /run/agent.sock",
+        "sent to the unix socket /run/agent.sock",
+    ]
+
+
+def test_only_a_thread_a_call_left_asleep_holds_the_worker(tmp_path: Path) -> None:
+    """A thread a call started that sleeps (to write later) or a daemonised child keeps the
+    trace unfinished; a pool thread waiting for work, or the main thread asleep, does not."""
+    from conformance.fengyu.attribution import Window, still_acting
+    from conformance.fengyu.syscall_trace import read_full
+
+    windows = [Window(("a", 0), "a", 10.0, 11.0)]
+    born = "clone(child_stack=NULL, flags=CLONE_VM) = {} /* {} in strace's PID NS */"
+    sleep = "clock_nanosleep(CLOCK_MONOTONIC, 0, {{tv_sec=2, tv_nsec=0}},  <unfinished ...>"
+    cases = {
+        "pool": [_line(10.5, born.format(2, 8)), _line(10.6, "futex(0x1, FUTEX_WAIT) = 0")],
+        "main asleep": [_line(12.0, sleep.format(), pid=7)],
+        "asleep": [_line(10.5, born.format(2, 8)), _line(10.6, sleep.format(), pid=8)],
+        "woke": [
+            _line(10.5, born.format(2, 8)),
+            _line(10.6, sleep.format(), pid=8),
+            _line(12.6, "<... clock_nanosleep resumed>NULL) = 0", pid=8),
+        ],
+        "daemon": [_line(10.5, born.format(2, 8)), _line(10.6, "setsid() = 2", pid=8)],
+        "daemon gone": [
+            _line(10.5, born.format(2, 8)),
+            _line(10.6, "setsid() = 2", pid=8),
+            _line(11.6, "+++ exited with 0 +++", pid=8),
+        ],
+    }
+    acting = {}
+    for name, lines in cases.items():
+        (tmp_path / "trace").write_text("\n".join(lines))
+        acting[name] = still_acting(read_full(tmp_path / "trace", Path("/pkg")), windows)
+    assert acting == {
+        "pool": False,
+        "main asleep": False,
+        "asleep": True,
+        "woke": False,
+        "daemon": True,
+        "daemon gone": False,
+    }
 
 
 def test_the_trace_gives_refused_writes_and_internet_attempts(tmp_path: Path) -> None:
@@ -253,14 +333,16 @@ def test_the_trace_gives_refused_writes_and_internet_attempts(tmp_path: Path) ->
     assert found == [
         ("tried to write /pkg/build/x", True),
         ("tried to write /work/b", True),
+        ("wrote /data/ok", False),  # the data folder: allowed to a FengYu tool, not to MCP's
         ("tried to write /pkg/ui/index.html", True),
         ("tried to write /pkg/backend/worker.py", True),
         ("tried to write /etc/x", True),
+        ("wrote /data/cache.pyc", False),
         ("tried to write /data/cache.pyc", True),  # a link named like byte code, to anywhere
-        ("connected to 10.1.2.4:53", False),
+        ("sent to 10.1.2.4:53", False),
         ("tried to connect to 127.0.0.1:9", True),
         ("connected to [::1]:443", False),
-        ("connected to 10.1.2.3:53", False),
+        ("sent to 10.1.2.3:53", False),
     ]
 
 
