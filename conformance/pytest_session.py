@@ -40,6 +40,7 @@ from conformance.options import SUITES, KitOptions, OptionError
 from conformance.previous_version import PreviousError
 from conformance.report import report_paths, write_reports
 from conformance.rerun import failure_text, rerun_key
+from conformance.slow_tools import slow_tool_hints
 from conformance.strict_gaps import Gap, strict_gaps
 from reference_host.process.environment import WorkerEnvError
 
@@ -252,6 +253,10 @@ class KitSession:
                     )
         if self.gaps:
             self._tell_gaps(terminalreporter)
+        if hints := slow_tool_hints(self.records, self.kit.options.examples):
+            terminalreporter.section("slow tools", sep="-", yellow=True)
+            for hint in hints:
+                write(hint)
         if self.nothing_checked:
             terminalreporter.section("nothing checked", sep="-", yellow=True)
             write(
