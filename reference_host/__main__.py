@@ -79,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="plugin folders to install (or upgrade) at start; a folder that is not a "
         "plugin (no manifest.json, no metadata/tool/) stands for its plugin subfolders",
     )
+    serve.add_argument(
+        "--allow-downgrade",
+        action="store_true",
+        help="let a --plugins folder replace an installed newer version of its plugin "
+        "(refused otherwise, naming both versions)",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
     serve.add_argument("--port", type=int, default=8765, help="port (default %(default)s)")
     serve.add_argument(
@@ -507,7 +513,7 @@ async def serve(args: argparse.Namespace) -> int:
             remove_token(data_dir)
         for folder in plugin_folders(args.plugins):
             try:
-                info = await host.install(folder)
+                info = await host.install(folder, args.allow_downgrade)
             except PluginError as exc:
                 detail = f": {'; '.join(exc.problems)}" if exc.problems else ""
                 print(f"rejected {folder}: {exc.message}{detail}", file=sys.stderr, flush=True)

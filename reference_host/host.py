@@ -152,14 +152,15 @@ class Host:
             if (spec := self._worker_spec(row)) is not None:
                 self.manager.register(spec, resource_limits(row.manifest))
 
-    async def install(self, source: Path | str) -> PluginInfo:
-        """Install or upgrade; an upgraded plugin's running worker is replaced.
+    async def install(self, source: Path | str, downgrade: bool = False) -> PluginInfo:
+        """Install or upgrade; an upgraded plugin's running worker is replaced. An older
+        version than the installed one is refused unless downgrade.
 
         The copy runs before the lifecycle lock is taken, so a disable meanwhile need not wait
         for it (and the commit keeps that disable). The old version's folder is removed only
         after its worker has stopped, so calls meanwhile reach the old worker or the new one.
         """
-        staged = await asyncio.to_thread(self.plugins.stage, source)
+        staged = await asyncio.to_thread(self.plugins.stage, source, downgrade)
         try:
             await self._preflight(staged)
             async with self._lifecycle:

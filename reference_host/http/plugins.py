@@ -30,6 +30,7 @@ router = APIRouter()
 
 class InstallBody(StrictBody):
     path: str = Field(min_length=1, max_length=PATH_LIMIT)
+    downgrade: bool = False  # an older version may replace the installed one
 
 
 @router.get("/api/plugins", response_model=list[ListedPlugin], response_model_exclude_none=True)
@@ -50,7 +51,7 @@ async def list_plugins(host: HostDep) -> list[dict[str, Any]]:
 async def install_plugin(body: InstallBody, host: HostDep) -> JSONResponse:
     before = {info.id for info in host.plugins.list()}
     try:
-        info = await host.install(body.path)
+        info = await host.install(body.path, body.downgrade)
     except PluginError as exc:
         raise ApiError(_install_status(exc), exc.message, exc.problems) from None
     return JSONResponse(info.to_json(), status_code=200 if info.id in before else 201)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import semver
+
 from plugin_spec.erp_decls import erp_decls, is_erp_folder, read_erp_manifest
 from plugin_spec.fengyu_decls import model_tool_names, tool_decls
 from plugin_spec.json_files import JsonFileError, read_json_object
@@ -63,6 +65,7 @@ class Staged:
     source: Path
     folder: Path
     manifest: dict[str, Any]
+    downgrade: bool = False  # an older version may replace the installed one
 
     @property
     def plugin_id(self) -> str:
@@ -136,10 +139,10 @@ class PluginService:
     def get(self, plugin_id: str) -> PluginInfo:
         return PluginInfo.of(self._require(plugin_id))
 
-    def install(self, source: Path | str) -> PluginInfo:
+    def install(self, source: Path | str, downgrade: bool = False) -> PluginInfo:
         """Install (or upgrade to) the plugin in source, for a caller with no worker running
         from the old version; nothing changes if it is refused."""
-        staged = self.stage(source)
+        staged = self.stage(source, downgrade)
         try:
             info, previous = self.commit(staged)
         finally:
@@ -147,11 +150,12 @@ class PluginService:
         self.remove_unused(info.id, previous)
         return info
 
-    def stage(self, source: Path | str) -> Staged:
+    def stage(self, source: Path | str, downgrade: bool = False) -> Staged:
         """Validate source and copy it to a staging folder; no state changes.
 
         The clash checks run here too, so a refused plugin is not copied first; `commit`
-        repeats them against the state it writes to.
+        repeats them against the state it writes to. downgrade: an older version than the
+        installed one may replace it (else it is refused, naming both versions).
         """
         source = _resolve(source)
         try:
@@ -165,7 +169,7 @@ class PluginService:
             if report.errors:
                 raise PluginError(f"{source.name} does not pass validation", report.errors)
         manifest = _read_manifest(source)
-        self._admit(manifest, self._store.plugin(manifest["id"]))
+        self._admit(manifest, self._store.plugin(manifest["id"]), downgrade)
         # the copy, not a check before it, refuses links: one renamed into place after a
         # check would be copied as the file it points at
         staging = self._dir / f".staging-{uuid.uuid4().hex}"
@@ -181,7 +185,7 @@ class PluginService:
             if isinstance(exc, OSError):
                 raise PluginError(f"{source} cannot be copied: {exc}") from None
             raise
-        return Staged(source, staging, manifest)
+        return Staged(source, staging, manifest, downgrade)
 
     def commit(self, staged: Staged) -> tuple[PluginInfo, Path | None]:
         """Move the staged copy into place and record it; returns the plugin and the folder
@@ -196,7 +200,7 @@ class PluginService:
         target = self._dir / plugin_id / uuid.uuid4().hex[:12]
         with self._lock:
             previous = self._store.plugin(plugin_id)
-            enabled = self._admit(manifest, previous)
+            enabled = self._admit(manifest, previous, staged.downgrade)
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 staged.folder.replace(target)
@@ -298,10 +302,15 @@ class PluginService:
         with self._store.transaction() as db:
             self._store.own_tools(db, None, [code])
 
-    def _admit(self, manifest: dict[str, Any], previous: PluginRow | None) -> bool:
-        """Refuse a plugin that clashes with what is installed; returns the enabled flag it
-        gets (an upgrade keeps previous's)."""
+    def _admit(
+        self, manifest: dict[str, Any], previous: PluginRow | None, downgrade: bool = False
+    ) -> bool:
+        """Refuse a plugin that clashes with what is installed, or that is older than the
+        installed version unless downgrade; returns the enabled flag it gets (an upgrade
+        keeps previous's)."""
         plugin_id = manifest["id"]
+        if previous is not None and not downgrade:
+            _check_not_older(plugin_id, str(manifest.get("version", "")), previous.version)
         enabled = previous.enabled if previous else True
         self._check_ownership(plugin_id, _erp_codes(manifest))
         if enabled:
@@ -370,6 +379,23 @@ def _profile(manifest: dict[str, Any]) -> str:
 
 def _owner_text(owner: str | None) -> str:
     return f"plugin {owner}" if owner else "a tool created manually"
+
+
+def _check_not_older(plugin_id: str, version: str, installed: str) -> None:
+    """Refuse version where it is older than installed by SemVer precedence (versions that
+    are not SemVer are not compared: the manifest check reports them)."""
+    try:
+        older = semver.Version.parse(version) < semver.Version.parse(installed)
+    except (ValueError, TypeError):
+        return
+    if older:
+        raise PluginError(
+            f"{plugin_id} {version} is older than the installed {installed}: a downgrade is "
+            "refused unless asked for (the API's \"downgrade\": true, the host's "
+            "--allow-downgrade)",
+            [f"installed: {installed}", f"offered: {version}"],
+            "conflict",
+        )
 
 
 def _read_manifest(source: Path) -> dict[str, Any]:

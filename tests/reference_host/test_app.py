@@ -226,6 +226,21 @@ async def test_plugin_lifecycle_over_http(client: httpx.AsyncClient) -> None:
     assert [t["name"] for t in (await client.get("/api/tools")).json()] == ["echo"]
 
 
+async def test_a_downgrade_over_http_needs_asking(
+    client: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    older = tmp_path / "older"
+    shutil.copytree(MARKDOWN, older)
+    manifest = json.loads((older / "manifest.json").read_text())
+    (older / "manifest.json").write_text(json.dumps({**manifest, "version": "0.9.0"}))
+    await install(client, MARKDOWN)
+    refused = await client.post("/api/plugins", json={"path": str(older)})
+    assert refused.status_code == 409
+    assert "0.9.0 is older than the installed 1.0.0" in refused.text
+    asked = await client.post("/api/plugins", json={"path": str(older), "downgrade": True})
+    assert asked.status_code == 200 and asked.json()["version"] == "0.9.0"
+
+
 async def test_tools_show_definition_effect_and_owner(client: httpx.AsyncClient) -> None:
     await install(client, EXCEL)
     tools = {t["name"]: t for t in (await client.get("/api/tools")).json()}

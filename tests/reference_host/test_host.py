@@ -119,6 +119,20 @@ async def test_upgrade_is_an_install_of_the_same_id(host: Host, tmp_path: Path) 
     assert info.version == "1.1.0" and len(host.plugins.list()) == 1
 
 
+async def test_a_downgrade_is_refused_unless_asked_for(host: Host, tmp_path: Path) -> None:
+    """0.1.0 over 0.2.0 replaced the working version silently; now it needs downgrade, and
+    the refusal names both versions."""
+    await host.install(markdown_copy(tmp_path, "v2", version="0.2.0"))
+    older = markdown_copy(tmp_path, "v1", version="0.1.0")
+    with pytest.raises(PluginError) as raised:
+        await host.install(older)
+    assert "0.1.0 is older than the installed 0.2.0" in raised.value.message
+    assert raised.value.kind == "conflict"
+    assert [p.version for p in host.plugins.list()] == ["0.2.0"]
+    info = await host.install(older, downgrade=True)
+    assert info.version == "0.1.0"
+
+
 async def test_state_survives_a_restart(make_host: MakeHost) -> None:
     first = make_host()  # tmp_path / "host", reopened below
     await first.install(MARKDOWN)
