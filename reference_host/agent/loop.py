@@ -160,6 +160,14 @@ async def execute_call(
             yield failure(f"not run: {changed} while the approval waited; {remedy(callback)}")
             return
         decision = Decision.ALLOW if verdict.approved else Decision.DENY
+    elif plan.injected:  # no approval shows what the host filled in: say it here
+        yield events.tool_filled(
+            call_id,
+            name,
+            shown_arguments(callback, plan.arguments),
+            plan.injected,
+            [asdict(file) for file in plan.files],
+        )
     if decision is Decision.DENY:
         yield failure(f"the call to {name} was not approved")
         return

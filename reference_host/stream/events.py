@@ -39,6 +39,28 @@ def tool_call(call_id: str, name: str, arguments: str) -> Event:
     return Event("tool", {"phase": "call", "id": call_id, "name": name, "arguments": arguments})
 
 
+def tool_filled(
+    call_id: str,
+    name: str,
+    arguments: str,
+    injected: Sequence[str],
+    files: Sequence[Mapping[str, Any]] = (),
+) -> Event:
+    """A call the host filled in before sending (route B: the granted files it injected),
+    where no approval shows that: the arguments as sent, the parameters filled, the files."""
+    return Event(
+        "tool",
+        {
+            "phase": "filled",
+            "id": call_id,
+            "name": name,
+            "arguments": arguments,
+            "injected": list(injected),
+            "files": [dict(file) for file in files],
+        },
+    )
+
+
 def tool_result(call_id: str, name: str, success: bool, output: str) -> Event:
     return Event(
         "tool",

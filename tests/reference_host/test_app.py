@@ -485,7 +485,9 @@ async def test_route_b_grant_reaches_the_worker_through_http(
     )
     server.models.append(ScriptedModel([call("markdown_outline", {}), ModelTurn(text="ok")]))
     items = parse((await chat(client, conversationId="c9")).content)
-    output = json.loads(data(items[2])["output"])
+    assert kinds(items)[1:4] == ["tool.call", "tool.filled", "tool.result"]
+    assert data(items[2])["injected"] == ["filePath"]  # what the host filled in, shown
+    output = json.loads(data(items[3])["output"])
     assert output["success"] is True and [h["text"] for h in output["headings"]] == ["One", "Two"]
 
 
@@ -525,19 +527,20 @@ async def test_approval_round_trip_over_http(client: httpx.AsyncClient, server: 
     items, decisions = streamed.items, streamed.decisions
     assert kinds(items) == [
         ":connected",
-        *["tool.call", "tool.result"] * 2,
+        *["tool.call", "tool.filled", "tool.result"],  # the workbook, filled in
+        *["tool.call", "tool.result"],
         "tool.call",
         "approval",
         "tool.result",
         "token",
         "done",
     ]
-    approval = data(items[6])
+    approval = data(items[7])
     assert approval["callId"] == "c-execute" and approval["name"] == "excel_execute"
     assert approval["effect"] == "write"
     assert [d.status_code for d in decisions] == [200]
     assert decisions[0].json() == {"id": approval["id"], "approved": True}
-    result = data(items[7])
+    result = data(items[8])
     assert result["id"] == "c-execute" and result["success"] is True, result
     written = sorted(p.name for p in out.iterdir())
     assert written and all(name.endswith(".xlsx") for name in written)
@@ -556,8 +559,13 @@ async def test_call_commands_show_the_injected_folder_in_the_approval(
     server.models.extend([CallCommandModel(), CallCommandModel()])
     message = '/call excel_analyze {}\n/call excel_configure {"mode": "BY_SHEET"}'
     prepared = parse((await chat(client, message, conversationId="cc")).content)
-    assert kinds(prepared) == [":connected", *["tool.call", "tool.result"] * 2, "token", "done"]
-    assert all(data(item)["success"] for item in prepared[2:5:2])
+    assert kinds(prepared) == [
+        ":connected",
+        *["tool.call", "tool.filled", "tool.result", "tool.call", "tool.result"],
+        "token",
+        "done",
+    ]
+    assert all(data(item)["success"] for item in (prepared[3], prepared[5]))
     assert data(prepared[-1])["text"].startswith("excel_analyze: Analyzed 'sales.xlsx'")
     body = {"message": "/call excel_execute {}", "conversationId": "cc"}
     streamed = await stream_deciding(client, "/api/chat", body)

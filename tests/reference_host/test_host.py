@@ -155,8 +155,26 @@ async def test_route_b_injects_the_only_matching_grant(host: Host, tmp_path: Pat
     doc.write_text("# One\n## Two\n")
     host.grants.attach("c1", "fan.summer.markdown", doc, "read")
     events = await run(host, call("markdown_outline", {"filePath": "whatever the model says"}))
-    result = json.loads(events[1].data["output"])
+    phases = [e.data.get("phase") for e in events if e.type == "tool"]
+    assert phases == ["call", "filled", "result"]
+    result = json.loads(events[2].data["output"])
     assert result["success"] is True and len(result["headings"]) == 2
+
+
+async def test_a_read_call_the_host_filled_in_shows_what_it_sent(
+    host: Host, tmp_path: Path
+) -> None:
+    """No approval shows a read tool's injected file: the `filled` phase does (the console
+    showed `{}` as the arguments of a call that was given a file)."""
+    await host.install(MARKDOWN)
+    doc = tmp_path / "files" / "notes.md"
+    doc.write_text("# One\n")
+    ref = host.grants.attach("c1", "fan.summer.markdown", doc, "read")
+    events = await run(host, call("markdown_outline", {}))
+    (filled,) = [e.data for e in events if e.data.get("phase") == "filled"]
+    assert filled["injected"] == ["filePath"] and filled["name"] == "markdown_outline"
+    assert ref["id"] in filled["arguments"]
+    assert [f["path"] for f in filled["files"]] == [str(doc)]
 
 
 async def test_route_a_lists_refs_in_the_system_prompt(host: Host, tmp_path: Path) -> None:

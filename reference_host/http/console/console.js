@@ -406,6 +406,7 @@ class Exchange {
     if (event.type === "token") this.token(String(data.text ?? ""));
     else if (event.type === "thinking") this.thinking(String(data.text ?? ""));
     else if (event.type === "tool" && data.phase === "call") this.toolCall(data);
+    else if (event.type === "tool" && data.phase === "filled") this.toolFilled(data);
     else if (event.type === "tool" && data.phase === "result") this.toolResult(data);
     else if (event.type === "approval") this.approval(data);
     else if (event.type === "done") this.done(data);
@@ -453,6 +454,10 @@ class Exchange {
     this.status.textContent = `calling ${data.name}…`;
   }
 
+  toolFilled(data) {
+    this.card(String(data.id), String(data.name)).filled(data);
+  }
+
   toolResult(data) {
     this.card(String(data.id), String(data.name)).finished(Boolean(data.success), data.output);
     this.status.textContent = "waiting for the model…";
@@ -492,6 +497,7 @@ class ToolCard {
     this.outputBlock = el("div", {}, el("div", { className: "muted", text: "Output" }), this.output);
     this.outputBlock.hidden = true;
     this.approvals = el("div", {});
+    this.sent = el("div", {});
     this.root = el(
       "div",
       { className: "card tool waiting", attrs: { "data-call-id": id } },
@@ -504,6 +510,7 @@ class ToolCard {
       ),
       el("div", { className: "muted", text: "Arguments (from the model)" }),
       this.arguments,
+      this.sent,
       this.approvals,
       this.outputBlock,
     );
@@ -511,6 +518,17 @@ class ToolCard {
 
   called(argumentsText) {
     this.arguments.textContent = pretty(argumentsText ?? "");
+  }
+
+  /** What the host sent after filling in granted files (a `filled` event: no approval). */
+  filled(data) {
+    const injected = Array.isArray(data.injected) ? data.injected.map(String) : [];
+    const files = Array.isArray(data.files) ? data.files : [];
+    this.sent.replaceChildren(
+      el("div", { className: "muted", text: `Sent (filled in by the host: ${injected.join(", ")})` }),
+      el("pre", { className: "arguments sent", text: pretty(data.arguments ?? "") }),
+      files.length ? filesTable(files, injected) : null,
+    );
   }
 
   asked(approval) {
