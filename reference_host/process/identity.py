@@ -45,7 +45,7 @@ def hand_over(folder_fd: int) -> None:
 
 ACL_ACCESS, ACL_DEFAULT = "system.posix_acl_access", "system.posix_acl_default"
 ACL_VERSION = 2
-USER_OBJ, USER, GROUP_OBJ, MASK, OTHER = 0x01, 0x02, 0x04, 0x10, 0x20
+USER_OBJ, USER, GROUP_OBJ, GROUP, MASK, OTHER = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
 NO_ID = 0xFFFFFFFF
 MAX_OPENED = 100_000  # entries of one handed folder given an ACL entry; the rest keep theirs
 
@@ -81,25 +81,41 @@ def _walk(folder: Path) -> Iterator[Path]:
 
 def _add_entry(path: Path, uid: int) -> None:
     """An ACL entry giving uid the owner's permissions on path (and the default ACL of a
-    folder), keeping the mode's owner, group and other bits."""
+    folder), keeping the owner, group and other permissions and any other entry. The group
+    permissions come from an ACL already there, not from the mode, which then shows the mask:
+    taking them from the mode widened the group to the owner's at each hand-over."""
     mode = os.lstat(path).st_mode
     owner = (mode >> 6) & 7
-    entries = [
-        (USER_OBJ, owner, NO_ID),
-        (USER, owner, uid),
-        (GROUP_OBJ, (mode >> 3) & 7, NO_ID),
-        (MASK, owner | ((mode >> 3) & 7), NO_ID),
-        (OTHER, mode & 7, NO_ID),
-    ]
-    blob = struct.pack("<I", ACL_VERSION) + b"".join(struct.pack("<HHI", *e) for e in entries)
     try:
-        if os.getxattr(path, ACL_ACCESS, follow_symlinks=False) == blob:
-            return  # given at an earlier start: leave its times alone
+        present = _entries(os.getxattr(path, ACL_ACCESS, follow_symlinks=False))
     except OSError:
-        pass  # no ACL yet
+        present = []  # no ACL yet
+    if (USER, owner, uid) in present:
+        return  # given at an earlier start: leave its times alone
+    group = next((perm for tag, perm, _ in present if tag == GROUP_OBJ), (mode >> 3) & 7)
+    named = [e for e in present if e[0] in (USER, GROUP) and not (e[0] == USER and e[2] == uid)]
+    named.append((USER, owner, uid))
+    mask = group
+    for _, perm, _ in named:
+        mask |= perm
+    entries = sorted(
+        [
+            (USER_OBJ, owner, NO_ID),
+            (GROUP_OBJ, group, NO_ID),
+            (MASK, mask, NO_ID),
+            (OTHER, mode & 7, NO_ID),
+            *named,
+        ]
+    )
+    blob = struct.pack("<I", ACL_VERSION) + b"".join(struct.pack("<HHI", *e) for e in entries)
     os.setxattr(path, ACL_ACCESS, blob, follow_symlinks=False)
     if stat.S_ISDIR(mode):
         os.setxattr(path, ACL_DEFAULT, blob, follow_symlinks=False)
+
+
+def _entries(blob: bytes) -> list[tuple[int, int, int]]:
+    """The (tag, permissions, id) entries of an ACL as the kernel stores it."""
+    return [struct.unpack_from("<HHI", blob, 4 + 8 * i) for i in range((len(blob) - 4) // 8)]
 
 
 def closed_to_sandbox(folder: Path) -> str | None:
