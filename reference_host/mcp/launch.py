@@ -23,6 +23,7 @@ data folder (never inside it, where the server could replace it), and becomes bw
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -54,6 +55,29 @@ def server_data(data_dir: Path, name: str) -> Path:
     the name made one safe path component."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name).lstrip(".")
     return data_dir / DATA_FOLDER / (safe or "_")
+
+
+def prune_server_data(data_dir: Path, names: Iterable[str]) -> None:
+    """At a host's start: the data folders of the servers named are kept, with the HOME in
+    each (a server's config, npx's and uvx's caches: a server is not downloaded again at
+    every start), but for their `tmp`; what else an earlier host left in the servers' folder
+    (the folders of servers no longer configured, and their files beside) is removed."""
+    folder = data_dir / DATA_FOLDER
+    kept = {server_data(data_dir, name).name for name in names}
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        name, path = entry.name, Path(entry.path)
+        beside = any(name.startswith(f".{k}.") for k in kept)  # its stderr log, its filter
+        if name not in kept and not beside:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        elif path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path / "tmp", ignore_errors=True)
 
 
 def handed_folders(args: Iterable[str], cwd: Path, roots: Iterable[Path] = ()) -> HandedFolders:

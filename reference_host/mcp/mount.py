@@ -26,7 +26,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ from plugin_spec.mcp import approval_class, distinct_name
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.mcp.client import Connection
 from reference_host.mcp.config import McpConfigError, read_config
-from reference_host.mcp.launch import DATA_FOLDER, Launch, server_data
+from reference_host.mcp.launch import Launch, prune_server_data, server_data
 from reference_host.mcp.results import error_text, tool_result
 from reference_host.mcp.start_problems import start_hint
 from reference_host.mcp.stderr_log import log_path, tail
@@ -279,7 +278,7 @@ async def mount_servers(
     started are stopped."""
     configs = [c for c in read_config(config_file) if not c.disabled]
     hidden = (data_dir.resolve(),) if sandbox else None
-    shutil.rmtree(data_dir / DATA_FOLDER, ignore_errors=True)  # what an earlier host left
+    await asyncio.to_thread(prune_server_data, data_dir, [c.name for c in configs])
     servers = [
         McpServer(Launch(c, server_data(data_dir, c.name), hidden, pass_env, roots, bounds))
         for c in configs

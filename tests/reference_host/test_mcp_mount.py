@@ -31,6 +31,7 @@ from reference_host.agent.call_commands import CallCommandModel
 from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
 from reference_host.mcp.config import McpConfigError, read_config
+from reference_host.mcp.launch import server_data
 from reference_host.mcp.mount import (
     McpMounts,
     McpServer,
@@ -552,3 +553,24 @@ async def test_an_approval_does_not_carry_over_to_a_changed_definition(tmp_path:
                 "not run: mcp:fixture changed the definition of fixture__echo after it was "
                 "mounted; restart the host" in result["output"]
             )
+
+
+async def test_a_servers_home_is_kept_across_host_starts(tmp_path: Path, config_file: Path) -> None:
+    """A server's HOME (its config, npx's and uvx's caches) outlives a host's restart: the host
+    wiped every server's folder at each start, so desktop-commander was downloaded again (and
+    its first start ran past the host's deadline). Its tmp goes, as does the folder of a
+    server no longer configured."""
+    first = await mount_servers(config_file, tmp_path / "host")
+    await first.close()
+    data = server_data(tmp_path / "host", "units")
+    (data / "home" / "cache").mkdir(parents=True, exist_ok=True)
+    (data / "home" / "cache" / "kept.txt").write_text("downloaded once")
+    (data / "tmp").mkdir(exist_ok=True)
+    (data / "tmp" / "scratch").write_text("left by the last run")
+    gone = server_data(tmp_path / "host", "removed")
+    gone.mkdir(parents=True)
+    second = await mount_servers(config_file, tmp_path / "host")
+    await second.close()
+    assert (data / "home" / "cache" / "kept.txt").read_text() == "downloaded once"
+    assert not (data / "tmp" / "scratch").exists()
+    assert not gone.exists()
