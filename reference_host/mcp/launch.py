@@ -34,6 +34,7 @@ from mcp import StdioServerParameters
 from reference_host.mcp.config import ServerConfig
 from reference_host.process.bounds import DEFAULT_LIMITS, WorkerLimits
 from reference_host.process.environment import MCP_PASS_ENV
+from reference_host.process.identity import dropped_id
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.sandbox import (
     NEVER_BOUND,
@@ -78,6 +79,26 @@ def prune_server_data(data_dir: Path, names: Iterable[str]) -> None:
                 path.unlink(missing_ok=True)
         elif path.is_dir() and not path.is_symlink():
             shutil.rmtree(path / "tmp", ignore_errors=True)
+
+
+def safe_repositories(folders: Iterable[Path], env: dict[str, str]) -> dict[str, str]:
+    """git's `safe.directory` for each handed folder, as variables after those env has
+    (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n: added to, never replacing, the
+    system's and HOME's settings). Where the sandbox runs as another id than the user (the
+    host runs as root), git refuses a repository the user owns ("dubious ownership"): every
+    call of mcp-server-git failed in the folder it was handed. A desktop client runs the
+    server as the user, who owns it."""
+    try:
+        start = int(env.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        return {}
+    added: dict[str, str] = {}
+    for index, folder in enumerate(folders, start):
+        added[f"GIT_CONFIG_KEY_{index}"] = "safe.directory"
+        added[f"GIT_CONFIG_VALUE_{index}"] = str(folder)
+    if added:
+        added["GIT_CONFIG_COUNT"] = str(start + len(added) // 2)
+    return added
 
 
 def handed_folders(args: Iterable[str], cwd: Path, roots: Iterable[Path] = ()) -> HandedFolders:
@@ -145,6 +166,8 @@ def server_spec(
             network=True,
             places=(Place(data, SERVER_DATA_PLACE),),
         )
+        if dropped_id() is not None:
+            env = {**env, **safe_repositories(handed.writable, env)}
     return WorkerSpec(
         plugin_id=name,
         root=cwd,

@@ -109,3 +109,32 @@ def test_a_read_only_write_names_the_path_and_the_fix() -> None:
     assert hint is not None
     assert "wrote /srv/app/config.json" in hint and "--mcp-root DIR" in hint
     assert start_hint("Traceback: KeyError: 'x'", {}, {}, "/data/home") is None
+
+
+# Runs git in each repository named on its command line (as mcp-server-git does in its
+# --repository), printing the repository and git's verdict.
+GIT = """
+import subprocess, sys
+for repo in sys.argv[1:]:
+    done = subprocess.run(["git", "-C", repo, "status", "--porcelain"], capture_output=True,
+                          text=True)
+    print(repo, "ok" if done.returncode == 0 else done.stderr.strip().splitlines()[0])
+"""
+
+
+@pytest.mark.parametrize("where", ["host", "kit"])
+def test_git_works_in_a_repository_the_user_handed_over(tmp_path: Path, where: str) -> None:
+    """As root the sandbox runs as nobody, and git refused the user's repository ("dubious
+    ownership"): every call of mcp-server-git failed in the folder it was handed."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (tmp_path / "cwd").mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    argv = (sys.executable, "-c", GIT, str(repo))
+    if where == "host":
+        config = ServerConfig("git", argv[0], argv[1:], {}, tmp_path / "cwd")
+        state = tmp_path / "host-state"
+        spec = Launch(config, server_data(state, "git"), (state.resolve(),)).spec
+    else:
+        spec = McpServer("git", argv, tmp_path / "cwd", {}, (), "test").spec()
+    assert run(spec) == {str(repo): "ok"}
