@@ -20,7 +20,6 @@ from conformance.mcp.services import UNKNOWN_TOOL
 from conformance.mcp.wire import Reply
 from conformance.properties import Counterexample, find_counterexample
 from conformance.strategies import GeneratorGap, InputSpace
-from plugin_spec import mcp
 
 # Invalid arguments left unanswered are MCP-CALL-003's finding; the rules that judge the
 # answer's form are skipped naming it, without waiting out another call.
@@ -260,31 +259,3 @@ def secrets_stay_in(ctx: CheckContext) -> Iterator[Finding]:
             tool.pointer,
         )
         return
-
-
-@check("MCP-ANN-001")
-def read_only_holds(ctx: CheckContext) -> Iterator[Finding]:
-    tool = _tool(ctx)
-    if not mcp.annotation(tool.definition, "readOnlyHint"):
-        raise NotApplicable(
-            f"tool {tool.name!r} is not annotated readOnlyHint: true (taken as not read-only)"
-        )
-    services = ctx.sessions
-    effects = services.effects_of(tool.name or "", _space(tool).minimal())
-    if effects.unseen:
-        raise NotApplicable(effects.unseen)
-    if not effects.seen and not effects.succeeded:
-        raise NotApplicable(
-            f"the call of {tool.name!r} with its simplest arguments was refused (isError or "
-            "an error): it did nothing whose effects could be judged"
-        )
-    # Reading the open world (a fetch, a search) is still read-only; a tool that also says
-    # openWorldHint: false has no business connecting anywhere.
-    closed = not mcp.annotation(tool.definition, "openWorldHint")
-    counted = [e for e in effects.seen if e.kind == "write" or closed]
-    for effect in counted[:3]:
-        yield ctx.server_finding(
-            f"tool {tool.name!r} is annotated readOnlyHint: true, but a call with "
-            f"{shown(effect.arguments)} {effect.what}",
-            f"{tool.pointer}/annotations/readOnlyHint",
-        )

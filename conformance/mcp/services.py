@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance.deadlines import Deadlines
-from conformance.fengyu.syscall_trace import effects_unseen, read_trace, strace_program, tracer
 from conformance.findings import NotApplicable
+from conformance.mcp.call_effects import CallEffects
 from conformance.mcp.server import McpServer
 from conformance.mcp.session import Listing, Opening, Session, open_session
 from conformance.mcp.wire import Reply, Shutdown, Wire
@@ -62,22 +62,6 @@ class Called:
     leaked: dict[str, Match]  # by the variable's name
 
 
-@dataclass(frozen=True)
-class Effect:
-    arguments: Any
-    what: str
-    kind: str  # write | connect (syscall_trace.Attempt)
-
-
-@dataclass(frozen=True)
-class Effects:
-    """What calls were seen to do; unseen says why nothing could be seen."""
-
-    seen: list[Effect]
-    unseen: str = ""
-    succeeded: bool = False  # the call got a result that is not an error
-
-
 class McpServices:
     """One server's sessions for the checks of a run."""
 
@@ -101,6 +85,7 @@ class McpServices:
         self.unanswered: set[str] = set()  # tools whose invalid arguments got no answer
         self._exercised = False
         self.results: list[Called] = []  # every call of the run
+        self.call_effects = CallEffects(server, deadlines.late)  # MCP-ANN-001, MCP-ANN-002
 
     def wires(self) -> list[Wire]:
         """Every server process the run's checks started, in order."""
@@ -173,7 +158,9 @@ class McpServices:
         a crashed server: one tool's crash is its own finding, not every later item's."""
         self.require_session()
         if self._session is None or not self._session.wire.alive():
-            wire = self.launch()
+            wrapper, trace = self.call_effects.wrapper()  # traced: every call's effects
+            wire = self.launch(wrapper)
+            self.call_effects.launched(wire, trace)
             self._session = Session(wire, open_session(wire, self.server.mode))
         return self._session
 
@@ -211,7 +198,9 @@ class McpServices:
         session = self.session
         wire = id(session.wire)
         token = session.wire.next_id()
+        began = time.time()
         reply = session.call_tool(tool, arguments, progress=token)
+        self.call_effects.note(session.wire, tool, arguments, began, reply)
         if reply.timed_out:
             # A client cancels what it stopped waiting for; what the server still sends for
             # it answers nothing the kit waits on, so it is not judged late.
@@ -265,30 +254,14 @@ class McpServices:
                 self.call(tool.name, arguments)
         return [p for p in self._progress.values() if p.values or p.late]
 
-    def effects_of(self, tool: str, arguments: Any) -> Effects:
-        """What one call of the tool tried besides answering, seen from a traced launch in
-        the sandbox: writes it refused and connections (syscall_trace.py)."""
-        if unseen := effects_unseen():
-            return Effects([], unseen)
-        trace = self.server.folder() / f"effects-{len(self._wires)}.trace"
-        wire = self.launch(tracer(strace_program(), trace))
-        opening = open_session(wire, self.server.mode)
-        if opening.era is None:
-            wire.kill()
-            return Effects([], f"the traced server opened no session: {opening.problem}")
-        session = Session(wire, opening)
-        session.list_tools()  # as a host lists the tools before each call
-        begun = time.time()
-        reply = session.call_tool(tool, arguments, progress=wire.next_id())
-        wire.close()
-        seen_as = self.server.spec().seen  # the trace names paths as the server sees them
-        attempts = read_trace(trace, seen_as(self.server.root), (seen_as(self.server.data_dir),))
-        seen = [
-            Effect(arguments, f"{a.describe()} ({reply.describe()[:80]})", a.kind)
-            for a in attempts
-            if a.time >= begun
-        ]
-        return Effects(seen, succeeded=reply.succeeded)
+    def call_effects_judged(self) -> CallEffects:
+        """Every call's effects complete: the calls session, when running, ended once what
+        its calls left asleep has acted (call_effects.py); a later call starts it again."""
+        if self._session is not None:
+            self.call_effects.wait(self._session.wire)
+            self._session.wire.close()
+            self._session = None
+        return self.call_effects
 
     def save(self, wire: Wire, name: str) -> Path:
         """The wire's frames as JSONL (a header line naming the command, then one line per
