@@ -79,6 +79,13 @@ class Connection:
         self._task = asyncio.create_task(self._hold(opened), name=f"mcp {self._launch.server.name}")
         try:
             self.client = await asyncio.wait_for(asyncio.shield(opened), OPEN_TIMEOUT)
+        except TimeoutError:
+            await self.close()
+            raise TimeoutError(
+                f"no session within {OPEN_TIMEOUT:g} s of the start (a first npx or uvx run "
+                "downloads the server, which its cache in the server's HOME then keeps: start "
+                "the host again, or run the command once by hand)"
+            ) from None
         except BaseException:
             await self.close()
             raise

@@ -30,6 +30,7 @@ from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.call_commands import CallCommandModel
 from reference_host.host import Host, HostConfig
 from reference_host.http.app import create_app
+from reference_host.mcp import client
 from reference_host.mcp.config import McpConfigError, read_config
 from reference_host.mcp.launch import server_data
 from reference_host.mcp.mount import (
@@ -574,3 +575,20 @@ async def test_a_servers_home_is_kept_across_host_starts(tmp_path: Path, config_
     assert (data / "home" / "cache" / "kept.txt").read_text() == "downloaded once"
     assert not (data / "tmp" / "scratch").exists()
     assert not gone.exists()
+
+
+async def test_a_server_that_does_not_open_in_time_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first npx run of desktop-commander took past the deadline, and the host said only
+    'TimeoutError'."""
+    monkeypatch.setattr(client, "OPEN_TIMEOUT", 0.5)
+    folder = tmp_path / "servers"
+    folder.mkdir()
+    silent = {"command": sys.executable, "args": ["-c", "import time; time.sleep(3)"]}
+    config = folder / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"slow": silent}}))
+    with pytest.raises(
+        McpConfigError, match=r"'slow' could not be mounted: no session within 0.5 s"
+    ):
+        await mount_servers(config, tmp_path / "host")
