@@ -29,7 +29,7 @@ from conformance.mcp.wire import Reply, Wire
 from plugin_spec.mcp import offered_name
 from plugin_spec.secret_search import SHORTEST_ENCODED
 from reference_host.mcp.launch import server_data, server_spec
-from reference_host.mcp.start_problems import start_hint
+from reference_host.mcp.start_problems import LAUNCHERS, start_hint
 from reference_host.process.bounds import DEFAULT_LIMITS, WorkerLimits
 from reference_host.process.environment import SECRET_LOOKING
 from reference_host.process.launch import WorkerSpec
@@ -202,7 +202,14 @@ def _no_session(opening: Opening, wire: Wire) -> LoadProblem:
     message = f"no session could be opened in either era: {opening.problem}{tail}"
     spec = wire.spec
     given = spec.environment()
-    hint = start_hint("\n".join(stderr), given, os.environ, given.get("HOME", ""))
+    command = spec.argv[0] if spec.argv else ""
+    hint = start_hint("\n".join(stderr), given, os.environ, given.get("HOME", ""), command)
+    if hint is None and wire.alive() and command.rsplit("/", 1)[-1] in LAUNCHERS:
+        hint = (
+            f"a first {command.rsplit('/', 1)[-1]} run downloads the server, which can take "
+            "longer than the kit waits for the first answer: give it time with "
+            "`--conformance-deadline-scale 5`"
+        )
     if hint is None:
         return LoadProblem(message)
     return LoadProblem(f"{message}\n{hint}", fix=hint[0].upper() + hint[1:] + ".")

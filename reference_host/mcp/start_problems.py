@@ -29,14 +29,23 @@ TLS_FAILURE = re.compile(
     re.IGNORECASE,
 )
 READ_ONLY = re.compile(r"read-only file system|EROFS", re.IGNORECASE)
+# What package launchers print of their own (npm's notices and errors, uv's progress): a
+# server whose stderr holds only these never ran, its launcher gave up installing it.
+LAUNCHER_LINE = re.compile(
+    r"^\s*(npm (notice|warn|error|ERR!)|npm$|Installed \d+ packages?|Resolved \d+ packages?|"
+    r"Downloading |Prepared \d+ packages?|warning: )",
+    re.IGNORECASE,
+)
+LAUNCHERS = frozenset({"npx", "uvx", "pnpx", "bunx"})
 QUOTED_PATH = re.compile(r"""['"](/[^'"\n]+)['"]""")
 
 
 def start_hint(
-    stderr: str, given: Mapping[str, str], environ: Mapping[str, str], home: str
+    stderr: str, given: Mapping[str, str], environ: Mapping[str, str], home: str, command: str = ""
 ) -> str | None:
-    """What the server's stderr says went wrong, when it is the sandbox's doing, with the
-    fix; None otherwise. given: the variables the server got; home: its HOME."""
+    """What the server's stderr says went wrong, when it is the sandbox's or the launcher's
+    doing, with the fix; None otherwise. given: the variables the server got; home: its
+    HOME; command: the program started (npx, uvx: a launcher that installs the server)."""
     if TLS_FAILURE.search(stderr):
         missing = [name for name in CA_VARIABLES if name in environ and name not in given]
         if missing:
@@ -62,4 +71,14 @@ def start_hint(
                 f"HOME ({home}) and the folders it is handed are writable: hand it the folder "
                 "with `--mcp-root DIR` (kit and host), the entry's `roots`, or as an argument"
             )
+    launcher = command.rsplit("/", 1)[-1]
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if launcher in LAUNCHERS and all(LAUNCHER_LINE.match(line) for line in lines):
+        return (
+            f"the launcher ({launcher}) exited before the server ran: installing the package "
+            "failed, and its own output (above) does not say why; run the command by hand "
+            "(npx: with `--loglevel verbose`). A step that downloads more during the "
+            "install, such as puppeteer's browser, fails where the network is closed: skip "
+            "it through the entry's env (PUPPETEER_SKIP_DOWNLOAD=1)"
+        )
     return None

@@ -138,3 +138,13 @@ def test_git_works_in_a_repository_the_user_handed_over(tmp_path: Path, where: s
     else:
         spec = McpServer("git", argv, tmp_path / "cwd", {}, (), "test").spec()
     assert run(spec) == {str(repo): "ok"}
+
+
+def test_a_launcher_that_gave_up_is_named_not_the_protocol() -> None:
+    notices = "npm notice\nnpm notice New minor version of npm available! 11.19.1 -> 11.21.3"
+    hint = start_hint(notices, {}, {}, "/data/home", "/usr/bin/npx")
+    assert hint is not None and hint.startswith("the launcher (npx) exited before the server ran")
+    assert "PUPPETEER_SKIP_DOWNLOAD" in hint
+    assert start_hint(notices, {}, {}, "/data/home", "python") is None
+    spoke = f"{notices}\nTypeError: cannot read properties of undefined"
+    assert start_hint(spoke, {}, {}, "/data/home", "npx") is None
