@@ -44,9 +44,9 @@ def _tool(ctx: CheckContext) -> McpTool:
     return tool
 
 
-def _space(tool: McpTool) -> InputSpace:
+def _space(ctx: CheckContext, tool: McpTool) -> InputSpace:
     try:
-        return InputSpace.of(tool.input_schema)
+        return ctx.sessions.input_space(tool)
     except GeneratorGap as exc:
         raise NotApplicable(f"no arguments can be generated: {exc}") from None
 
@@ -83,7 +83,7 @@ def _reproduction(ctx: CheckContext, tool: McpTool, arguments: Any, got: str) ->
 def _search(
     ctx: CheckContext, tool: McpTool, judge: Callable[[Reply], str], *, invalid: bool = False
 ) -> Iterator[Finding]:
-    space = _space(tool)
+    space = _space(ctx, tool)
     services = ctx.sessions
     assert tool.name is not None
     name = tool.name
@@ -244,7 +244,7 @@ def secrets_stay_in(ctx: CheckContext) -> Iterator[Finding]:
         )
     services = ctx.sessions
     if not any(c.tool == tool.name for c in services.results):
-        services.call(tool.name or "", _space(tool).minimal())
+        services.call(tool.name or "", _space(ctx, tool).minimal())
     for called in services.results:
         if called.tool != tool.name or not called.leaked:
             continue

@@ -11,18 +11,22 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conformance.deadlines import Deadlines
 from conformance.findings import NotApplicable
 from conformance.mcp.call_effects import CallEffects
-from conformance.mcp.server import McpServer
+from conformance.mcp.server import McpServer, McpTool
 from conformance.mcp.session import Listing, Opening, Session, open_session
+from conformance.mcp.tried import TriedCalls
 from conformance.mcp.wire import Reply, Shutdown, Wire
 from conformance.search_settings import PropertySettings
 from conformance.sources import strings_in
 from plugin_spec import mcp
 from plugin_spec.secret_search import Match, find
+
+if TYPE_CHECKING:
+    from conformance.strategies import GeneratorGap, InputSpace
 
 UNKNOWN_VERSION = "1999-01-01"  # MCP-LIF-002: a version no server knows
 UNKNOWN_TOOL = "conformance_no_such_tool"  # MCP-CALL-005: never listed
@@ -85,6 +89,8 @@ class McpServices:
         self.unanswered: set[str] = set()  # tools whose invalid arguments got no answer
         self._exercised = False
         self.results: list[Called] = []  # every call of the run
+        self._spaces: dict[str, InputSpace | GeneratorGap] = {}  # by the tool's pointer
+        self._tried = TriedCalls()  # answers to calls already made, sent once (tried.py)
         self.call_effects = CallEffects(server, deadlines.late)  # MCP-ANN-001, MCP-ANN-002
 
     def wires(self) -> list[Wire]:
@@ -194,8 +200,11 @@ class McpServices:
     def call(self, tool: str, arguments: Any) -> Reply:
         """One tools/call in the calls session, following its progress as a host that shows
         progress does (the token is the request's id); the progress it is sent is kept for
-        MCP-UTL-004, the reply for MCP-SEC-003."""
+        MCP-UTL-004, the reply for MCP-SEC-003. A call this session already answered is not
+        sent again: the answer is the first one (tried.py)."""
         session = self.session
+        if (tried := self._tried.get(session.wire, tool, arguments)) is not None:
+            return tried
         wire = id(session.wire)
         token = session.wire.next_id()
         began = time.time()
@@ -225,6 +234,7 @@ class McpServices:
         if progress.values:
             self._progress[(wire, token)] = progress
         self.results.append(Called(tool, arguments, reply.describe(), self._leaks(reply)))
+        self._tried.put(session.wire, tool, arguments, reply)
         return reply
 
     def _leaks(self, reply: Reply) -> dict[str, Match]:
@@ -237,18 +247,33 @@ class McpServices:
         found = ((name, find(value, text)) for name, value in given.items())
         return {name: match for name, match in found if match is not None}
 
+    def input_space(self, tool: McpTool) -> InputSpace:
+        """The tool's inputs, worked out once for every check of the run (its minimal()
+        with them: one search per tool, not one per check); raises GeneratorGap."""
+        from conformance.strategies import GeneratorGap, InputSpace
+
+        if tool.pointer not in self._spaces:
+            try:
+                self._spaces[tool.pointer] = InputSpace.of(tool.input_schema)
+            except GeneratorGap as gap:
+                self._spaces[tool.pointer] = gap
+        space = self._spaces[tool.pointer]
+        if isinstance(space, GeneratorGap):
+            raise space.with_traceback(None)
+        return space
+
     def progress_seen(self) -> list[Progress]:
         """The progress every call of the run was sent, after one call of each tool with its
         simplest valid input, made here if no call was made yet."""
         if not self._exercised:
             self._exercised = True
-            from conformance.strategies import GeneratorGap, InputSpace
+            from conformance.strategies import GeneratorGap
 
             for tool in self.server.tools:
                 if tool.name is None:
                     continue
                 try:
-                    arguments = InputSpace.of(tool.input_schema).minimal()
+                    arguments = self.input_space(tool).minimal()
                 except GeneratorGap:
                     continue
                 self.call(tool.name, arguments)
