@@ -13,7 +13,8 @@ change at any time (a "rug pull": the tool approved is not the tool that runs). 
 is bound to the digest of the definition the server listed when it was mounted, which is
 what the model was shown; it is refused when the server's latest listing of the tool says
 otherwise, when asked and again before the call (the callback itself lists the server's
-tools again before each call, and refuses a changed definition whatever the approval).
+tools again once per turn and after `notifications/tools/list_changed`, and refuses a changed
+definition whatever the approval: mcp/mount.py).
 """
 
 from __future__ import annotations

@@ -70,6 +70,8 @@ class Connection:
         self.lost = False
         # why the host stopped the server itself (a line nested too deep, a bound), else None
         self.refused: str | None = None
+        # set by notifications/tools/list_changed: the next call lists the tools again
+        self.tools_changed = False
         self._watch: asyncio.Task[None] | None = None
 
     async def open(self) -> Client:
@@ -106,8 +108,10 @@ class Connection:
             return False
 
     async def tools(self) -> list[mcp_types.Tool]:
-        """Every tool the server lists, page by page."""
+        """Every tool the server lists, page by page (a list_changed notification that comes
+        meanwhile marks this listing stale too)."""
         assert self.client is not None
+        self.tools_changed = False
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
         for _ in range(LIST_PAGES):
@@ -170,9 +174,12 @@ class Connection:
                 MANAGED.discard(self.pid)
 
     async def _on_message(self, message: Any) -> None:
-        """What the SDK hands the client besides answers: a line it could not read for its
-        nesting, or one too long to read (transport.py), stops the server (its pending
-        requests then fail at once)."""
+        """What the SDK hands the client besides answers: notifications/tools/list_changed
+        marks the listing stale; a line it could not read for its nesting, or one too long
+        to read (transport.py), stops the server (its pending requests then fail at once)."""
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self.tools_changed = True
+            return
         if not isinstance(message, Exception) or self.refused is not None:
             return
         why = (

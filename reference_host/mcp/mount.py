@@ -11,8 +11,12 @@ its annotations are read as absent and never relax an approval
 
 Definitions: the model is offered each tool as the server listed it at mount, and an approval
 is bound to the digest of that listed definition (agent/approval_binding.py). The server may
-list something else later (a "rug pull"), so each call lists its tools again first and is
-refused, whatever was approved, when the tool's definition is no longer the one mounted.
+list something else later (a "rug pull"), so its tools are listed again before the first call
+of each turn (a chat turn or workflow run: the call's run id), after the server said
+`notifications/tools/list_changed`, and after it was started again; a call is refused,
+whatever was approved, when the tool's definition in that listing is no longer the one
+mounted. Listing before every call cost a second round trip per call. A call without a run
+id (made outside a turn) lists first, as before.
 
 A server that crashed is started again by the next call to one of its tools, once per call;
 when that start fails too the call gets an error result saying so (with how many starts have
@@ -78,6 +82,9 @@ class McpServer:
         self.failed_starts = 0
         self._connection: Connection | None = None
         self._lock = asyncio.Lock()
+        # the connection and turn (run id) that self.listed was listed on and for
+        self._listed_on: Connection | None = None
+        self._listed_for = ""
 
     @property
     def owner(self) -> str:
@@ -101,6 +108,7 @@ class McpServer:
             connection = await self._start()
             self.tools = _unique(await connection.tools())
             self.listed = digests(self.tools)
+            self._listed_on = connection
         except Exception as exc:
             await self.close()
             raise McpConfigError(
@@ -108,9 +116,12 @@ class McpServer:
                 f"{self._stderr_tail()}"
             ) from None
 
-    async def call(self, tool: str, arguments: dict[str, Any], mounted: str) -> ToolResult:
+    async def call(
+        self, tool: str, arguments: dict[str, Any], mounted: str, turn: str = ""
+    ) -> ToolResult:
         """tools/call with the server's own tool name, if the server still lists the tool
-        with the definition whose digest is mounted; every failure is a failed result."""
+        with the definition whose digest is mounted (listed once per turn, see above); every
+        failure is a failed result."""
         async with self._lock:
             connection = self._connection
             if connection is None or connection.lost or not connection.alive():
@@ -122,10 +133,13 @@ class McpServer:
                         f"({self.failed_starts} failed start(s) in a row): {error_text(exc)}"
                         f"{self._stderr_tail()}"
                     )
-        try:
-            self.listed = digests(_unique(await connection.tools()))
-        except Exception as exc:
-            return self._failure(connection, f"listing its tools before the call to {tool}", exc)
+            if self._stale(connection, turn):
+                try:
+                    self.listed = digests(_unique(await connection.tools()))
+                except Exception as exc:
+                    what = f"listing its tools before the call to {tool}"
+                    return self._failure(connection, what, exc)
+                self._listed_on, self._listed_for = connection, turn
         listed = self.listed.get(tool)
         if listed is None:
             return failure(f"not run: MCP server {self.name} no longer lists {tool}")
@@ -139,6 +153,16 @@ class McpServer:
             return tool_result(await connection.call(tool, arguments, CALL_TIMEOUT))
         except Exception as exc:
             return self._failure(connection, f"the call to {tool}", exc)
+
+    def _stale(self, connection: Connection, turn: str) -> bool:
+        """Whether the tools must be listed before a call in turn: not yet in this turn (or
+        no turn), on this connection, or the server said they changed since."""
+        return (
+            not turn
+            or turn != self._listed_for
+            or connection is not self._listed_on
+            or connection.tools_changed
+        )
 
     def _failure(self, connection: Connection, what: str, exc: Exception) -> ToolResult:
         """A request that raised, as a failed result: the server stopped by the host, gone,
@@ -194,7 +218,8 @@ class McpServer:
         if not lines:
             return ""
         env = self.launch.spec.environment()
-        hint = start_hint("\n".join(lines), env, os.environ, env.get("HOME", ""))
+        command = self.launch.server.command
+        hint = start_hint("\n".join(lines), env, os.environ, env.get("HOME", ""), command)
         return f"; its stderr ends: {' | '.join(lines)}" + (f"; {hint}" if hint else "")
 
 
@@ -229,7 +254,7 @@ class McpToolCallback(SentAsIs):
             arguments = plan.arguments.object()
         except ValueError as exc:
             return failure(str(exc))
-        return await self.server.call(self.tool, arguments, self.mounted_digest)
+        return await self.server.call(self.tool, arguments, self.mounted_digest, context.run_id)
 
 
 class McpMounts:
