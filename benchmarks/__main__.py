@@ -22,6 +22,7 @@ from benchmarks import (
     kit,
     kit_tools,
     lifecycle,
+    minimal_input,
     provider_fit,
     rpc,
     sse,
@@ -40,6 +41,7 @@ SECTIONS: dict[str, Callable[[Settings], tuple[list[Row], list[str]]]] = {
     "provider-fit": provider_fit.run,
     "startup": startup.run,
     "lifecycle": lifecycle.run,
+    "minimal-input": minimal_input.run,
 }
 HEADER = ["Benchmark", "Median", "Baseline (median)", "Ratio", "Target", "Met", "Notes"]
 
@@ -61,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cells(row: Row) -> list[str]:
     met = "" if row.met is None else ("yes" if row.met else "**no**")
     return [
-        f"{row.section[0]}. {row.label}",
+        f"{row.section.split()[0]}. {row.label}",
         fmt_value(row.value, row.unit),
         f"{fmt_value(row.baseline, row.unit)} ({row.baseline_label})",
         fmt_ratio(row.ratio),
