@@ -148,8 +148,11 @@ def effects_belong_to_a_call(ctx: CheckContext) -> Iterator[Finding]:
         for t in workers.plugin.tools
         if isinstance(t, AiTool) and isinstance(t.name, str)
     }
-    if not effects.log:
-        raise NotApplicable("no tool of the plugin was called in this run")
+    if workers.launch_error is not None or not workers.answers_at_start:
+        raise NotApplicable(workers.start_failure())
+    # Alone in its process (-k, or -n where the tools' items ran elsewhere): a call of each
+    # tool first, as FY-WRK-020 makes; it judges the calls of its own process.
+    workers.exercise("FY-EFF-004")
     effects.settle()
     counted = [
         u
