@@ -386,7 +386,10 @@ class WorkerServices:
             self._host = None
 
     def shown(self, text: str) -> str:
-        """text with the kit's copy of the plugin named as the author's folder."""
+        """text with the paths the worker saw (its sandbox's places: /plugin, /plugin-data)
+        named as out here, and the kit's copy of the plugin as the author's folder."""
+        if self._tools_spec is not None:
+            text = self._tools_spec.view.outside_text(text)
         return text.replace(str(self.package), str(self.plugin.root))
 
     def _called(self) -> None:
