@@ -86,3 +86,17 @@ class NotApplicable(Exception):
 def named_requirements(reason: str) -> tuple[str, ...]:
     """The requirement ids a skip reason names in parentheses, in order, once each."""
     return tuple(dict.fromkeys(NAMED_REQUIREMENT.findall(reason)))
+
+
+class NotExercised(Exception):
+    """Raised by a check whose tool calls were every one refused or answered with an error:
+    nothing the tool does was examined, so the item is not a pass (a status of its own,
+    `not-exercised`; a failure under --conformance-strict unless the baseline accepts it).
+
+    last_error is how the latest refused call was answered, for the user to see why.
+    """
+
+    def __init__(self, reason: str, last_error: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.last_error = last_error

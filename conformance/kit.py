@@ -20,13 +20,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conformance.baseline import Baseline, ExpectedFailure, load_baseline
+from conformance.call_log import CallLog
 from conformance.catalog import Level, Requirement, load_catalog
 from conformance.check_registry import CheckContext, run_checks
 from conformance.deadlines import Deadlines
 from conformance.erp.plugin import ErpPlugin
+from conformance.examples_file import ExamplesError, ToolExamples, load_examples
+from conformance.exercised import claims_of
 from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
 from conformance.fengyu.migrate import MigrationError, migrate_v1
-from conformance.findings import Finding, NotApplicable, named_requirements, printable
+from conformance.findings import (
+    Finding,
+    NotApplicable,
+    NotExercised,
+    named_requirements,
+    printable,
+)
 from conformance.mcp.selection import SelectionError, selected_servers
 from conformance.mcp.server import McpServer, load_mcp_server
 from conformance.options import KitOptions
@@ -60,6 +69,8 @@ class Status(StrEnum):
     NOT_APPLICABLE = "not-applicable"  # nothing to check on this plugin (or without an option)
     EXPECTED = "expected-failure"
     STALE = "stale-baseline-entry"
+    # Every call the check made was refused or answered with an error: nothing examined.
+    NOT_EXERCISED = "not-exercised"
 
 
 # Statuses of an item that checked nothing: a run made only of them proves nothing.
@@ -73,10 +84,13 @@ class Verdict:
     reason: str = ""
     blocked_by: tuple[str, ...] = ()
     seed: int | None = None  # the seed the kit chose for the search that failed
+    not_exercised: str = ""  # why the item's tool was not exercised (NotExercised)
+    last_error: str = ""  # how the latest of its refused calls was answered
 
     def __post_init__(self) -> None:
         # A reason quotes what a plugin or server said; it reaches the terminal and the reports.
-        object.__setattr__(self, "reason", printable(self.reason))
+        for name in ("reason", "not_exercised", "last_error"):
+            object.__setattr__(self, name, printable(getattr(self, name)))
 
     def finding_records(self, requirement: Requirement) -> list[dict[str, Any]]:
         """The findings as the reports hold them, each with its fix (the requirement's hint
@@ -114,6 +128,8 @@ class KitRun:
     store: RunStore = field(default_factory=RunStore)
     labels: dict[Plugin, str] = field(default_factory=dict)
     notify: Callable[[str], None] = print  # told of a call the run has waited on for long
+    tool_examples: ToolExamples = field(default_factory=ToolExamples)  # --examples-file
+    calls: CallLog = field(default_factory=CallLog)  # every tool call of this process
 
     @classmethod
     def load(cls, options: KitOptions, base: Path) -> KitRun:
@@ -127,6 +143,12 @@ class KitRun:
             given.append(root)
         roots = list(dict.fromkeys(expand(given)))
         baseline = load_baseline(Path(options.baseline) if options.baseline else None)
+        try:
+            examples = load_examples(
+                base / options.examples_file if options.examples_file else None
+            )
+        except ExamplesError as exc:
+            raise KitUsageError(f"--examples-file: {exc}") from None
         options = replace(options, worker_env=check_names(options.worker_env))
         try:
             servers = selected_servers(
@@ -135,7 +157,7 @@ class KitRun:
         except SelectionError as exc:
             raise KitUsageError(str(exc)) from None
         plugins: list[Plugin] = [load_plugin(root) for root in roots]
-        run = cls(plugins, baseline, options)
+        run = cls(plugins, baseline, options, tool_examples=examples)
         if servers:
             run.prepare_mcp(servers)
         run.plugins += [load_mcp_server(server, run.deadlines) for server in servers]
@@ -197,7 +219,11 @@ class KitRun:
         from conformance.mcp.services import McpServices
 
         become_subreaper()
-        services = McpServices(server, self.settings, self.transcripts, self.deadlines)
+        services = McpServices(
+            server, self.settings, self.transcripts, self.deadlines, self.tool_examples
+        )
+        label = self.label(server)
+        services.on_call = lambda tool, ok, answer: self.calls.add(label, tool, ok, answer)
         self.store.on_close(services.close)
         return services
 
@@ -243,7 +269,10 @@ class KitRun:
             self.notify,
             self.deadlines,
             o.bounds,
+            self.tool_examples,
         )
+        label = self.label(plugin)
+        services.on_call = lambda tool, ok, answer: self.calls.add(label, tool, ok, answer)
         self.store.on_close(services.close)
         return services
 
@@ -347,6 +376,7 @@ class KitRun:
         }
         if plugin.load_error is not None:
             return summary
+        summary["claims"] = claims_of(plugin)
         summary["providers"] = provider_matrix(plugin, self.peers(plugin), self.store)
         if isinstance(plugin, McpServer):
             summary["era"] = plugin.era
@@ -381,6 +411,8 @@ class KitRun:
                 findings = _checked(context)
         except NotApplicable as exc:
             return Verdict.skipped(exc.reason, exc.blocked_by)
+        except NotExercised as exc:
+            return self._not_exercised(target, exc)
         seed = seeds[0] if seeds else None
         failing = bool(findings) and (requirement.level is Level.MUST or self.strict)
         expected = self.baseline.expects(self.label(plugin), requirement.id, target.tool_name)
@@ -391,6 +423,27 @@ class KitRun:
         if failing:
             return Verdict(Status.FAILED, findings, seed=seed)
         return Verdict(Status.WARNED if findings else Status.PASSED, findings, seed=seed)
+
+    def _not_exercised(self, target: Target, exc: NotExercised) -> Verdict:
+        """Not a pass: not exercised, unless the baseline accepts it (an expected failure,
+        still saying why)."""
+        rid = target.requirement.id
+        expected = self.baseline.expects(self.label(target.plugin), rid, target.tool_name)
+        if expected is not None:
+            return Verdict(
+                Status.EXPECTED,
+                [],
+                expected.reason,
+                not_exercised=exc.reason,
+                last_error=exc.last_error,
+            )
+        return Verdict(
+            Status.NOT_EXERCISED,
+            [],
+            exc.reason,
+            not_exercised=exc.reason,
+            last_error=exc.last_error,
+        )
 
 
 def _checked(context: CheckContext) -> list[Finding]:

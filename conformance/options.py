@@ -311,6 +311,17 @@ class KitOptions:
             read=_examples,
         ),
     )
+    examples_file: str | None = _option(
+        None,
+        Flag(
+            "--examples-file",
+            "JSON file of argument sets known to work, by tool name (and `setup`, calls to make "
+            "first): the tool searches of FengYu plugins and MCP servers start from them",
+            "PATH",
+            suites=("worker", "tools", "lifecycle"),
+            path=True,
+        ),
+    )
     seed: int | None = _option(
         None, Flag("--conformance-seed", "hypothesis seed", "N", suites=SEARCH_SUITES, type=int)
     )

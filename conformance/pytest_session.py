@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from conformance.baseline import BaselineError, ExpectedFailure
+from conformance.calls_summary import tell_calls
 from conformance.checked_settings import (
     TRUST_FLAG,
     Settings,
@@ -46,6 +47,8 @@ from reference_host.process.environment import WorkerEnvError
 
 KIT_RUN = pytest.StashKey[KitRun]()
 SHOWN_REASONS = 3  # the most frequent skip reasons a run that checked nothing prints
+# How pytest shows a not-exercised item: its category in the summary line, letter and word.
+NOT_EXERCISED_STATUS = ("not exercised", "n", "NOT EXERCISED")
 
 
 class ConformanceWarning(UserWarning):
@@ -201,12 +204,22 @@ class KitSession:
         report = yield
         ran = report.when == "call" or (report.when == "setup" and report.skipped)
         if isinstance(item, ConformanceItem) and ran:
-            report.conformance_record = json.dumps({**item.record(), "seconds": report.duration})
+            record = item.record()
+            report.conformance_record = json.dumps({**record, "seconds": report.duration})
+            report.conformance_status = record["status"]
             if report.skipped and isinstance(report.longrepr, tuple):
                 # A skip is the plugin's, not a line of the kit: the summary names the plugin.
                 _, _, reason = report.longrepr
                 report.longrepr = (str(item.plugin.root), None, reason)
         return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
+        """A not-exercised item is counted under a word of its own, not as a skip."""
+        status = getattr(report, "conformance_status", None)
+        if status == Status.NOT_EXERCISED.value and report.skipped:
+            return NOT_EXERCISED_STATUS
+        return None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "conformance_record", None)
@@ -220,7 +233,7 @@ class KitSession:
         self.kit.close()
         if self.is_worker:
             return
-        checked = {Status(r["status"]) for r in self.records} - UNCHECKED
+        checked = {Status(r["status"]) for r in self.records} - UNCHECKED - {Status.NOT_EXERCISED}
         self.gaps = strict_gaps(self.records, self.kit.options.allow_unobserved)
         if self.gaps and self.kit.strict and session.exitstatus == pytest.ExitCode.OK:
             # A strict run vouches for the whole catalog: what could not run fails it.
@@ -253,6 +266,8 @@ class KitSession:
                     )
         if self.gaps:
             self._tell_gaps(terminalreporter)
+        if self.records:
+            tell_calls(terminalreporter, shown, self.records, self.kit.strict)
         if hints := slow_tool_hints(self.records, self.kit.options.examples):
             terminalreporter.section("slow tools", sep="-", yellow=True)
             for hint in hints:
@@ -335,9 +350,23 @@ class ConformanceItem(KitItem):
         if target.tool_name is not None:
             self.user_properties.append(("tool", target.tool_name))
         self.verdict: Verdict | None = None
+        self.calls: list[dict[str, Any]] = []  # the tool calls made while it ran (exercised.py)
 
     def runtest(self) -> None:
-        verdict = self.verdict = self.kit.judge(self.target)
+        before = self.kit.calls.snapshot()
+        try:
+            verdict = self.verdict = self.kit.judge(self.target)
+        finally:
+            self.calls = self.kit.calls.since(before)
+        if verdict.status is Status.NOT_EXERCISED:
+            if self.kit.strict:
+                raise ConformanceFailure(
+                    self._render(
+                        [],
+                        f"not exercised, which --conformance-strict fails: {self._not_exercised()}",
+                    )
+                )
+            pytest.skip(f"not exercised: {self._not_exercised()}")
         if verdict.status in UNCHECKED:
             pytest.skip(verdict.reason)
         if verdict.status is Status.EXPECTED:
@@ -362,6 +391,11 @@ class ConformanceItem(KitItem):
                 first.line or 1,
             )
 
+    def _not_exercised(self) -> str:
+        assert self.verdict is not None
+        last = self.verdict.last_error
+        return self.verdict.not_exercised + (f"; the last answer: {last}" if last else "")
+
     def _render(self, findings: list[Finding], headline: str = "") -> str:
         seed = self.verdict.seed if self.verdict else None
         base = self.config.invocation_params.dir
@@ -385,6 +419,12 @@ class ConformanceItem(KitItem):
             "reason": verdict.reason if verdict else "",
             "blocked_by": list(verdict.blocked_by) if verdict else [],
             "findings": verdict.finding_records(r) if verdict else [],
+            **(
+                {"not_exercised": verdict.not_exercised, "last_error": verdict.last_error}
+                if verdict and verdict.not_exercised
+                else {}
+            ),
+            "calls": self.calls,
         }
 
 

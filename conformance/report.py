@@ -1,7 +1,10 @@
 """CI reports: a JSON results file (one record per check) and a Markdown summary.
 
 A record's status tells an item that had nothing to check (`not-applicable`) from one
-another requirement's failure kept from running (`skipped`, with `blocked_by` naming it).
+another requirement's failure kept from running (`skipped`, with `blocked_by` naming it), and
+both from one whose tool calls were every one refused (`not-exercised`). `tools` has one
+object per target and tool with its calls and successful calls, `claims` each claim a tool
+makes about its effects and whether a successful call verified it (exercised.py).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 from conformance import __version__
 from conformance.catalog import load_catalog
+from conformance.exercised import claim_table, tool_table
 from conformance.provider_report import provider_matrix_markdown
 
 
@@ -32,6 +36,8 @@ def write_reports(base: Path, plugins: list[dict[str, Any]], records: list[dict[
         "summary": dict(Counter(r["status"] for r in records)),
         "plugins": plugins,
         "results": records,
+        "tools": tool_table(records),
+        "claims": claim_table(plugins, records),
     }
     _write_atomically(json_path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     _write_atomically(md_path, markdown(plugins, records))
@@ -41,8 +47,8 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
     lines = ["# Plugin conformance report", ""]
     lines += [
         "| plugin | profile | passed | warned | failed | expected | stale | skipped "
-        "| not applicable |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| not applicable | not exercised |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for plugin in plugins:
         counts = Counter(r["status"] for r in records if r["plugin"] == plugin["label"])
@@ -50,10 +56,12 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
             f"| {plugin['label']} | {_profile(plugin)} | {counts['passed']} | {counts['warned']} "
             f"| {counts['failed']} | {counts['expected-failure']} "
             f"| {counts['stale-baseline-entry']} | {counts['skipped']} "
-            f"| {counts['not-applicable']} |"
+            f"| {counts['not-applicable']} | {counts['not-exercised']} |"
         )
     lines += suite_times(records)
-    problems = [r for r in records if r["status"] not in ("passed", "skipped", "not-applicable")]
+    lines += exercised_markdown(plugins, records)
+    quiet = ("passed", "skipped", "not-applicable", "not-exercised")
+    problems = [r for r in records if r["status"] not in quiet]
     if problems:
         lines += ["", "## Findings", ""]
         for record in problems:
@@ -98,6 +106,37 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
                 "</details>",
             ]
     return "\n".join(lines) + "\n"
+
+
+def exercised_markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[str]:
+    """How many tools a successful call exercised, each tool's calls, and the claims such
+    calls verified (none called: no section)."""
+    tools = tool_table(records)
+    if not tools:
+        return []
+    exercised = sum(1 for t in tools if t["exercised"])
+    lines = [
+        "",
+        "## Tool calls",
+        "",
+        f"{exercised} of {len(tools)} tools exercised with a successful call.",
+        "",
+        "| target | tool | calls | successful calls | last error |",
+        "|---|---|---|---|---|",
+    ]
+    for t in tools:
+        error = str(t.get("last_error", "")).replace("|", "\\|").replace("\n", " ")
+        lines.append(
+            f"| {t['target']} | {t['tool']} | {t['calls']} | {t['successful_calls']} | {error} |"
+        )
+    claims = claim_table(plugins, records)
+    if claims:
+        lines += ["", "| target | tool | claim | verified | why not |", "|---|---|---|---|---|"]
+        for c in claims:
+            why = str(c.get("why", "")).replace("|", "\\|").replace("\n", " ")
+            verified = "yes" if c["verified"] else "no"
+            lines.append(f"| {c['target']} | {c['tool']} | {c['claim']} | {verified} | {why} |")
+    return lines
 
 
 def _parameter_table(

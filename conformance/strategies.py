@@ -17,7 +17,7 @@ to retrieve one.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
 from conformance.generator_dialect import UntranslatableKeyword, for_generator
+from conformance.input_hints import HintPath, description_seeds, property_hints
 from conformance.simplest import NoSimpleInstance, simplest_instance
 from plugin_spec.schema_refs import DOCUMENT_ONLY, ExternalRef, external_refs
 from plugin_spec.schema_subset import to_json_schema
@@ -154,13 +155,47 @@ def apply_defaults(value: Any, paths: list[DefaultedPath], chosen: tuple[str, ..
     return value
 
 
+# What becomes of a property with suggested values (input_hints.py) in one input; shrinking
+# goes toward the first, so a search's first input is the one its tool's words suggest.
+HINT_CHOICES = ("hint", "drawn")
+
+
+def with_hints(
+    strategy: st.SearchStrategy[Any], hints: list[HintPath], validator: Validator
+) -> st.SearchStrategy[Any]:
+    """strategy, with each property that has suggested values set to one of them or kept as
+    drawn, chosen per input; a change the whole schema rejects is not made."""
+    if not hints:
+        return strategy
+    choices = st.tuples(
+        *(st.tuples(st.sampled_from(HINT_CHOICES), st.sampled_from(values)) for _, values in hints)
+    )
+
+    def apply(pair: tuple[Any, tuple[tuple[str, Any], ...]]) -> Any:
+        value, chosen = pair
+        changed = copy.deepcopy(value)
+        for (path, _), (choice, hint) in zip(hints, chosen, strict=True):
+            parent = changed
+            for name in path[:-1]:
+                parent = parent.get(name) if isinstance(parent, dict) else None
+            if choice == "hint" and isinstance(parent, dict):
+                parent[path[-1]] = copy.deepcopy(hint)
+        return changed if validator.is_valid(changed) else value
+
+    return st.tuples(strategy, choices).map(apply)
+
+
 @dataclass(frozen=True)
 class InputSpace:
-    """Valid and invalid inputs of one tool's inputSchema."""
+    """Valid and invalid inputs of one tool's inputSchema; seeds are whole valid inputs the
+    user or the tool's description gave (minimal() is the first), dropped says which given
+    inputs the schema refused."""
 
     schema: dict[str, Any]
     validator: Validator
     strategy: st.SearchStrategy[Any]
+    seeds: tuple[Any, ...] = ()
+    dropped: tuple[str, ...] = ()
     # minimal()'s input, or the gap it raised, once found: every check of a tool asks again
     _minimal: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
 
@@ -192,6 +227,29 @@ class InputSpace:
             raise GeneratorGap(f"hypothesis-jsonschema cannot handle the schema: {exc}") from None
         return cls(schema, validator, strategy)
 
+    def seeded(
+        self, given: Sequence[Any] = (), description: Any = None, at: str = ""
+    ) -> InputSpace:
+        """This space searching from what the tool's words suggest first: given (argument
+        objects of --examples-file, whose pointer is at), whole inputs its description spells
+        as JSON, and each property's suggested values (input_hints.py). A given input the
+        schema refuses is dropped, and said so in dropped."""
+        seeds: list[Any] = []
+        dropped: list[str] = []
+        for index, value in enumerate(given):
+            error = next(iter(self.validator.iter_errors(value)), None)
+            if error is None:
+                seeds.append(copy.deepcopy(value))
+            else:
+                dropped.append(f"{at}/{index} does not match the inputSchema: {error.message}")
+        seeds += description_seeds(description, self.validator.is_valid)
+        skip = {path for path, _ in defaulted_properties(self.schema)}
+        hints = property_hints(self.schema, _admits, skip)
+        strategy = with_hints(self.strategy, hints, self.validator)
+        if seeds:
+            strategy = st.one_of(st.sampled_from(seeds).map(copy.deepcopy), strategy)
+        return InputSpace(self.schema, self.validator, strategy, tuple(seeds), tuple(dropped))
+
     def draw_valid(self, draw: Callable[[st.SearchStrategy[Any]], Any]) -> Any:
         """One generated input, re-validated; a rejected one raises GeneratorGap."""
         try:
@@ -213,7 +271,10 @@ class InputSpace:
     def minimal(self) -> Any:
         """The simplest valid input, for single scripted calls: built from the schema when
         it is plain enough, otherwise found by hypothesis (which shrinks toward it). Worked
-        out once per space; each caller gets a copy of its own."""
+        out once per space; each caller gets a copy of its own. The first seed, if any: the
+        user's example is the call most likely to succeed."""
+        if self.seeds:
+            return copy.deepcopy(self.seeds[0])
         if not self._minimal:
             try:
                 self._minimal.append(self._find_minimal())

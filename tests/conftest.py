@@ -47,11 +47,12 @@ SEVERITY = [
     "stale-baseline-entry",
     "expected-failure",
     "warned",
+    "not-exercised",
     "passed",
     "skipped",
     "not-applicable",
 ]
-NOT_REPORTED = ("passed", "skipped", "not-applicable")
+NOT_REPORTED = ("passed", "skipped", "not-applicable", "not-exercised")
 
 
 @dataclass

@@ -19,7 +19,7 @@ from conformance.checks.fengyu_tools import ToolRun
 from conformance.fengyu.attribution import Unattributed
 from conformance.fengyu.effects import Observation
 from conformance.fengyu.manifest import AiTool
-from conformance.findings import Finding, NotApplicable
+from conformance.findings import Finding, NotApplicable, NotExercised
 from conformance.properties import Counterexample, find_counterexample
 
 SHOWN_CHANGES = 10
@@ -60,6 +60,20 @@ def observed(run: ToolRun) -> list[Observation]:
     return calls
 
 
+def unverified(run: ToolRun, calls: list[Observation]) -> None:
+    """Raise NotExercised when every observed call of the tool was refused (a check that
+    found nothing against it): its effect claim is not verified."""
+    if any(call.outcome.succeeded for call in calls):
+        return
+    last_error = run.not_exercised([call.outcome for call in calls]).last_error
+    raise NotExercised(
+        f"every call of {run.tool.name!r} was refused (a business error or a JSON-RPC error): "
+        f"it did nothing whose effects could be judged, so its effect {run.tool.effect!r} is "
+        "not verified (FY-TOOL-001 says why)",
+        last_error,
+    )
+
+
 class _Described(Protocol):
     def describe(self) -> str: ...
 
@@ -72,7 +86,8 @@ def _listed(found: Sequence[_Described]) -> str:
 
 
 def _changed(run: ToolRun, declared: str, what: str) -> Iterator[Finding]:
-    for observation in observed(run):
+    calls = observed(run)
+    for observation in calls:
         for during, changed, attempts in (
             (True, observation.changes, observation.attempts),
             (False, observation.late_changes, observation.late),
@@ -90,6 +105,7 @@ def _changed(run: ToolRun, declared: str, what: str) -> Iterator[Finding]:
             problem = run.workers.shown(problem)
             yield from run.finding(Counterexample(problem, observation.outcome))
             return
+    unverified(run, calls)
 
 
 @check("FY-EFF-001")
@@ -110,7 +126,8 @@ def write_tools_change_only_grants(ctx: CheckContext) -> Iterator[Finding]:
 def read_and_write_tools_stay_offline(ctx: CheckContext) -> Iterator[Finding]:
     run = effect_run(ctx, ("read", "write"))
     declared = str(run.tool.effect)
-    for observation in observed(run):
+    calls = observed(run)
+    for observation in calls:
         connections = observation.connections
         if connections:
             spec = run.workers.spec
@@ -127,6 +144,7 @@ def read_and_write_tools_stay_offline(ctx: CheckContext) -> Iterator[Finding]:
             )
             yield from run.finding(Counterexample(problem, observation.outcome))
             return
+    unverified(run, calls)
 
 
 def _forbids(effect: str) -> bool:

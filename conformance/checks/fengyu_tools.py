@@ -18,11 +18,12 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from conformance.call_log import unexercised
 from conformance.check_registry import CheckContext, check
 from conformance.fengyu.harness import CallOutcome, CancelOutcome
 from conformance.fengyu.manifest import AiTool
 from conformance.fengyu.services import unreadable
-from conformance.findings import Finding, NotApplicable, shown
+from conformance.findings import Finding, NotApplicable, NotExercised, shown
 from conformance.properties import Counterexample, find_counterexample
 from conformance.repeats import collapsed
 from conformance.schema_messages import explain
@@ -111,12 +112,27 @@ class ToolRun:
         """Call the tool with params as they are, watching what the call does (effects.py);
         folders granted writable are not watched for a write tool."""
         skip = self.files.writable if self.tool.effect == "write" else ()
-        return self.workers.effects.observe(
+        outcome = self.workers.effects.observe(
             str(self.tool.name),
             self.files.workdir,
             skip,
             lambda: self.harness.call(self.tool.method, params, self.timeout),
         )
+        self.workers.count(str(self.tool.name), outcome)
+        return outcome
+
+    def not_exercised(self, outcomes: list[CallOutcome]) -> NotExercised:
+        """The verdict of a search whose calls were every one refused (a business error
+        or a JSON-RPC error): nothing the tool does was examined."""
+        last = outcomes[-1] if outcomes else None
+        error = ""
+        if last is not None:
+            answer = shown(last.value, 300) if last.value is not None else last.message
+            error = self.files.as_shipped(f"{last.kind}: {answer}")
+        reason = unexercised(
+            str(self.tool.name), len(outcomes), self.space.dropped, self.workers.setup_failures
+        )
+        return NotExercised(reason, error)
 
     def broken(self, outcome: CallOutcome) -> Counterexample | None:
         """A crash, hang or protocol break; a hang, or an answer refused unread, ends the
@@ -154,10 +170,12 @@ class ToolRun:
 def valid_inputs_answered(ctx: CheckContext) -> Iterator[Finding]:
     run = ToolRun(ctx)
     validator = _output_validator(run.tool)
+    outcomes: list[CallOutcome] = []
 
     def attempt(data: st.DataObject) -> Counterexample | None:
         params = run.space.draw_valid(data.draw)
         outcome = run.call(run.files.substitute(params, run.classes, data.draw))
+        outcomes.append(outcome)
         defaults = _left_out_defaults(run.space.schema, params)
         if broken := run.broken(outcome):
             return replace(broken, fix=HANG_FIX if broken.hang else CRASH_FIX + defaults)
@@ -186,7 +204,10 @@ def valid_inputs_answered(ctx: CheckContext) -> Iterator[Finding]:
                 )
         return None
 
-    yield from run.finding(find_counterexample(attempt, run.workers.settings))
+    found = find_counterexample(attempt, run.workers.settings)
+    if found is None and not any(outcome.succeeded for outcome in outcomes):
+        raise run.not_exercised(outcomes)
+    yield from run.finding(found)
 
 
 def internal_error(outcome: CallOutcome) -> str:
@@ -418,6 +439,7 @@ class _LeftAlone:
             started = time.monotonic()
             run = self.run
             outcome = run.harness.call(str(run.tool.method), self.params, run.timeout)
+            run.workers.count(str(run.tool.name), outcome)
             self._outcome = outcome, time.monotonic() - started
         return self._outcome
 

@@ -13,8 +13,10 @@ from typing import Any
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from conformance.call_log import unexercised
 from conformance.check_registry import CheckContext, check
-from conformance.findings import Finding, NotApplicable, shown
+from conformance.findings import Finding, NotApplicable, NotExercised, shown
+from conformance.mcp.refusal import refusal
 from conformance.mcp.server import McpTool
 from conformance.mcp.services import UNKNOWN_TOOL
 from conformance.mcp.wire import Reply
@@ -143,16 +145,27 @@ def _search(
 
 @check("MCP-CALL-001")
 def valid_calls_answered(ctx: CheckContext) -> Iterator[Finding]:
+    """A tool whose every answer was a refusal is not exercised (exercised.py), not a pass."""
     tool = _tool(ctx)
     services = ctx.sessions
+    answers: list[Reply] = []
 
     def judge(reply: Reply) -> str:
+        answers.append(reply)
         problem = result_problem(reply)
         if not problem and not services.session.wire.alive():
             return "the server exited after answering"
         return problem
 
-    yield from _search(ctx, tool, judge)
+    findings = list(_search(ctx, tool, judge))
+    if not findings and not any(reply.succeeded for reply in answers):
+        space = _space(ctx, tool)
+        name = tool.name or ""
+        raise NotExercised(
+            unexercised(name, len(answers), space.dropped, services.setup_failures),
+            refusal(answers[-1]) if answers else "",
+        )
+    yield from findings
 
 
 @check("MCP-CALL-002")

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from conformance.check_registry import CheckContext, check
 from conformance.checks.mcp_calls import _search, _tool
 from conformance.fengyu.attribution import Unattributed
-from conformance.findings import Finding, NotApplicable, shown
+from conformance.findings import Finding, NotApplicable, NotExercised, shown
 from conformance.mcp.server import McpTool
 from plugin_spec import mcp
 
@@ -43,9 +43,10 @@ def read_only_holds(ctx: CheckContext) -> Iterator[Finding]:
     effects, _ = judged.judged()
     seen = effects.get(name, [])
     if not seen and not judged.succeeded(name):
-        raise NotApplicable(
+        raise NotExercised(
             f"every call of {name!r} in this run was refused (isError or an error): it did "
-            "nothing whose effects could be judged"
+            "nothing whose effects could be judged, so its readOnlyHint is not verified "
+            "(MCP-CALL-001 says why)"
         )
     counted = [e for e in seen if _forbidden(tool, e.kind)]
     for effect in counted[:SHOWN]:

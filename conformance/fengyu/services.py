@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.deadlines import Deadlines
+from conformance.examples_file import ToolExamples
 from conformance.fengyu.effects import EffectWatch
 from conformance.fengyu.harness import CallOutcome, StrayReporter, ToolHarness
 from conformance.fengyu.host_session import HostSession
@@ -102,11 +103,18 @@ class WorkerServices:
         notify: Callable[[str], None] | None,
         deadlines: Deadlines,
         bounds: WorkerLimits = DEFAULT_LIMITS,
+        examples: ToolExamples | None = None,
     ) -> None:
         """worker_env: the variables passed through to the worker (--worker-env); notify:
         told of a call waited on for long (the terminal, in a pytest run); deadlines: how long
-        the worker is waited on; bounds: its bounds, as a host's (--worker-limit)."""
+        the worker is waited on; bounds: its bounds, as a host's (--worker-limit); examples:
+        --examples-file, seeding each tool's inputs, its setup calls made when the tool
+        checks' worker starts."""
         self.plugin = plugin
+        self.examples = examples or ToolExamples()
+        self.setup_failures: list[str] = []  # setup calls that failed, as a reason names them
+        # told of each tool call: tool, success, how it was answered (the run's CallLog)
+        self.on_call: Callable[[str, bool, str], None] = lambda tool, ok, answer: None
         self.deadlines = deadlines
         self.notify = notify
         self.override = override
@@ -300,7 +308,29 @@ class WorkerServices:
                 deadlines=self.deadlines,
             )
             self._harness.windows = self.effects.calls  # each call, for the effect watch
+            self._set_up(self._harness)
         return self._harness
+
+    def _set_up(self, harness: ToolHarness) -> None:
+        """The examples file's setup calls naming this plugin's tools, in order, made before
+        any other call of the tool checks' worker (watched and counted as every call is)."""
+        tools = {str(t.name): t for t in self.plugin.tools if isinstance(t.method, str)}
+        for setup in self.examples.setup_for(set(tools)):
+            tool = tools[setup.tool]
+            harness.warm()
+            outcome = harness.call(str(tool.method), setup.arguments, self.tool_timeout(tool))
+            self.count(setup.tool, outcome)
+            if not outcome.succeeded:
+                got = outcome.message if outcome.value is None else shown(outcome.value)
+                self.setup_failures.append(
+                    f"the setup call {setup.tool} of {self.examples.path} {setup.pointer} "
+                    f"failed: {outcome.kind}: {got}"
+                )
+
+    def count(self, tool: str, outcome: CallOutcome) -> None:
+        """One call of tool, told to the run's count of calls (exercised.py)."""
+        answer = shown(outcome.value, 300) if outcome.kind in ("result", "rpc-error") else ""
+        self.on_call(tool, outcome.succeeded, f"{outcome.kind}: {answer or outcome.message}")
 
     def stray_reporter(self) -> StrayReporter:
         """What a harness of this plugin's worker tells each stray stdout line (FY-WRK-007)."""
@@ -352,7 +382,7 @@ class WorkerServices:
                 params = space.minimal()
             except GeneratorGap:
                 continue
-            harness.call(tool.method, params, self.tool_timeout(tool))
+            self.count(str(tool.name), harness.call(tool.method, params, self.tool_timeout(tool)))
 
     def stray_stdout(self) -> list[Seen[StrayLine]]:
         """The stdout lines of the tool and host workers that were not JSON-RPC responses,
@@ -438,7 +468,16 @@ class WorkerServices:
         each of its FY-TOOL items draws from it, and building it is most of their set-up."""
         if tool.pointer not in self._spaces:
             schema = tool.input_schema.data if tool.input_schema else None
-            self._spaces[tool.pointer] = InputSpace.of(schema) if isinstance(schema, dict) else None
+            name = str(tool.name)
+            self._spaces[tool.pointer] = (
+                InputSpace.of(schema).seeded(
+                    self.examples.of(name),
+                    tool.entry.get("description"),
+                    self.examples.pointer(name),
+                )
+                if isinstance(schema, dict)
+                else None
+            )
         return self._spaces[tool.pointer]
 
     def files_for(self, tool: str) -> ToolFiles:

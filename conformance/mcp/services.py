@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conformance.deadlines import Deadlines
+from conformance.examples_file import ToolExamples
 from conformance.findings import NotApplicable
 from conformance.mcp.call_effects import CallEffects
+from conformance.mcp.refusal import refusal
 from conformance.mcp.server import McpServer, McpTool
 from conformance.mcp.session import Listing, Opening, Session, open_session
 from conformance.mcp.tried import TriedCalls
@@ -75,7 +78,10 @@ class McpServices:
         settings: PropertySettings,
         transcripts: Path,
         deadlines: Deadlines,
+        examples: ToolExamples | None = None,
     ) -> None:
+        """examples: --examples-file, seeding each tool's inputs and making its setup calls
+        first in each calls session."""
         self.server = server
         self.settings = settings
         self.transcripts = transcripts
@@ -92,6 +98,10 @@ class McpServices:
         self._spaces: dict[str, InputSpace | GeneratorGap] = {}  # by the tool's pointer
         self._tried = TriedCalls()  # answers to calls already made, sent once (tried.py)
         self.call_effects = CallEffects(server, deadlines.late)  # MCP-ANN-001, MCP-ANN-002
+        self.examples = examples or ToolExamples()
+        self.setup_failures: list[str] = []  # setup calls that failed, as a reason names them
+        # told of each call sent: tool, success, how it was answered (the run's CallLog)
+        self.on_call: Callable[[str, bool, str], None] = lambda tool, ok, answer: None
 
     def wires(self) -> list[Wire]:
         """Every server process the run's checks started, in order."""
@@ -168,7 +178,24 @@ class McpServices:
             wire = self.launch(wrapper)
             self.call_effects.launched(wire, trace)
             self._session = Session(wire, open_session(wire, self.server.mode))
+            self._set_up(self._session)
         return self._session
+
+    def _set_up(self, session: Session) -> None:
+        """The examples file's setup calls naming this server's tools, in order, made as
+        every call is (traced, counted); one that fails is kept for the reasons of the
+        items whose tools then stay unexercised."""
+        listed = {t.name for t in self.server.tools if t.name is not None}
+        for setup in self.examples.setup_for(listed):
+            began = time.time()
+            reply = session.call_tool(setup.tool, setup.arguments)
+            self.call_effects.note(session.wire, setup.tool, setup.arguments, began, reply)
+            self.on_call(setup.tool, reply.succeeded, refusal(reply))
+            if not reply.succeeded:
+                self.setup_failures.append(
+                    f"the setup call {setup.tool} of {self.examples.path} {setup.pointer} "
+                    f"failed: {refusal(reply)}"
+                )
 
     @property
     def second_start(self) -> Listing | None:
@@ -210,6 +237,7 @@ class McpServices:
         began = time.time()
         reply = session.call_tool(tool, arguments, progress=token)
         self.call_effects.note(session.wire, tool, arguments, began, reply)
+        self.on_call(tool, reply.succeeded, refusal(reply))
         if reply.timed_out:
             # A client cancels what it stopped waiting for; what the server still sends for
             # it answers nothing the kit waits on, so it is not judged late.
@@ -253,8 +281,13 @@ class McpServices:
         from conformance.strategies import GeneratorGap, InputSpace
 
         if tool.pointer not in self._spaces:
+            name = tool.name or ""
             try:
-                self._spaces[tool.pointer] = InputSpace.of(tool.input_schema)
+                self._spaces[tool.pointer] = InputSpace.of(tool.input_schema).seeded(
+                    self.examples.of(name),
+                    tool.definition.get("description"),
+                    self.examples.pointer(name),
+                )
             except GeneratorGap as gap:
                 self._spaces[tool.pointer] = gap
         space = self._spaces[tool.pointer]

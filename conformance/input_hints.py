@@ -1,0 +1,144 @@
+"""Values a tool's own words suggest for its inputs, besides what the schema's types allow.
+
+A generated string is never a valid time zone, repository path, workbook or expression, so a
+search from the schema alone gets every call of such a tool refused and examines nothing
+(spec: mcp.md#calling-tools). The schema and its descriptions often name good values: a
+property's `examples`, `default`, `enum` and `const`, and examples its description gives in
+the common forms ("IANA time zone (e.g. 'America/New_York', 'Europe/London')", "for example
+`main`", "Defaults to 10"). Each is kept only where the property's schema admits it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+# Where a description starts giving examples: the marker, then the values (quoted, or one
+# bare word) up to the end of the clause.
+MARKER = re.compile(
+    r"(?:\be\.\s?g\.|\beg\.|\bfor (?:example|instance)\b|\bexamples?\s*:|\bsuch as\b"
+    r"|\bdefaults?\s+(?:to|is)\b|\bdefault\s*[:=])[\s,:]*",
+    re.IGNORECASE,
+)
+QUOTES = {"'": "'", '"': '"', "`": "`", "\u2018": "\u2019", "\u201c": "\u201d"}
+SEPARATOR = re.compile(r"(?:[\s,]|\bor\b|\band\b)*", re.IGNORECASE)
+BARE = re.compile(r"[^\s,;()\[\]{}]+")
+MAX_VALUE = 200  # characters of one example value
+MAX_VALUES = 8  # example values taken after one marker
+
+HintPath = tuple[tuple[str, ...], tuple[Any, ...]]
+
+
+def description_examples(text: Any) -> list[str]:
+    """The example values a description gives, in order, once each: every quoted value after
+    a marker ("e.g.", "for example", "such as", "Example:", "defaults to"), or the one bare
+    word that follows it when none is quoted."""
+    if not isinstance(text, str):
+        return []
+    found: list[str] = []
+    for marker in MARKER.finditer(text):
+        found += _values_after(text, marker.end())
+    return list(dict.fromkeys(found))
+
+
+def _values_after(text: str, at: int) -> list[str]:
+    values: list[str] = []
+    position = at
+    while len(values) < MAX_VALUES:
+        position = SEPARATOR.match(text, position).end()  # type: ignore[union-attr]
+        opening = text[position : position + 1]
+        closing = QUOTES.get(opening)
+        if closing is None:
+            break
+        end = text.find(closing, position + 1)
+        if end < 0 or end - position > MAX_VALUE or "\n" in text[position:end]:
+            break
+        values.append(text[position + 1 : end])
+        position = end + 1
+    if values:
+        return [v for v in values if v.strip()]
+    bare = BARE.match(text, at)
+    word = bare.group().rstrip(".:") if bare else ""
+    return [word] if word else []
+
+
+def candidates(schema: dict[str, Any]) -> list[Any]:
+    """A property's suggested values, as its schema gives them: examples, example (OpenAPI),
+    default, const, enum, then its description's examples (as text, and as the JSON value the
+    text spells, "10" as 10)."""
+    values: list[Any] = []
+    examples = schema.get("examples")
+    if isinstance(examples, list):
+        values += examples
+    if "example" in schema:
+        values.append(schema["example"])
+    for key in ("default", "const"):
+        if key in schema:
+            values.append(schema[key])
+    if isinstance(schema.get("enum"), list):
+        values += schema["enum"]
+    for text in description_examples(schema.get("description")):
+        values.append(text)
+        with contextlib.suppress(ValueError):
+            values.append(json.loads(text))
+    return values
+
+
+def property_hints(
+    schema: Any, admits: Callable[[dict[str, Any], Any], bool], skip: set[tuple[str, ...]]
+) -> list[HintPath]:
+    """(names leading to it through nested objects, suggested values) of each property with
+    suggestions its own schema admits; skip: paths whose values are drawn elsewhere (an
+    optional property's default, which with_defaults sends or leaves out)."""
+    found: list[HintPath] = []
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        properties = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(properties, dict):
+            return
+        for name, sub in properties.items():
+            if not isinstance(sub, dict):
+                continue
+            here = (*path, name)
+            suggested = candidates(sub)
+            if here in skip:
+                suggested = [v for v in suggested if v != sub.get("default")]
+            kept = _unique(v for v in suggested if admits(sub, v))
+            if kept:
+                found.append((here, tuple(kept)))
+            walk(sub, here)
+
+    walk(schema, ())
+    return found
+
+
+def description_seeds(text: Any, valid: Callable[[Any], bool]) -> list[dict[str, Any]]:
+    """Whole argument objects a tool's description spells as JSON ("Example: {"timezone":
+    "UTC"}"), where they are valid."""
+    if not isinstance(text, str):
+        return []
+    decoder = json.JSONDecoder()
+    found = []
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value and valid(value):
+            found.append(value)
+    return _unique(found)
+
+
+def _unique(values: Any) -> list[Any]:
+    """values once each, as JSON tells them apart (1 and true are two values)."""
+    seen: dict[str, Any] = {}
+    for value in values:
+        try:
+            key = json.dumps(value, sort_keys=True)
+        except (TypeError, ValueError):
+            continue
+        seen.setdefault(key, value)
+    return list(seen.values())
