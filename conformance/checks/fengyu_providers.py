@@ -35,7 +35,8 @@ from plugin_spec.schema_subset import to_json_schema
 NULL_WHY = "OpenAI strict mode sends null for every parameter the model leaves out"
 NULL_FIX = (
     "treat a null optional parameter as an omitted one (FY-PROV-004): drop it before "
-    "validating when its own schema does not admit null (the Python SDK does it for you)"
+    "validating when its own schema does not admit null (this project's fengyu_worker does "
+    "it; FengYu's own Python SDK does not)"
 )
 # The Anthropic rewrites that let the model send what the inputSchema refuses.
 WIDENING = frozenset({"ANTHROPIC-CONSTRAINTS", "ANTHROPIC-ONEOF", "ANTHROPIC-REF-SIBLINGS"})
