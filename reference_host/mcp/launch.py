@@ -104,8 +104,8 @@ def safe_repositories(folders: Iterable[Path], env: dict[str, str]) -> dict[str,
 def handed_folders(args: Iterable[str], cwd: Path, roots: Iterable[Path] = ()) -> HandedFolders:
     """What a server's arguments hand it: a folder argument (server-filesystem's allowed
     folders, mcp-server-git's `--repository`, an `--opt=/path` value) is a root it works in,
-    writable; a file argument's folder is readable (its script, its config), or the file
-    alone where that folder is HOME or holds it. Folders that hold the machine, HOME or a
+    writable; a file argument's package is readable (its script, its config: see
+    _package_of). Folders that hold the machine, HOME or a
     system folder are never handed out; roots (`--mcp-root`, the
     entry's `roots`) are writable too."""
     writable: list[Path] = [r.resolve() for r in roots]
@@ -118,8 +118,29 @@ def handed_folders(args: Iterable[str], cwd: Path, roots: Iterable[Path] = ()) -
         if path.is_dir() and _may_hand(path):
             writable.append(path)
         elif path.is_file():
-            readable.append(path.parent if _may_hand(path.parent) else path)
+            readable.append(_package_of(path))
     return HandedFolders(tuple(dict.fromkeys(writable)), tuple(dict.fromkeys(readable)))
+
+
+# What marks the top of a script's package: node resolves `node_modules` from there up, and
+# Python finds its own modules beside its project file.
+PACKAGE_MARKERS = ("package.json", "node_modules", "pyproject.toml", "setup.py")
+
+
+def _package_of(script: Path) -> Path:
+    """What a file argument needs readable: the package it lies in (the nearest folder up
+    that holds a package.json, node_modules or a Python project file: `node .../dist/index.js`
+    needs the package's node_modules), else its own folder, or the file alone where that
+    folder may not be handed out (HOME, a folder holding it)."""
+    folder = script.parent
+    if not _may_hand(folder):
+        return script
+    for candidate in (folder, *folder.parents):
+        if not _may_hand(candidate):
+            break
+        if any((candidate / marker).exists() for marker in PACKAGE_MARKERS):
+            return candidate
+    return folder
 
 
 @dataclass(frozen=True)

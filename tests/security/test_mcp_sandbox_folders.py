@@ -14,7 +14,7 @@ import pytest
 
 from conformance.mcp.server import McpServer
 from reference_host.mcp.config import ServerConfig
-from reference_host.mcp.launch import Launch, server_data
+from reference_host.mcp.launch import Launch, handed_folders, server_data
 from reference_host.mcp.start_problems import start_hint
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.sandbox import support
@@ -148,3 +148,26 @@ def test_a_launcher_that_gave_up_is_named_not_the_protocol() -> None:
     assert start_hint(notices, {}, {}, "/data/home", "python") is None
     spoke = f"{notices}\nTypeError: cannot read properties of undefined"
     assert start_hint(spoke, {}, {}, "/data/home", "npx") is None
+
+
+def test_a_script_argument_brings_its_package(tmp_path: Path) -> None:
+    """`node .../server-everything/dist/index.js` found no dependency: only dist/ was
+    readable, and node resolves node_modules from the package's top."""
+    package = tmp_path / "server-everything"
+    (package / "dist").mkdir(parents=True)
+    (package / "node_modules" / "dep").mkdir(parents=True)
+    (package / "package.json").write_text("{}")
+    (package / "node_modules" / "dep" / "index.txt").write_text("dependency")
+    script = package / "dist" / "main.py"
+    script.write_text(
+        "import pathlib, sys\n"
+        "dep = pathlib.Path(sys.argv[0]).parent.parent / 'node_modules' / 'dep' / 'index.txt'\n"
+        "print('dep', dep.read_text())\n"
+    )
+    (tmp_path / "cwd").mkdir()
+    handed = handed_folders([str(script)], tmp_path / "cwd")
+    assert handed.readable == (package,)
+    config = ServerConfig("node-like", sys.executable, (str(script),), {}, tmp_path / "cwd")
+    state = tmp_path / "host-state"
+    spec = Launch(config, server_data(state, "node-like"), (state.resolve(),)).spec
+    assert run(spec) == {"dep": "dependency"}
