@@ -102,10 +102,12 @@ def _builtin_judgements(provider_id: str) -> tuple[Judgement, ...]:
 def request_refusals_of(
     plugin: Plugin, peers: Sequence[Plugin], provider_id: str, store: RunStore
 ) -> list[Noted]:
-    """What keeps one request from the provider: it carries the host's built-ins, this
-    plugin's tools and those of the other plugins in the run (a name offered twice is sent
-    once)."""
-    sent = {j.tool: j for j in _builtin_judgements(provider_id)}
+    """What keeps one request from the provider: it carries this plugin's tools and those of
+    the other plugins in the run (a name offered twice is sent once), and the reference host's
+    built-ins unless the plugin is an MCP server, which other hosts mount beside their own
+    built-ins: a tool count with the reference host's would fail it for that host's tools."""
+    builtins = () if isinstance(plugin, McpServer) else _builtin_judgements(provider_id)
+    sent = {j.tool: j for j in builtins}
     for one in (plugin, *peers):
         for _, judgement in store.once(judgements, one, provider_id):
             sent.setdefault(judgement.tool, judgement)

@@ -1,7 +1,12 @@
 """An MCP server's tools called (spec: mcp.md#calling-tools): generated valid arguments must
 be answered, structured output must match its schema, invalid arguments must never succeed,
-an unknown tool must be refused, and no result may carry a secret the server was given
+an unknown tool must be refused (as a protocol error, a SHOULD), a call still at work at the
+kit's deadline should not be, and no result may carry a secret the server was given
 (spec: mcp.md#secrets).
+
+A call the server still works on when the kit stops waiting, sending progress for it, is not
+silence: the spec leaves timeouts to the client, so no MUST of an answer judges it; the search
+that drew it ends there (each further call could work as long), and MCP-CALL-007 reports it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from conformance.mcp.services import UNKNOWN_TOOL
 from conformance.mcp.wire import Reply
 from conformance.properties import Counterexample, find_counterexample
 from conformance.strategies import GeneratorGap, InputSpace
+from plugin_spec.jsonrpc import INVALID_PARAMS
 
 # Invalid arguments left unanswered are MCP-CALL-003's finding; the rules that judge the
 # answer's form are skipped naming it, without waiting out another call.
@@ -32,6 +38,7 @@ UNANSWERED_FIX = (
 )
 # An answer refused unread (nested too deep, past 16 MiB) is MCP-STD-001's finding.
 REFUSED_OWNER = "MCP-STD-001"
+WORKING_OWNER = "MCP-CALL-007"
 HANG_FIX = (
     "Bound the tool's work for every input its schema allows (cap counts and sizes in the "
     "inputSchema, e.g. maximum), answer within 30 seconds, and stop when the call is cancelled."
@@ -98,6 +105,7 @@ def _search(
     owner = ctx.requirement.id == UNANSWERED_OWNER
     if invalid and not owner and name in services.unanswered:
         raise NotApplicable(unanswered)
+    judged = [0]  # the answers judged before a call still at work ended the search
 
     def attempt(data: st.DataObject) -> Counterexample | None:
         arguments = space.draw_valid(data.draw)
@@ -111,6 +119,9 @@ def _search(
         reply = services.call(name, arguments)
         if reply.refused:  # the search ends here: each further answer would be refused too
             return Counterexample(reply.describe(), (arguments, reply), hang=True)
+        if reply.working:  # the search ends here: not silence, MCP-CALL-007's to judge
+            return Counterexample(reply.describe(), (arguments, reply), hang=True)
+        judged[0] += 1
         if invalid and reply.response is None:  # the search ends here: each would wait
             services.unanswered.add(name)
             problem = f"invalid arguments got no answer: {reply.describe()}"
@@ -132,6 +143,13 @@ def _search(
             f"tool {name!r} was answered with {reply.refused} (called with "
             f"{shown(arguments, 200)}), which clients refuse unread: its answers cannot be "
             f"judged ({REFUSED_OWNER})"
+        )
+    if reply.working:
+        if judged[0]:
+            return  # the answers before it were judged, and passed
+        raise NotApplicable(
+            f"tool {name!r} was still at work when the kit stopped waiting ({reply.describe()}; "
+            f"called with {shown(arguments, 200)}): no answer to judge ({WORKING_OWNER})"
         )
     if invalid and reply.response is None and not owner:
         raise NotApplicable(unanswered)
@@ -243,6 +261,43 @@ def unknown_tool_refused(ctx: CheckContext) -> Iterator[Finding]:
             f"{reply.describe()}",
             "/params/name",
         )
+
+
+@check("MCP-CALL-006")
+def unknown_tool_is_a_protocol_error(ctx: CheckContext) -> Iterator[Finding]:
+    ctx.sessions.require_session()
+    reply = ctx.sessions.unknown_tool
+    if reply is None:
+        raise NotApplicable("a second start of the server opened no session: no call was made")
+    if reply.response is None or reply.succeeded:
+        raise NotApplicable(f"the call of {UNKNOWN_TOOL!r} was not refused at all (MCP-CALL-005)")
+    code = reply.error.get("code") if reply.error is not None else None
+    if code != INVALID_PARAMS:
+        got = "an isError result" if reply.error is None else f"a JSON-RPC error of code {code}"
+        yield ctx.server_finding(
+            f"tools/call of {UNKNOWN_TOOL!r}, which the server did not list, got {got}, not "
+            f"a -32602 error: {reply.describe()}",
+            "/params/name",
+        )
+
+
+@check("MCP-CALL-007")
+def working_calls_end(ctx: CheckContext) -> Iterator[Finding]:
+    tool = _tool(ctx)
+    services = ctx.sessions
+    if not any(c.tool == tool.name for c in services.results):
+        services.call(tool.name or "", _space(ctx, tool).minimal())
+    for called in services.results:
+        if called.tool != tool.name or not called.working:
+            continue
+        yield ctx.server_finding(
+            f"tool {called.tool!r} was still at work {called.seconds:g} s after the call, "
+            f"sending progress, when the kit cancelled it (arguments "
+            f"{shown(called.arguments)})\n"
+            f"{_reproduction(ctx, tool, called.arguments, called.got)}",
+            f"{tool.pointer}/inputSchema",
+        )
+        return
 
 
 @check("MCP-SEC-003")

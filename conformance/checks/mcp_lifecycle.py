@@ -12,8 +12,8 @@ from typing import Any
 
 from conformance.check_registry import CheckContext, check
 from conformance.findings import Finding, NotApplicable, shown
-from conformance.mcp.services import UNKNOWN_VERSION, Probe
-from conformance.mcp.wire import Reply, Wire
+from conformance.mcp.services import PROBE_IDS, UNKNOWN_VERSION, Probe
+from conformance.mcp.wire import Reply, Wire, same_id
 from plugin_spec import mcp
 from plugin_spec.framing import MAX_FRAME_BYTES
 from plugin_spec.jsonrpc import INVALID_PARAMS
@@ -195,14 +195,13 @@ def stdout_carries_only_messages(ctx: CheckContext) -> Iterator[Finding]:
 @check("MCP-STD-002")
 def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
     probe = _probe(ctx)
-    sent = {"string": "conformance-7", "number": 2**31}
     for kind, reply in probe.ids.items():
         if reply.response is None:
             continue  # an unanswered tools/list is the listing's finding, not the id's
-        got = reply.response.get("id")
-        if type(got) is not type(sent[kind]) or got != sent[kind]:
+        got, sent = reply.response.get("id"), PROBE_IDS[kind]
+        if type(got) is not type(sent) or got != sent:
             yield ctx.server_finding(
-                f"a request with the {kind} id {json.dumps(sent[kind])} was answered with id "
+                f"a request with the {kind} id {json.dumps(sent)} was answered with id "
                 f"{json.dumps(got)}\n{_note(ctx, probe)}",
                 "/id",
             )
@@ -211,10 +210,18 @@ def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
 @check("MCP-STD-003")
 def notifications_unanswered(ctx: CheckContext) -> Iterator[Finding]:
     probe = _probe(ctx)
-    answers = [m for m in probe.after_notifications if "method" not in m]
+    wire = probe.wire
+    answers = _unrequested_responses(wire)
+    legacy = ctx.sessions.legacy if probe.opening.era == mcp.MODERN else None
+    if not answers and legacy is not None:
+        # A modern probe sends no notifications/initialized: the 2025-11-25 session does.
+        legacy.wire.quiet(ctx.sessions.deadlines.quiet)
+        wire = legacy.wire
+        answers = _unrequested_responses(wire)
     if answers:
+        note = ctx.sessions.transcript_note(wire, ctx.requirement.id)
         yield ctx.server_finding(
-            f"the server answered notifications: got: {shown(answers[0])}\n{_note(ctx, probe)}",
+            f"the server answered notifications: got: {shown(answers[0])}\n{note}",
         )
 
 
@@ -358,6 +365,26 @@ def _progress_problem(token: int, values: list[tuple[Any, Any]], late: bool) -> 
 
 def _code(reply: Reply) -> Any:
     return reply.error.get("code") if reply.error else None
+
+
+def _unrequested_responses(wire: Wire) -> list[dict[str, Any]]:
+    """The responses of a whole session that answer no request the kit sent: an id of null or
+    of no request (the answer to a notification, notifications/initialized included, whenever
+    it came). An id echoed as another type still answers its request (MCP-STD-002's finding,
+    not this one)."""
+    sent = [
+        m["id"]
+        for f in wire.frames
+        if f.direction == "sent" and (m := f.message) is not None and "id" in m
+    ]
+    received = [m for f in wire.received() if (m := f.message) is not None]
+    return [
+        m
+        for m in received
+        if "method" not in m
+        and ("result" in m or "error" in m)
+        and (m.get("id") is None or not any(same_id(m["id"], s) for s in sent))
+    ]
 
 
 def _received(probe: Probe) -> list[dict[str, Any]]:

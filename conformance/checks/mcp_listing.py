@@ -227,8 +227,10 @@ def no_rug_pull(ctx: CheckContext) -> Iterator[Finding]:
     tools = _tools(ctx)
     first: dict[str, dict[str, Any]] = {t.name: t.definition for t in tools if t.name is not None}
     services = ctx.sessions
-    services.progress_seen()  # calls each tool once, in the session listed next
-    listings = [("after tool calls", services.session.list_tools())]
+    listings = services.last_listings()  # the run's calls sessions, each listed at its end
+    if not listings:
+        services.progress_seen()  # calls each tool once, in the session listed next
+        listings = services.last_listings() or [("after tool calls", services.session.list_tools())]
     second = services.second_start
     if second is not None:
         listings.append(("in a second start of the server", second))

@@ -4,16 +4,20 @@ Each tool, under the name the model sees, is judged against the provider's dated
 rejection is a finding naming the rule, its source and the day it was read; a rewrite by the
 provider's SDK is not a finding, but the reports list each change (provider_view.py).
 The whole request is judged too: this plugin's tools, the other plugins of the run and the
-host's built-ins, as one snapshot.
+host's built-ins (not for an MCP server: other hosts mount it beside their own), as one
+snapshot. An MCP server is judged only for the providers --conformance-provider names: it is
+written for any client and model, and a provider's limits are its host's choice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from conformance.catalog import Level
 from conformance.check_registry import CheckContext, check
 from conformance.fengyu.manifest import FengYuPlugin
 from conformance.findings import Finding, NotApplicable
+from conformance.mcp.server import McpServer
 from conformance.profiles import Plugin
 from conformance.provider_view import (
     Offered,
@@ -57,6 +61,14 @@ def _fix(noted: Noted) -> str:
 
 def provider_findings(ctx: CheckContext, provider_id: str) -> Iterator[Finding]:
     provider = load_provider(provider_id)
+    # The run makes the requirements of the providers --conformance-provider names MUST
+    # (KitRun.requirements_for): a SHOULD here is a provider the run did not name.
+    if isinstance(ctx.plugin, McpServer) and ctx.requirement.level is not Level.MUST:
+        raise NotApplicable(
+            f"an MCP server is judged against {provider.title}'s rules only when the run names "
+            f"the provider: --conformance-provider {provider_id}",
+            blocked_by=(),
+        )
     judged(ctx.plugin)  # nothing to judge is a skip, not a pass
     for tool, judgement in ctx.store.once(judgements, ctx.plugin, provider_id):
         if not judgeable(tool):
@@ -71,10 +83,11 @@ def provider_findings(ctx: CheckContext, provider_id: str) -> Iterator[Finding]:
                 yield ctx.manifest_finding(at, message, _fix(noted))
     whole = "/aiTools" if isinstance(ctx.plugin, FengYuPlugin) else ""
     file = {"mcp": "tools/list", "erp": "metadata/tool"}.get(ctx.plugin.profile, "manifest.json")
+    carried = "" if isinstance(ctx.plugin, McpServer) else " and the host's built-ins"
     for noted in request_refusals_of(ctx.plugin, ctx.peers, provider_id, ctx.store):
         yield ctx.finding(
-            f"{provider.title} rejects the request that carries this plugin's tools, the run's "
-            f"other plugins and the host's built-ins: {noted.line()}\nrule: {noted.rule.text}\n"
+            f"{provider.title} rejects the request that carries this plugin's tools and the "
+            f"run's other plugins'{carried}: {noted.line()}\nrule: {noted.rule.text}\n"
             f"source: {noted.rule.source.title}, {noted.rule.source.url} "
             f"(read {noted.rule.read})",
             file,

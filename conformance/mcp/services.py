@@ -33,6 +33,13 @@ if TYPE_CHECKING:
 
 UNKNOWN_VERSION = "1999-01-01"  # MCP-LIF-002: a version no server knows
 UNKNOWN_TOOL = "conformance_no_such_tool"  # MCP-CALL-005: never listed
+# MCP-STD-002: the probe's request ids, by kind. A digit-only string is what a server that
+# converts ids by their look echoes as a number; no host need send one, so only the probe does.
+PROBE_IDS: dict[str, str | int] = {
+    "string": "conformance-7",
+    "number": 2**31,
+    "digit-only string": "7",
+}
 
 
 @dataclass
@@ -41,8 +48,7 @@ class Probe:
 
     wire: Wire
     opening: Opening
-    ids: dict[str, Reply] = field(default_factory=dict)  # by the id's kind: string, number
-    after_notifications: list[dict[str, Any]] = field(default_factory=list)
+    ids: dict[str, Reply] = field(default_factory=dict)  # by the id's kind (PROBE_IDS)
     after_cancel: Reply | None = None
     shutdown: Shutdown | None = None
 
@@ -67,6 +73,8 @@ class Called:
     arguments: Any
     got: str  # Reply.describe()
     leaked: dict[str, Match]  # by the variable's name
+    working: bool = False  # still at work, sending progress, when the kit cancelled it
+    seconds: float = 0.0  # how long the kit waited for it
 
 
 class McpServices:
@@ -97,6 +105,7 @@ class McpServices:
         self.results: list[Called] = []  # every call of the run
         self._spaces: dict[str, InputSpace | GeneratorGap] = {}  # by the tool's pointer
         self._tried = TriedCalls()  # answers to calls already made, sent once (tried.py)
+        self._last_listings: list[tuple[str, Listing]] = []  # MCP-SEC-002 (last_listings)
         self.call_effects = CallEffects(server, deadlines.late)  # MCP-ANN-001, MCP-ANN-002
         self.examples = examples or ToolExamples()
         self.setup_failures: list[str] = []  # setup calls that failed, as a reason names them
@@ -128,13 +137,11 @@ class McpServices:
             probe.shutdown = wire.close()
             return probe
         session = Session(wire, opening)
-        probe.ids["string"] = wire.request(
-            mcp.TOOLS_LIST, session.params(), request_id="conformance-7"
-        )
-        probe.ids["number"] = wire.request(mcp.TOOLS_LIST, session.params(), request_id=2**31)
+        for kind, request_id in PROBE_IDS.items():
+            probe.ids[kind] = wire.request(mcp.TOOLS_LIST, session.params(), request_id=request_id)
         wire.notify("notifications/conformance/unknown", {})
         wire.notify(mcp.CANCELLED, {"requestId": "never-sent", "reason": "probe"})
-        probe.after_notifications = wire.quiet(self.deadlines.quiet)
+        wire.quiet(self.deadlines.quiet)  # what they made the server write (MCP-STD-003)
         cancelled = wire.start_request(mcp.TOOLS_LIST, session.params())
         wire.notify(mcp.CANCELLED, {"requestId": cancelled, "reason": "the kit cancels it"})
         wire.quiet(self.deadlines.quiet)
@@ -240,10 +247,12 @@ class McpServices:
         self.on_call(tool, reply.succeeded, refusal(reply))
         if reply.timed_out:
             # A client cancels what it stopped waiting for; what the server still sends for
-            # it answers nothing the kit waits on, so it is not judged late.
+            # it answers nothing the kit waits on, so it is not judged late. The kit reads on
+            # a moment, so the transcript shows how the server took the cancellation.
             reason = "the kit stopped waiting for it"
             session.wire.notify(mcp.CANCELLED, {"requestId": token, "reason": reason})
             self._abandoned.add((wire, token))
+            session.wire.quiet(self.deadlines.quiet)
         progress = Progress(token)
         for message in reply.meanwhile:
             if message.get("method") != mcp.PROGRESS:
@@ -261,7 +270,8 @@ class McpServices:
                 progress.values.append((sent, value))
         if progress.values:
             self._progress[(wire, token)] = progress
-        self.results.append(Called(tool, arguments, reply.describe(), self._leaks(reply)))
+        described, leaks = reply.describe(), self._leaks(reply)
+        self.results.append(Called(tool, arguments, described, leaks, reply.working, reply.seconds))
         self._tried.put(session.wire, tool, arguments, reply)
         return reply
 
@@ -317,9 +327,23 @@ class McpServices:
         its calls left asleep has acted (call_effects.py); a later call starts it again."""
         if self._session is not None:
             self.call_effects.wait(self._session.wire)
+            self._list_at_end(self._session)
             self._session.wire.close()
             self._session = None
         return self.call_effects
+
+    def last_listings(self) -> list[tuple[str, Listing]]:
+        """MCP-SEC-002: the tools as each calls session listed them last, at its end, with
+        when (the session still running is listed now): a definition that changes a while
+        after the start, not at a call, shows only there."""
+        if self._session is not None and self._session.wire.alive():
+            self._list_at_end(self._session)
+        return list(self._last_listings)
+
+    def _list_at_end(self, session: Session) -> None:
+        age = time.monotonic() - session.wire.started
+        when = f"at the end of a calls session, {age:.0f} s after its start"
+        self._last_listings.append((when, session.list_tools()))
 
     def save(self, wire: Wire, name: str) -> Path:
         """The wire's frames as JSONL (a header line naming the command, then one line per

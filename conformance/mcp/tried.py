@@ -5,7 +5,9 @@ Checks draw the same arguments more than once: several checks of a tool, and sev
 of one search (a tool whose properties are all optional with defaults gets `{}` again and
 again). Some tools take seconds per call (server-everything's
 trigger-long-running-operation waits 10 s by default), so a repeat is answered with the
-first answer. Only answered calls are kept, and only for the session that answered them (a
+first answer. Only answered calls are kept (and calls still at work, sending progress, when
+the kit stopped waiting: sent again, they would work as long), and only for the session that
+answered them (a
 server started again is asked again); what came meanwhile is left out (a call's progress is
 judged once, at the call), and the answers kept are bounded, as everything an MCP session
 keeps is.
@@ -48,7 +50,7 @@ class TriedCalls:
         """Keep reply as this session's answer to the call, if it is one and fits."""
         if wire is not self._wire:
             self._wire, self._replies, self.bytes = wire, {}, 0
-        if reply.response is None or reply.refused:
+        if (reply.response is None and not reply.working) or reply.refused:
             return
         key = call_key(tool, arguments)
         size = len(key) + len(json.dumps(reply.response, ensure_ascii=False))

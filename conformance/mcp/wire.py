@@ -48,6 +48,13 @@ class Reply:
     request_id: int | str | None = None  # the request's id, to cancel it after a timeout
     refused: str = ""  # why the kit refused a line unread and stopped the server (Wire.refused)
     not_kept: int = 0  # messages that came meanwhile past MEANWHILE_BYTES
+    progressed: int = 0  # progress notifications naming the request's id as their token
+
+    @property
+    def working(self) -> bool:
+        """Unanswered at the deadline while progress for it kept coming and the server ran:
+        work under way, not silence (a client MAY restart its clock at each progress)."""
+        return self.response is None and self.timed_out and self.progressed > 0
 
     @property
     def result(self) -> Any:
@@ -75,6 +82,11 @@ class Reply:
             return f"no response: the server sent {self.refused}; the kit stopped it"
         if self.exited:
             return "no response: the server exited (or closed its stdout)"
+        if self.working:
+            return (
+                f"no response within {self.seconds:g} s, while {self.progressed} progress "
+                "notifications for it came"
+            )
         return f"no response within {self.seconds:g} s" if self.timed_out else "no response"
 
 
@@ -179,11 +191,14 @@ class Wire:
         (what callers read), up to MEANWHILE_BYTES."""
         seconds = self.deadlines.request if seconds is None else seconds
         meanwhile = _Kept()
+        progressed = 0
         for message, size in self._messages(time.monotonic() + seconds):
-            if _is_response(message) and _same_id(message.get("id"), rid):
-                return Reply(message, tuple(meanwhile.messages), not_kept=meanwhile.dropped)
+            if _is_response(message) and same_id(message.get("id"), rid):
+                kept = tuple(meanwhile.messages)
+                return Reply(message, kept, not_kept=meanwhile.dropped, progressed=progressed)
             if _is_response(message) or message.get("method") == mcp.PROGRESS:
                 meanwhile.add(message, size)
+            progressed += _progress_for(message, rid)
             self._answer_server_request(message)
         self._unread.extend(m for m in meanwhile.messages if _is_response(m))
         ended = not self.alive()
@@ -196,6 +211,7 @@ class Wire:
             request_id=rid,
             refused=self.refused,
             not_kept=meanwhile.dropped,
+            progressed=progressed,
         )
 
     def quiet(self, seconds: float) -> list[dict[str, Any]]:
@@ -323,11 +339,21 @@ def not_a_message(text: str, message: dict[str, Any] | None) -> str:
     return ""
 
 
+def _progress_for(message: dict[str, Any], rid: int | str) -> int:
+    """1 when message is a progress notification whose token is rid (the kit's calls use
+    their own id as their token), else 0."""
+    params = message.get("params")
+    if message.get("method") != mcp.PROGRESS or not isinstance(params, dict):
+        return 0
+    token = params.get("progressToken")
+    return int(type(token) is type(rid) and token == rid)
+
+
 def _is_response(message: dict[str, Any]) -> bool:
     return "method" not in message and ("result" in message or "error" in message)
 
 
-def _same_id(got: Any, sent: int | str) -> bool:
+def same_id(got: Any, sent: int | str) -> bool:
     """Whether a response answers the request: same value, or the same text (an id echoed
     as another type is still taken as the answer, and MCP-STD-002 reports it)."""
     return got == sent or (got is not None and str(got) == str(sent))

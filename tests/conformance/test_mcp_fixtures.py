@@ -4,7 +4,8 @@ Each folder in tests/fixtures/mcp is named `<REQUIREMENT-ID>-<what>` and holds a
 that starts the shared fixture server (server.py) with one `--defect`. The kit, run on it with
 --mcp-config, must report exactly that requirement (plus the SHOULDs its expect.toml lists
 under `also`), with a finding that quotes `value` (and none that says `absent`) and a fix that names
-`keyword`. The
+`keyword`. Its `args` are passed to the run (the provider fixtures name their provider,
+whose requirement the run then makes MUST). The
 conforming server and the sample MCP server report nothing, in strict mode.
 """
 
@@ -53,10 +54,12 @@ def test_fixture_server_reports_exactly_its_requirement(
     expect = tomllib.loads((folder / "expect.toml").read_text("utf-8"))
     if rid == "MCP-ANN-001" and effects_unseen() and not os.environ.get("REQUIRE_SANDBOX"):
         pytest.skip(effects_unseen())
-    result = run_on(pytester, folder / "mcp.json")
+    args = expect.get("args", [])
+    result = run_on(pytester, folder / "mcp.json", *args)
 
     assert result.reported() == {rid, *expect.get("also", [])}
-    status = "failed" if requirement.level is Level.MUST else "warned"
+    named = requirement.provider is not None and requirement.provider in args
+    status = "failed" if requirement.level is Level.MUST or named else "warned"
     assert result.statuses()[rid] == status
     findings = result.findings(rid)
     assert findings and all(f["file"] for f in findings)
