@@ -32,16 +32,13 @@ def tell_calls(
     write(f"{exercised} of {len(tools)} tools exercised with a successful call")
     for tool in idle[:SHOWN]:
         last = f"; the last answer: {tool['last_error']}" if tool.get("last_error") else ""
-        write(
-            printable(
-                f"  not exercised: {tool['target']} {tool['tool']}: {tool['calls']} calls, "
-                f"none succeeded{cut(last, REASON_CHARS)}",
-                one_line=True,
-            )
-        )
+        how = f"{tool['calls']} calls, none succeeded{cut(last, REASON_CHARS)}"
+        if not tool["calls"]:
+            how = f"not called ({cut(tool.get('not_called', 'no item called it'), REASON_CHARS)})"
+        write(printable(f"  not exercised: {tool['target']} {tool['tool']}: {how}", one_line=True))
     if len(idle) > SHOWN:
         write(f"  ... and {len(idle) - SHOWN} more (the JSON report lists them all)")
-    if idle:
+    if any(tool["calls"] for tool in idle):
         write(
             "  give arguments they accept with --examples-file, or accept them in the baseline"
             + (" (--conformance-strict fails the run for them)" if strict else "")

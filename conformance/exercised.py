@@ -45,6 +45,10 @@ def tool_table(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for record in records:
         if record.get("requirement") in EXERCISING and isinstance(record.get("tool"), str):
             entry = row(record["plugin"], record["tool"])
+            if record.get("status") in ("skipped", "not-applicable"):
+                entry["not_called"] = (
+                    f"{record['requirement']} {record['status']}: {record.get('reason')}"
+                )
             if record.get("not_exercised"):  # its valid calls' answer says more than any
                 entry["not_exercised"] = record["not_exercised"]
                 entry["last_valid_error"] = record.get("last_error", "")

@@ -275,8 +275,8 @@ class KitSession:
         if self.nothing_checked:
             terminalreporter.section("nothing checked", sep="-", yellow=True)
             write(
-                f"all {len(self.records)} conformance items were skipped or not applicable: "
-                "no requirement was checked (exit status 5)"
+                f"all {len(self.records)} conformance items were skipped, not applicable or not "
+                "exercised: no requirement was checked (exit status 5)"
             )
             reasons = Counter(str(r.get("reason") or "") for r in self.records)
             for reason, count in reasons.most_common(SHOWN_REASONS):

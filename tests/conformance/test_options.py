@@ -34,6 +34,7 @@ CHANGED = KitOptions(
     actor="bob",
     previous="git:v1",
     mcp_roots=("shared", "out/more"),
+    examples_file="known good.json",
 )
 
 
