@@ -82,8 +82,8 @@ def claims_of(plugin: Plugin) -> list[dict[str, Any]]:
             read_only = mcp.annotation(tool.definition, "readOnlyHint")
             for hint, restricting in RESTRICTING.items():
                 value = annotations.get(hint)
-                if value is not restricting:
-                    continue
+                if value is not restricting or (hint == "destructiveHint" and read_only):
+                    continue  # destructiveHint means something only when not read-only
                 judged = (hint == "readOnlyHint" and value) or (
                     hint == "openWorldHint" and not value and read_only
                 )
