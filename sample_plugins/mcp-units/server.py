@@ -15,7 +15,8 @@ from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field
 
 Unit = Literal["mm", "cm", "m", "km", "in", "ft", "yd", "mi", "nmi"]
@@ -70,7 +71,17 @@ class Expressed(BaseModel):
     text: str = Field(description="The value rounded to `precision` places, then the symbol.")
 
 
-mcp = MCPServer(
+class UnitsServer(MCPServer):
+    """The SDK's server, but a call of a tool it does not have is the protocol error the spec
+    lists an unknown tool under (-32602), not the SDK's isError result."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if name not in {tool.name for tool in await self.list_tools()}:
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")
+        return await super().call_tool(name, arguments, context)
+
+
+mcp = UnitsServer(
     "units",
     version="1.0.0",
     instructions="Length units: list_units, convert_length (to metres), express_length "
