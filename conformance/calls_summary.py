@@ -35,10 +35,12 @@ def tell_calls(
         how = f"{tool['calls']} calls, none succeeded{cut(last, REASON_CHARS)}"
         if not tool["calls"]:
             how = f"not called ({cut(tool.get('not_called', 'no item called it'), REASON_CHARS)})"
+        if tool.get("accepted"):
+            how += " (accepted in the baseline)"
         write(printable(f"  not exercised: {tool['target']} {tool['tool']}: {how}", one_line=True))
     if len(idle) > SHOWN:
         write(f"  ... and {len(idle) - SHOWN} more (the JSON report lists them all)")
-    if any(tool["calls"] for tool in idle):
+    if any(tool["calls"] and not tool.get("accepted") for tool in idle):
         write(
             "  give arguments they accept with --examples-file, or accept them in the baseline"
             + (" (--conformance-strict fails the run for them)" if strict else "")

@@ -96,8 +96,11 @@ class ToolRun:
         self.space = space
         self.classes = classify_parameters(tool.input_schema.data)
         self.files = workers.files_for(str(tool.name))
+        started = workers.harness_started
         self.harness = workers.harness()
         self.harness.warm()
+        if started:
+            workers.set_up()  # each search from the state the examples file's setup makes
         self.timeout = workers.tool_timeout(tool)
 
     def call(self, params: Any) -> CallOutcome:

@@ -36,6 +36,7 @@ from conformance.search_settings import PropertySettings
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.fengyu_decls import resource_limits
 from plugin_spec.fengyu_runtime import handshake_problems
+from plugin_spec.filerefs import classify_parameters
 from plugin_spec.line_depth import TOO_DEEP
 from reference_host.process.bounds import DEFAULT_LIMITS, WorkerLimits
 from reference_host.process.launch import MissingArtifact, WorkerSpec
@@ -285,6 +286,10 @@ class WorkerServices:
             return spec
         return replace(spec, sandbox=spec.sandbox.with_grants((self.workdir / "tools",), ()))
 
+    @property
+    def harness_started(self) -> bool:
+        return self._harness is not None
+
     def harness(self) -> ToolHarness:
         """The worker tool checks call: the host's sandbox with the kit's handed files as its
         grants, traced from outside it where effects can be seen."""
@@ -308,17 +313,25 @@ class WorkerServices:
                 deadlines=self.deadlines,
             )
             self._harness.windows = self.effects.calls  # each call, for the effect watch
-            self._set_up(self._harness)
+            self.set_up()
         return self._harness
 
-    def _set_up(self, harness: ToolHarness) -> None:
-        """The examples file's setup calls naming this plugin's tools, in order, made before
-        any other call of the tool checks' worker (watched and counted as every call is)."""
+    def set_up(self) -> None:
+        """The examples file's setup calls naming this plugin's tools, in order: made when
+        the tool checks' worker starts and again before each tool's search, so that each
+        search starts from the state they make, whatever the calls before it left (watched
+        and counted as every call is). A relative path in a file-class parameter is taken
+        in the plugin folder, as the worker sees it."""
+        harness = self._harness
+        if harness is None:
+            return
+        self.setup_failures.clear()
         tools = {str(t.name): t for t in self.plugin.tools if isinstance(t.method, str)}
         for setup in self.examples.setup_for(set(tools)):
             tool = tools[setup.tool]
             harness.warm()
-            outcome = harness.call(str(tool.method), setup.arguments, self.tool_timeout(tool))
+            arguments = self._in_package(tool, setup.arguments)
+            outcome = harness.call(str(tool.method), arguments, self.tool_timeout(tool))
             self.count(setup.tool, outcome)
             if not outcome.succeeded:
                 got = outcome.message if outcome.value is None else shown(outcome.value)
@@ -326,6 +339,18 @@ class WorkerServices:
                     f"the setup call {setup.tool} of {self.examples.path} {setup.pointer} "
                     f"failed: {outcome.kind}: {got}"
                 )
+
+    def _in_package(self, tool: AiTool, arguments: dict[str, Any]) -> dict[str, Any]:
+        """arguments with each relative path of a file-class parameter made a path in the
+        plugin folder as the tool worker sees it."""
+        classes = classify_parameters(tool.input_schema.data) if tool.input_schema else {}
+        seen = self._tools_spec.seen if self._tools_spec is not None else (lambda path: path)
+        return {
+            name: str(seen(self.package / value))
+            if name in classes and isinstance(value, str) and not Path(value).is_absolute()
+            else value
+            for name, value in arguments.items()
+        }
 
     def count(self, tool: str, outcome: CallOutcome) -> None:
         """One call of tool, told to the run's count of calls (exercised.py)."""

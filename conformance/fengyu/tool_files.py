@@ -151,7 +151,9 @@ class ToolFiles:
         if isinstance(params, list):
             return [self.fresh_outputs(v) for v in params]
         if isinstance(params, str) and Path(params) in self.writable:
-            return str(self._output_folder())
+            out = self._output_folder()
+            self.writable.append(out)  # granted writable as the first: its writes are allowed
+            return str(out)
         return params
 
     def _output_folder(self) -> Path:
