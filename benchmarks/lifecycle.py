@@ -7,7 +7,7 @@ for one call, then answers, and the loop starts its next chat. A sandboxed worke
 conversation's grants, so nearly every call restarts it and the calls queue to start it.
 
 - idle (the baseline): `host.disable` of the plugin with its worker running and no chat;
-  then `host.install` of the plugin's other version (an upgrade).
+  then `host.install` of the plugin's other version (an upgrade, or a downgrade asked for).
 - under N chats: the same, while the loops run, once the queue of starts is at least N/2
   long (the note gives its length at each change). The disable and the upgrade take turns;
   after a disable the plugin is enabled again (untimed) and the queue builds again.
@@ -128,7 +128,7 @@ async def measure(host: Host, versions: list[Path], chats: int, reps: int, warmu
                     await host.enable(PLUGIN)
                 else:
                     current = 1 - current
-                    took = await timed(host.install(versions[current]))
+                    took = await timed(host.install(versions[current], downgrade=True))
                 if rep >= warmup:
                     getattr(samples, kind).append(took)
                     samples.queues.append(queue)

@@ -113,9 +113,9 @@ async def flip(host: Host, sources: dict[str, Path], worker: dict[str, Path], st
         lambda: host.install(sources["v2"]),
         lambda: host.install(worker["v2"]),
         lambda: host.disable(ERP_ID),
-        lambda: host.install(sources["v1"]),
+        lambda: host.install(sources["v1"], downgrade=True),
         lambda: host.enable(ERP_ID),
-        lambda: host.install(worker["v1"]),
+        lambda: host.install(worker["v1"], downgrade=True),
     ]
     while not stop.is_set():
         await steps[changes % len(steps)]()
