@@ -134,6 +134,7 @@ def _search(
             f"{problem}{f' ({why})' if why else ''}", (arguments, reply), hang=hang
         )
 
+    services.begin_search()
     found = find_counterexample(attempt, services.settings)
     if found is None:
         return

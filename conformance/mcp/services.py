@@ -89,7 +89,7 @@ class McpServices:
         examples: ToolExamples | None = None,
     ) -> None:
         """examples: --examples-file, seeding each tool's inputs and making its setup calls
-        first in each calls session."""
+        first in each calls session and again before each tool's search."""
         self.server = server
         self.settings = settings
         self.transcripts = transcripts
@@ -188,10 +188,18 @@ class McpServices:
             self._set_up(self._session)
         return self._session
 
+    def begin_search(self) -> None:
+        """Before a tool's search: the examples file's setup calls again, in the running calls
+        session, so that each search starts from the state they make, whatever the calls
+        before it left (a session started for the search makes them anyway)."""
+        if self._session is not None and self._session.wire.alive():
+            self._set_up(self._session)
+
     def _set_up(self, session: Session) -> None:
         """The examples file's setup calls naming this server's tools, in order, made as
         every call is (traced, counted); one that fails is kept for the reasons of the
         items whose tools then stay unexercised."""
+        self.setup_failures.clear()
         listed = {t.name for t in self.server.tools if t.name is not None}
         for setup in self.examples.setup_for(listed):
             began = time.time()
