@@ -6,6 +6,8 @@ explain ID                  one requirement: its level, reason, examples and fix
 reference                   print docs/spec/requirements.md, generated from the catalog
 schemas                     print the paths of the shipped JSON Schemas
 init fengyu|erp DIR [--id ID] [--kit-source URL]  start a plugin that passes the kit
+vendor [DIR]                write a wheel of this kit into DIR/.conformance/, which the
+                            plugin's CI installs (pip install .conformance/*.whl)
 mcp-replay FILE             send a failing MCP item's transcript to its server again
 providers DIR...            the tools x providers matrix of each plugin, in Markdown (exit
                             status 1 when a provider refuses a tool or a request)
@@ -30,6 +32,7 @@ from conformance.provider_view import provider_matrix
 from conformance.reference_page import reference_page
 from conformance.run_store import RunStore
 from conformance.sources import JsonLoadError, load_json_file
+from conformance.vendor import INSTALL, VendorError, vendor
 from plugin_spec.plugin_folders import expand
 
 
@@ -52,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         help="where the plugin's CI installs the kit from: a git URL with a commit or tag "
         "(git+https://...@REF), an archive URL or a folder (default: where this kit came from)",
     )
+    vendor_ = commands.add_parser(
+        "vendor", help="write a wheel of this kit into DIR/.conformance/ for the plugin's CI"
+    )
+    vendor_.add_argument("dir", type=Path, nargs="?", default=Path("."), help="the plugin")
     providers = commands.add_parser(
         "providers", help="will OpenAI, Anthropic and Gemini take these plugins' tools?"
     )
@@ -63,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "mcp-replay":
         return _replay(args.file)
+    if args.command == "vendor":
+        return _vendor(args.dir)
     if args.command == "providers":
         return _providers(args.dirs)
     if args.command == "requirements":
@@ -93,7 +102,7 @@ def _init(profile: str, folder: Path, plugin_id: str | None, source: str | None)
     try:
         kit = kit_source(source)
         written = init(profile, folder, plugin_id, kit)
-    except InitError as exc:
+    except (InitError, VendorError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for path in written:
@@ -101,6 +110,20 @@ def _init(profile: str, folder: Path, plugin_id: str | None, source: str | None)
     print(f"next: cd {folder} && pytest --plugin-dir . --conformance-strict")
     if kit.warning:
         print(f"warning: {kit.warning}", file=sys.stderr)
+    return 0
+
+
+def _vendor(folder: Path) -> int:
+    if not folder.is_dir():
+        print(f"error: {folder} is not a folder", file=sys.stderr)
+        return 2
+    try:
+        path = vendor(folder)
+    except VendorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}")
+    print(f"commit it; the plugin's CI installs it with: {INSTALL}")
     return 0
 
 

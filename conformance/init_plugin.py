@@ -8,9 +8,11 @@ the worker SDK, copied from the fengyu_worker module itself: one source, so the 
 holds no copy of it to fall behind.
 
 The workflow and the README install the kit from where the running kit came from, read from
-its distribution's PEP 610 `direct_url.json` (a git URL and commit, an archive, a local
-folder), or from the source `--kit-source` names: the package index has no
-ai-plugin-conformance, so a bare `pip install ai-plugin-conformance` would fail in CI."""
+its distribution's PEP 610 `direct_url.json` (a git URL and commit, an archive), or from the
+source `--kit-source` names: the package index has no ai-plugin-conformance, so a bare
+`pip install ai-plugin-conformance` would fail in CI. A kit that came from a folder of this
+machine (an editable checkout) reaches no runner: init then vendors its wheel into the
+plugin's `.conformance/` (vendor.py), and the workflow installs that file."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 
 import fengyu_worker
 from conformance.package_data import SCAFFOLD
+from conformance.vendor import DISTRIBUTION, INSTALL, vendor
 
 PROFILES = ("fengyu", "erp")
 # FengYu ids are dotted or hyphenated lower-case words; an ERP id becomes a toolCode's first
@@ -37,8 +40,6 @@ ID_PATTERNS = {
 # folder is the first place Python looks for an import).
 VENDORED_SDK = {"fengyu": Path("backend") / "fengyu_worker.py"}
 
-
-DISTRIBUTION = "ai-plugin-conformance"
 # Source URLs pip installs the kit from: a VCS URL (git+https://...@REF), an archive or a
 # local folder's file:// URL.
 URL = re.compile(r"^(?:[a-z]+\+)?[a-z]+://\S+$")
@@ -54,19 +55,26 @@ class KitSource:
     """Where the plugin's CI installs the kit from: a PEP 508 requirement pip understands.
 
     warning is set when the source does not reach beyond this machine (a local folder or
-    file), so the generated workflow would fail on a CI runner."""
+    file), so the generated workflow would fail on a CI runner; local is set for such a
+    source. vendored: the workflow installs the wheel init writes into `.conformance/`."""
 
     requirement: str
     warning: str | None = None
+    local: bool = False
+    vendored: bool = False
 
     @property
     def install(self) -> str:
         """The shell command that installs the kit, as the workflow and README run it."""
-        return f"pip install {shlex.quote(self.requirement)}"
+        return INSTALL if self.vendored else f"pip install {shlex.quote(self.requirement)}"
+
+
+VENDORED = KitSource(INSTALL.removeprefix("pip install "), vendored=True)
 
 
 def kit_source(explicit: str | None = None) -> KitSource:
-    """The source `--kit-source` names, or else the one the running kit was installed from."""
+    """The source `--kit-source` names, or else the one the running kit was installed from
+    (its vendored wheel, where that is a folder of this machine only)."""
     if explicit is not None:
         return source_from_option(explicit)
     try:
@@ -80,7 +88,8 @@ def kit_source(explicit: str | None = None) -> KitSource:
     direct_url = found.read_text("direct_url.json")
     if direct_url is None:  # from a package index: the same index will have it again
         return KitSource(f"{DISTRIBUTION}=={found.version}")
-    return source_from_direct_url(json.loads(direct_url))
+    source = source_from_direct_url(json.loads(direct_url))
+    return VENDORED if source.local else source
 
 
 def source_from_direct_url(data: dict[str, object]) -> KitSource:
@@ -119,7 +128,8 @@ def source_from_url(url: str) -> KitSource:
         raise InitError(f"{url!r} is not a URL pip can install the kit from")
     scheme = urlsplit(url).scheme
     warning = None
-    if scheme.endswith("file"):
+    local = scheme.endswith("file")
+    if local:
         warning = (
             f"the CI workflow installs the kit from {url}, which exists on this machine "
             "only; for CI elsewhere, run init again with --kit-source naming a git URL and "
@@ -133,8 +143,8 @@ def source_from_url(url: str) -> KitSource:
     if "+" in scheme and scheme.endswith("file"):
         # pip before 23.3 refuses `NAME @ git+file://...` (a URL without a host) and takes
         # the bare URL; the source is local either way, as the warning says.
-        return KitSource(url, warning)
-    return KitSource(f"{DISTRIBUTION} @ {url}", warning)
+        return KitSource(url, warning, local)
+    return KitSource(f"{DISTRIBUTION} @ {url}", warning, local)
 
 
 def default_id(profile: str, folder: Path) -> str:
@@ -148,6 +158,16 @@ def placeholders(profile: str, plugin_id: str, source: KitSource) -> dict[str, s
     last = re.split(r"[.]", plugin_id)[-1]
     return {
         "__KIT_INSTALL__": source.install,
+        "__KIT_SOURCE_NOTE__": (
+            "It installs bubblewrap and strace, so the kit sees what the plugin's code does, "
+            + (
+                "and the kit from `.conformance/`, a wheel of the kit this plugin was made "
+                "with (commit it; `plugin-conformance vendor .` replaces it with the kit you "
+                "run)."
+                if source.vendored
+                else f"and the kit from `{source.requirement}`."
+            )
+        ),
         "__PLUGIN_ID__": plugin_id,
         "__TITLE__": " ".join(w.capitalize() for w in re.split(r"[.-]", last)),
         "__AUTHOR__": "your-name",
@@ -171,7 +191,8 @@ def init(
         )
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise InitError(f"{folder} exists and is not an empty folder: nothing was written")
-    values = placeholders(profile, plugin_id, source or kit_source())
+    source = source or kit_source()
+    values = placeholders(profile, plugin_id, source)
     template = SCAFFOLD / profile
     written = []
     for original in sorted(p for p in template.rglob("*") if p.is_file()):
@@ -185,6 +206,8 @@ def init(
         target = folder / VENDORED_SDK[profile]
         shutil.copyfile(sdk_source(), target)
         written.append(target)
+    if source.vendored:
+        written.append(vendor(folder))
     return written
 
 

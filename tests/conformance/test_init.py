@@ -345,18 +345,20 @@ def test_without_an_installed_kit_init_asks_for_a_source(
     assert not (tmp_path / "new").exists()
 
 
-def test_the_command_installs_the_kit_from_where_it_came_from_and_says_so(
+def test_a_kit_from_a_folder_of_this_machine_is_vendored_into_the_plugin(
     tmp_path: Path,
 ) -> None:
-    """This kit is installed from its own folder (pip install -e): the workflow installs it
-    from there, and init warns that the source exists on this machine only."""
+    """This kit is installed from its own folder (pip install -e), which no runner has: the
+    workflow installs the wheel init vendors into the plugin's .conformance/ (test_vendor.py
+    installs it in a fresh venv), and the README says so."""
     folder = tmp_path / "notes"
     done = run_init("fengyu", str(folder))
-    assert done.returncode == 0, done.stderr
-    assert _install_line(folder) == f"pip install 'ai-plugin-conformance @ {REPO.as_uri()}'"
-    assert "warning: the CI workflow installs the kit from" in done.stderr
-    readme = (folder / "README.md").read_text("utf-8").splitlines()
-    assert _install_line(folder) in readme and "pip install ai-plugin-conformance" not in readme
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    assert _install_line(folder) == "pip install .conformance/ai_plugin_conformance-*.whl"
+    (wheel,) = (folder / ".conformance").glob("ai_plugin_conformance-*-py3-none-any.whl")
+    assert f"wrote {wheel}" in done.stdout
+    readme = (folder / "README.md").read_text("utf-8")
+    assert _install_line(folder) in readme.splitlines() and "`.conformance/`" in readme
 
 
 def test_kit_source_option_sets_the_workflow_install_line(tmp_path: Path) -> None:
