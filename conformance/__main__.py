@@ -8,6 +8,8 @@ schemas                     print the paths of the shipped JSON Schemas
 init fengyu|erp DIR [--id ID] [--kit-source URL]  start a plugin that passes the kit
 vendor [DIR]                write a wheel of this kit into DIR/.conformance/, which the
                             plugin's CI installs (pip install .conformance/*.whl)
+diff OLD.json NEW.json [--json]  what regressed, was fixed, appeared or disappeared
+                            between two runs' reports (exit status 1 on a regression)
 mcp-replay FILE             send a failing MCP item's transcript to its server again
 providers DIR...            the tools x providers matrix of each plugin, in Markdown (exit
                             status 1 when a provider refuses a tool or a request)
@@ -30,6 +32,7 @@ from conformance.profiles import load_plugin
 from conformance.provider_report import provider_matrix_markdown, refused
 from conformance.provider_view import provider_matrix
 from conformance.reference_page import reference_page
+from conformance.reports.diff import ReportError, compare, format_comparison, load_report
 from conformance.run_store import RunStore
 from conformance.sources import JsonLoadError, load_json_file
 from conformance.vendor import INSTALL, VendorError, vendor
@@ -55,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         help="where the plugin's CI installs the kit from: a git URL with a commit or tag "
         "(git+https://...@REF), an archive URL or a folder (default: where this kit came from)",
     )
+    diff_ = commands.add_parser("diff", help="compare two runs' JSON reports, per target")
+    diff_.add_argument("old", type=Path, help="the earlier run's --conformance-report JSON")
+    diff_.add_argument("new", type=Path, help="the later run's")
+    diff_.add_argument("--json", action="store_true", help="print the changes as JSON")
     vendor_ = commands.add_parser(
         "vendor", help="write a wheel of this kit into DIR/.conformance/ for the plugin's CI"
     )
@@ -70,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "mcp-replay":
         return _replay(args.file)
+    if args.command == "diff":
+        return _diff(args.old, args.new, args.json)
     if args.command == "vendor":
         return _vendor(args.dir)
     if args.command == "providers":
@@ -111,6 +120,19 @@ def _init(profile: str, folder: Path, plugin_id: str | None, source: str | None)
     if kit.warning:
         print(f"warning: {kit.warning}", file=sys.stderr)
     return 0
+
+
+def _diff(old: Path, new: Path, as_json: bool) -> int:
+    try:
+        comparison = compare(load_report(old), load_report(new))
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if as_json:
+        print(json.dumps(comparison.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(format_comparison(comparison), end="")
+    return 1 if comparison.regressed else 0
 
 
 def _vendor(folder: Path) -> int:

@@ -36,6 +36,7 @@ class Requirement:
     passes: str = ""
     provider: str = ""  # the model provider it speaks for: --conformance-provider makes it MUST
     revisions: tuple[str, ...] = ()  # MCP: the protocol revisions the rule belongs to
+    setup: bool = False  # failing, the target could not be loaded or started (not a rule broken)
 
     @property
     def doc(self) -> str:
@@ -79,6 +80,7 @@ def load_catalog() -> dict[str, Requirement]:
             passes=entry.get("passes", "").strip("\n"),
             provider=entry.get("provider", ""),
             revisions=tuple(entry.get("revisions", ())),
+            setup=entry.get("setup", False),
         )
         for rid, entry in tomllib.loads(text).items()
     }

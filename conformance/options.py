@@ -237,7 +237,17 @@ class KitOptions:
         None,
         Flag(
             "--conformance-report",
-            "write PATH.json (one record per check) and PATH.md (summary)",
+            "write PATH.json (one record per check), PATH.md (summary) and PATH.html (a page "
+            "for people, self-contained)",
+            "PATH",
+        ),
+    )
+    sarif: str | None = _option(
+        None,
+        Flag(
+            "--conformance-sarif",
+            "write the findings as SARIF 2.1.0 to PATH (GitHub code scanning shows them on "
+            "the pull request's lines)",
             "PATH",
         ),
     )

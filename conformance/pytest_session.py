@@ -15,6 +15,7 @@ import json
 import os
 import shlex
 import sys
+import time
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -39,7 +40,7 @@ from conformance.kit import UNCHECKED, KitRun, KitUsageError, Status, Target, Ve
 from conformance.mcp.server import McpServer
 from conformance.options import SUITES, KitOptions, OptionError
 from conformance.previous_version import PreviousError
-from conformance.report import report_paths, write_reports
+from conformance.report import RunInfo, report_paths, write_reports
 from conformance.rerun import failure_text, rerun_key
 from conformance.slow_tools import slow_tool_hints
 from conformance.strict_gaps import Gap, strict_gaps
@@ -116,6 +117,7 @@ class KitSession:
         self.is_worker = hasattr(config, "workerinput")
         self.nothing_checked = False
         self.gaps: list[Gap] = []  # items skipped for a reason strict mode does not accept
+        self.started = time.time()  # the run's start, for the reports
 
     def tell_waiting(self, text: str) -> None:
         """A call the run has waited on for seconds, named on the terminal while it waits
@@ -242,8 +244,16 @@ class KitSession:
             # Every item skipped or not applicable: a green run would claim what nobody checked.
             self.nothing_checked = True
             session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
-        if self.config.option.conformance_report:
-            write_reports(self._report_base(), self.kit.summaries(), self.records)
+        options = self.kit.options
+        if options.report or options.sarif:
+            here = self.config.invocation_params.dir
+            write_reports(
+                RunInfo(self.started, time.time(), str(here)),
+                self.kit.summaries(),
+                self.records,
+                base=Path(here, options.report) if options.report else None,
+                sarif=Path(here, options.sarif) if options.sarif else None,
+            )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:
@@ -282,8 +292,10 @@ class KitSession:
             for reason, count in reasons.most_common(SHOWN_REASONS):
                 write(f"  {count} x {reason}" if reason else f"  {count} x (no reason given)")
         if self.config.option.conformance_report:
-            json_path, md_path = report_paths(self._report_base())
-            write(f"conformance report: {json_path} {md_path}")
+            paths = report_paths(self._report_base())
+            write(f"conformance report: {' '.join(str(path) for path in paths)}")
+        if self.kit.options.sarif:
+            write(f"SARIF: {Path(self.config.invocation_params.dir, self.kit.options.sarif)}")
 
     def _tell_gaps(self, terminalreporter: Any) -> None:
         """How many items could not run for a reason strict mode does not accept, and what
@@ -415,6 +427,7 @@ class ConformanceItem(KitItem):
             "tool": self.target.tool_name,
             "level": r.level.value,
             "title": r.title,
+            "setup": r.setup,
             "status": verdict.status.value if verdict else Status.SKIPPED.value,
             "reason": verdict.reason if verdict else "",
             "blocked_by": list(verdict.blocked_by) if verdict else [],

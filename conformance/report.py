@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,28 +21,64 @@ from conformance import __version__
 from conformance.catalog import load_catalog
 from conformance.exercised import claim_table, tool_table
 from conformance.provider_report import provider_matrix_markdown
+from conformance.reports.html import html_report
+from conformance.reports.sarif import sarif_log
 
 
-def report_paths(base: Path) -> tuple[Path, Path]:
-    """`--conformance-report PATH`: PATH.json and PATH.md (a .json/.md suffix is replaced)."""
-    stem = base.with_suffix("") if base.suffix in (".json", ".md") else base
-    return stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")
+@dataclass(frozen=True)
+class RunInfo:
+    """When the run started and ended (epoch seconds), and the folder it ran in, which
+    SARIF's relative file locations start from."""
+
+    started: float
+    ended: float
+    folder: str
+
+    def to_json(self) -> dict[str, Any]:
+        when = datetime.fromtimestamp(self.started, UTC).isoformat(timespec="seconds")
+        return {"started": when, "seconds": round(self.ended - self.started, 3), "dir": self.folder}
 
 
-def write_reports(base: Path, plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> None:
-    json_path, md_path = report_paths(base)
-    json_path.parent.mkdir(parents=True, exist_ok=True)
+def report_paths(base: Path) -> tuple[Path, Path, Path]:
+    """`--conformance-report PATH`: PATH.json, PATH.md and PATH.html (a .json/.md/.html
+    suffix is replaced)."""
+    stem = base.with_suffix("") if base.suffix in (".json", ".md", ".html") else base
+    json_path, md_path, html_path = (
+        stem.with_name(stem.name + x) for x in (".json", ".md", ".html")
+    )
+    return json_path, md_path, html_path
+
+
+def write_reports(
+    run: RunInfo,
+    plugins: list[dict[str, Any]],
+    records: list[dict[str, Any]],
+    *,
+    base: Path | None = None,
+    sarif: Path | None = None,
+) -> None:
+    """The JSON report, and what is made from it alone (Markdown, HTML, SARIF), so that the
+    reports of one run never disagree."""
     records = sorted(records, key=lambda r: (r["plugin"], r["requirement"]))
     document = {
         "kit": {"name": "ai-plugin-conformance", "version": __version__},
+        "run": run.to_json(),
         "summary": dict(Counter(r["status"] for r in records)),
         "plugins": plugins,
         "results": records,
         "tools": tool_table(records),
         "claims": claim_table(plugins, records),
     }
-    _write_atomically(json_path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-    _write_atomically(md_path, markdown(plugins, records))
+    if base is not None:
+        json_path, md_path, html_path = report_paths(base)
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomically(json_path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        _write_atomically(md_path, markdown(plugins, records))
+        _write_atomically(html_path, html_report(document))
+    if sarif is not None:
+        sarif.parent.mkdir(parents=True, exist_ok=True)
+        log = sarif_log(document)
+        _write_atomically(sarif, json.dumps(log, indent=2, ensure_ascii=False) + "\n")
 
 
 def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
@@ -62,9 +100,15 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
     lines += exercised_markdown(plugins, records)
     quiet = ("passed", "skipped", "not-applicable", "not-exercised")
     problems = [r for r in records if r["status"] not in quiet]
-    if problems:
-        lines += ["", "## Findings", ""]
-        for record in problems:
+    setup = [r for r in problems if r.get("setup")]
+    for heading, shown in (
+        ("Setup failures: the target could not be loaded or started", setup),
+        ("Findings", [r for r in problems if not r.get("setup")]),
+    ):
+        if not shown:
+            continue
+        lines += ["", f"## {heading}", ""]
+        for record in shown:
             lines.append(
                 f"### {record['plugin']} {record['requirement']} "
                 f"({record['level']}, {record['status']}): {record['title']}"
