@@ -45,6 +45,7 @@ from reference_host.process.manager import PluginProcessManager
 from reference_host.process.record import LineageRecord
 from reference_host.process.worker_errors import WorkerError, WorkerLaunchError
 from reference_host.storage.database import PluginRow, Store
+from reference_host.stream.conversation_log import ConversationLog, user_message
 from reference_host.stream.events import Event
 from reference_host.tools.callbacks import CallContext, ToolCallback
 from reference_host.tools.catalog_entries import from_snapshot
@@ -131,6 +132,7 @@ class Host:
         )
         self.grants = GrantStore(list(config.allowed_roots), config.data_dir / HOST_FOLDER, limits)
         self.approvals = ApprovalBroker()
+        self.conversations = ConversationLog()  # what followers of a conversation are sent
         self.actors = ActorDirectory(config.actors_file)
         self.http = httpx.AsyncClient(timeout=30.0)
         self.registry = ToolRegistry(self.store, builtins, self._callbacks)
@@ -236,7 +238,8 @@ class Host:
         tenant: str = "",
         actor: str = "",
     ) -> AsyncIterator[Event]:
-        """One agent run on a fresh snapshot; yields its events, done or error last.
+        """One agent run on a fresh snapshot; yields its events, done or error last, each
+        also kept in the conversation's log for its followers (after the user's message).
 
         Tools that need a permission (ERP tools) are offered only when the actor has it.
         """
@@ -246,7 +249,9 @@ class Host:
             p for p in (SYSTEM_PROMPT, self.grants.system_prompt(conversation)) if p
         )
         messages = [Message("system", system), *(history or []), Message("user", message)]
+        self.conversations.append(conversation, user_message(message))
         async for event in run_agent(model, messages, scope):
+            self.conversations.append(conversation, event)
             yield event
 
     def run_scope(self, conversation_id: str, tenant: str = "", actor: str = "") -> RunScope:

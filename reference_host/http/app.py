@@ -1,8 +1,9 @@
 """The host's HTTP API and its SSE streams (spec: host.md), an ASGI app served by uvicorn.
 
 Routes (JSON in and out; every error is `{"error": message, "problems": [...]}`), one router
-module per area: reference_host.http.plugins, tools, grants, approvals, erp (discovery), chat
-and workflows. Each reads the Host and the app's settings through reference_host.http.deps.
+module per area: reference_host.http.plugins, tools, grants, approvals, erp (discovery), chat,
+conversations (following one) and workflows. Each reads the Host and the app's settings
+through reference_host.http.deps.
 
 Status codes: 400 for a request the host refuses (invalid body, a plugin that fails
 validation, a path outside the allowed roots, an id that does not match reference_host.http.ids),
@@ -34,7 +35,17 @@ from fastapi import FastAPI
 
 from reference_host.agent.models import ChatModel
 from reference_host.host import Host
-from reference_host.http import approvals, chat, console, erp, grants, plugins, tools, workflows
+from reference_host.http import (
+    approvals,
+    chat,
+    console,
+    conversations,
+    erp,
+    grants,
+    plugins,
+    tools,
+    workflows,
+)
 from reference_host.http.access import guard
 from reference_host.http.error_answers import handle_errors
 from reference_host.http.openapi import document
@@ -44,7 +55,7 @@ from reference_host.workflow.canvas import Canvas
 log = logging.getLogger(__name__)
 
 # In the order of the document's paths.
-ROUTERS = (plugins, tools, grants, approvals, erp, chat, workflows)
+ROUTERS = (plugins, tools, grants, approvals, erp, chat, conversations, workflows)
 
 
 def create_app(

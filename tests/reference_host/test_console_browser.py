@@ -325,6 +325,53 @@ def test_calls_of_one_message_are_matched_with_their_results_by_id(
     opened.assert_clean()
 
 
+def test_the_console_opens_a_conversation_by_id_and_follows_turns_posted_elsewhere(
+    browser: Any, tmp_path: Path, files: Path
+) -> None:
+    """`?conversation=ID` opens the conversation that curl posts to: its grants and the turns
+    posted before the page opened show, a turn posted while it is open shows as it happens,
+    and the page's own turn is shown once (its chat stream, not the follower too)."""
+    markdown_call = '/call markdown_render {"markdown": "# Elsewhere"}'
+    with host_on_loopback(tmp_path, files) as url:
+        posted = httpx.post(
+            f"{url}/api/conversations/c-curl/grants",
+            json={
+                "pluginId": "fan.summer.markdown",
+                "path": str(files / "sales.xlsx"),
+                "access": "read",
+            },
+        )
+        assert posted.status_code == 201, posted.text
+        before = httpx.post(
+            f"{url}/api/chat", json={"message": "asked before", "conversationId": "c-curl"}
+        )
+        assert before.status_code == 200
+        with console(browser, url, "?conversation=c-curl") as opened:
+            page, expect = opened.page, opened.expect
+            expect(page.locator("#conversation-id")).to_have_text("c-curl")
+            expect(page.locator("#grants .grant")).to_have_count(1)
+            followed = page.locator(".message.user.followed")
+            expect(followed).to_have_text(["asked before"])
+            during = httpx.post(
+                f"{url}/api/chat", json={"message": markdown_call, "conversationId": "c-curl"}
+            )
+            assert during.status_code == 200
+            expect(followed).to_have_text(["asked before", markdown_call])
+            card = page.locator(".message.assistant").nth(1).locator(".tool")
+            expect(card.locator(".state")).to_have_text("succeeded")
+            mine = send(opened, "asked here")
+            expect(mine.locator(".outcome")).to_have_text(re.compile("^done"))
+            expect(page.locator(".message.user")).to_have_count(3)
+            expect(followed).to_have_count(2)
+            assert "conversation=c-curl" in page.url
+            page.locator("#open-conversation").fill("c-other")
+            page.get_by_role("button", name="Open", exact=True).click()
+            expect(page.locator("#conversation-id")).to_have_text("c-other")
+            expect(page.locator(".message.user")).to_have_count(0)
+            expect(page.locator("#grants .grant")).to_have_count(0)
+            opened.assert_clean()
+
+
 def test_the_token_field_unlocks_the_api(browser: Any, tmp_path: Path, files: Path) -> None:
     """With --token the page still loads; the API answers 401 until the token is given."""
     with host_on_loopback(tmp_path, files, token=TOKEN) as url, console(browser, url) as opened:
@@ -352,7 +399,8 @@ def test_the_token_in_the_url_the_host_printed_unlocks_the_api(
         page, expect = opened.page, opened.expect
         expect(page.locator('#plugins [data-plugin-id="fan.summer.markdown"]')).to_be_visible()
         expect(page.locator("#plugins-error")).to_be_hidden()
-        assert page.url == url + "/"
+        assert TOKEN not in page.url  # the address keeps the conversation only
+        assert page.url.startswith(url + "/?conversation=conv_")
         assert page.evaluate("sessionStorage.getItem('reference-host.token')") == TOKEN
         answer = send(opened, "hello")
         expect(answer.locator(".outcome")).to_have_text(re.compile("^done"))

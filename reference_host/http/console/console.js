@@ -64,10 +64,10 @@ function token() {
 }
 
 /** fetch with the bearer token (when one is set) and a JSON body. */
-async function request(method, path, body) {
+async function request(method, path, body, signal) {
   const headers = {};
   if (token()) headers.Authorization = `Bearer ${token()}`;
-  const init = { method, headers };
+  const init = { method, headers, signal };
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -124,12 +124,30 @@ function newConversationId() {
   return `conv_${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
+// The host's id rule (reference_host.http.ids): what `?conversation=` and the open form take.
+const CONVERSATION_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/** The conversation named in the address (`?conversation=ID`), if it is a valid id. */
+function conversationFromUrl() {
+  const named = new URLSearchParams(location.search).get("conversation");
+  return named !== null && CONVERSATION_ID.test(named) ? named : null;
+}
+
+/**
+ * The conversation the console shows: the one the address names (a link to a conversation
+ * that curl or a script posts to), else this tab's last one, else a new one. Its id is put
+ * in the address, so a reload or a shared link opens the same conversation.
+ */
 const conversation = {
-  id: sessionStorage.getItem(CONVERSATION_KEY) || newConversationId(),
+  id: conversationFromUrl() || sessionStorage.getItem(CONVERSATION_KEY) || newConversationId(),
   set(id) {
     this.id = id;
     sessionStorage.setItem(CONVERSATION_KEY, id);
     byId("conversation-id").textContent = id;
+    byId("open-conversation").value = "";
+    const address = new URL(location.href);
+    address.searchParams.set("conversation", id);
+    history.replaceState(null, "", address.pathname + address.search);
   },
 };
 
@@ -367,7 +385,7 @@ function stripSpace(value) {
 
 /** One exchange: the user's message and the assistant's answer as its events arrive. */
 class Exchange {
-  constructor(message) {
+  constructor(message, followed = false) {
     this.calls = new Map();
     this.text = null;
     this.thought = null;
@@ -383,7 +401,12 @@ class Exchange {
       this.status,
     );
     const transcript = byId("transcript");
-    transcript.append(el("div", { className: "message user", text: message }), this.root);
+    const asked = el("div", { className: "message user", text: message });
+    if (followed) {
+      asked.classList.add("followed");
+      asked.title = "posted by another client of this conversation";
+    }
+    transcript.append(asked, this.root);
     transcript.scrollTop = transcript.scrollHeight;
   }
 
@@ -616,7 +639,76 @@ function filesTable(files, injected) {
   return el("table", { className: "files" }, el("thead", {}, head), el("tbody", {}, ...rows));
 }
 
+/**
+ * Follows the conversation (GET /api/conversations/{id}/events): turns posted by another
+ * client (curl, a script, another tab) show as they happen, and on opening a conversation its
+ * kept turns show first. This tab's own turns come on their chat stream, so the follower skips
+ * them (their message is in `own` until it comes back). Reconnects after the last event seen.
+ */
+const follower = {
+  controller: null,
+  own: [],
+  current: null,
+  skipping: false,
+  after: 0,
+
+  start() {
+    this.controller?.abort();
+    this.controller = new AbortController();
+    this.own = [];
+    this.current = null;
+    this.skipping = false;
+    this.after = 0;
+    this.run(conversation.id, this.controller.signal);
+  },
+
+  async run(id, signal) {
+    while (!signal.aborted) {
+      try {
+        const path = `/api/conversations/${encodeURIComponent(id)}/events?after=${this.after}`;
+        const response = await request("GET", path, undefined, signal);
+        if (response.ok) {
+          const parser = new SSEParser((event) => this.handle(event));
+          const reader = response.body.getReader();
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            parser.feed(value);
+          }
+        }
+      } catch {
+        // the host went away or the stream was aborted: try again below unless aborted
+      }
+      if (!signal.aborted) await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
+  },
+
+  handle(event) {
+    const number = Number.parseInt(event.id, 10);
+    if (Number.isSafeInteger(number)) this.after = number;
+    if (event.type === "message") {
+      let text = "";
+      try {
+        text = String(JSON.parse(event.data).text ?? "");
+      } catch {
+        text = event.data;
+      }
+      const mine = this.own.indexOf(text);
+      this.skipping = mine !== -1;
+      if (this.skipping) this.own.splice(mine, 1);
+      this.current = this.skipping ? null : new Exchange(text, true);
+      return;
+    }
+    if (!this.skipping && this.current) this.current.handle(event);
+    if (event.type === "done" || event.type === "error") {
+      this.current = null;
+      this.skipping = false;
+    }
+  },
+};
+
 async function chat(message) {
+  follower.own.push(message);
   const exchange = new Exchange(message);
   const send = byId("send");
   send.disabled = true;
@@ -675,16 +767,32 @@ function start() {
   takeTokenFromUrl();
   byId("token").value = sessionStorage.getItem(TOKEN_KEY) ?? "";
   conversation.set(conversation.id);
+  follower.start();
 
   byId("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, token());
     refreshAll();
   });
-  byId("new-conversation").addEventListener("click", () => {
-    conversation.set(newConversationId());
+  const openConversation = (id) => {
+    conversation.set(id);
     byId("transcript").replaceChildren();
+    follower.start();
     guarded(byId("grants-error"), loadGrants);
+  };
+  byId("new-conversation").addEventListener("click", () => openConversation(newConversationId()));
+  byId("open-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const id = byId("open-conversation").value.trim();
+    if (!CONVERSATION_ID.test(id)) {
+      byId("open-conversation").setCustomValidity(
+        "1 to 128 characters: ASCII letters, digits, '_', '.', ':' and '-'",
+      );
+      byId("open-conversation").reportValidity();
+      return;
+    }
+    byId("open-conversation").setCustomValidity("");
+    openConversation(id);
   });
   byId("refresh-plugins").addEventListener("click", () => guarded(byId("plugins-error"), loadPlugins));
   byId("refresh-tools").addEventListener("click", () => guarded(byId("tools-error"), loadTools));
