@@ -41,7 +41,7 @@ from conformance.mcp.server import McpServer
 from conformance.options import SUITES, KitOptions, OptionError
 from conformance.previous_version import PreviousError
 from conformance.report import RunInfo, report_paths, write_reports
-from conformance.rerun import failure_text, rerun_key
+from conformance.rerun import failure_text, rerun_command, rerun_key
 from conformance.slow_tools import slow_tool_hints
 from conformance.strict_gaps import Gap, strict_gaps
 from reference_host.process.environment import WorkerEnvError
@@ -106,6 +106,10 @@ def _settings(config: pytest.Config) -> Settings | None:
     if config.inipath is None:
         return None
     return Settings(config.inipath, file_values(getattr(config, "_inicfg", {})))
+
+
+# Statuses whose record carries the command that reproduces the item.
+REPRODUCED = frozenset({Status.FAILED, Status.WARNED, Status.NOT_EXERCISED})
 
 
 class KitSession:
@@ -438,7 +442,13 @@ class ConformanceItem(KitItem):
                 else {}
             ),
             "calls": self.calls,
+            **({"rerun": self._rerun()} if verdict and verdict.status in REPRODUCED else {}),
         }
+
+    def _rerun(self) -> str:
+        """The command that runs this item again (with its search's seed)."""
+        seed = self.verdict.seed if self.verdict else None
+        return rerun_command(self.kit, self.target, self.config.invocation_params.dir, seed)
 
 
 class StaleEntryItem(KitItem):

@@ -83,6 +83,7 @@ def _target(target: str, records: list[dict[str, Any]], tools: list[dict[str, An
             f"{escape(record['title'])}</strong>: the kit could not load or start the target "
             "as its host does; what depends on that was skipped or ran another way."
             + "".join(_finding_text(f) for f in record["findings"])
+            + _rerun(record)
             + "</div>"
         )
     parts.append(_matrix(records))
@@ -112,6 +113,7 @@ def _target(target: str, records: list[dict[str, Any]], tools: list[dict[str, An
             detail += f"<pre>{escape(str(record.get('not_exercised') or ''))}</pre>"
         elif record.get("reason"):
             detail += f"<p>{escape(str(record['reason']))}</p>"
+        detail += _rerun(record)
         parts.append(
             f'<div class="finding {escape(record["status"])}"><h4>{escape(record["requirement"])}'
             f"{tool} {escape(record['title'])} ({escape(record['level'])}, "
@@ -140,6 +142,13 @@ def _matrix(records: list[dict[str, Any]]) -> str:
         )
         rows.append(f"<tr><td>{escape(area)}</td>{cells}</tr>")
     return f'<table class="matrix"><tr><th>area</th>{head}</tr>{"".join(rows)}</table>'
+
+
+def _rerun(record: dict[str, Any]) -> str:
+    """The command that runs the item again, when the record has one."""
+    if not record.get("rerun"):
+        return ""
+    return f"<p><strong>Reproduce:</strong></p><pre>{escape(str(record['rerun']))}</pre>"
 
 
 def _area(requirement: str) -> str:

@@ -140,6 +140,8 @@ def _result(
         result["suppressions"] = [{"kind": "external", "justification": why}]
     if record.get("tool"):
         result["properties"]["tool"] = record["tool"]
+    if record.get("rerun"):
+        result["properties"]["rerun"] = record["rerun"]
     where = place(record, finding, run_dir)
     if where is not None:
         location: dict[str, Any] = {"uri": where.file}

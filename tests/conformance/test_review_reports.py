@@ -120,6 +120,7 @@ def test_the_html_page_shows_each_target_its_areas_and_findings_in_chromium(
     assert "Setup failure: FY-WRK-012 runtime artifact present" in text
     assert "ERP-TOOL-005 namespace rule (MUST, failed)" in text
     assert "Fix:" in text and "run time" in text
+    assert len(re.findall(r"Reproduce:\s+pytest --plugin-dir", text)) == 2  # each rerun line
     assert re.search(r"area\s+failed", text)  # the matrix's header
     assert "<script" not in html
 
@@ -233,3 +234,40 @@ def test_the_documented_examples_are_this_runs_output(pytester: pytest.Pytester)
     for name, text in made.items():
         kept = (EXAMPLES / name).read_text("utf-8")
         assert kept == text, f"{EXAMPLES / name} is stale: run with REPORT_EXAMPLES=update"
+
+
+def test_the_actions_compare_step_fails_the_job_on_a_regression(
+    pytester: pytest.Pytester,
+) -> None:
+    """action.yml's compare step, run as GitHub runs a bash step (bash -e -o pipefail), with
+    this venv's plugin-conformance on PATH."""
+    import yaml
+
+    _run(pytester)
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    (step,) = [
+        s for s in action["runs"]["steps"] if s.get("name") == "Compare with the earlier run"
+    ]
+    fixed = json.loads((pytester.path / "report.json").read_text())
+    for record in fixed["results"]:
+        if record["requirement"] == "ERP-TOOL-005":
+            record["status"] = "passed"
+    (pytester.path / "base.json").write_text(json.dumps(fixed))
+    summary = pytester.path / "summary.md"
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "OLD": "base.json",
+        "REPORT": "report",
+        "GITHUB_STEP_SUMMARY": str(summary),
+    }
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+        cwd=pytester.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "regressed (1):\n  hello-plugin ERP-TOOL-005: passed -> failed" in done.stdout
+    assert summary.read_text().startswith("```text\nregressed (1):")
