@@ -197,6 +197,12 @@ def test_the_diff_command_exits_1_on_a_regression_and_names_a_bad_file(
     better = diff(pytester.path / "report.json", fixed)
     assert better.returncode == 0, better.stderr
     assert "fixed (1):\n  hello-plugin ERP-TOOL-005: failed -> passed" in better.stdout
+    if os.environ.get("REPORT_EXAMPLES") == "update":
+        (EXAMPLES / "diff.txt").write_text(better.stdout, "utf-8")
+    assert (EXAMPLES / "diff.txt").read_text("utf-8") == better.stdout
+    page = (REPO / "docs" / "guide" / "reports.md").read_text("utf-8")
+    shown = page.split("$ plugin-conformance diff base.json head.json\n", 1)[1].split("```")[0]
+    assert shown == better.stdout, "docs/guide/reports.md shows another diff than the command's"
     worse = diff(fixed, pytester.path / "report.json")
     assert worse.returncode == 1
     assert "regressed (1):" in worse.stdout
