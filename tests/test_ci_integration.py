@@ -64,7 +64,7 @@ def test_the_action_runs_the_kit_and_writes_every_file_it_uploads(tmp_path: Path
     done = _run_action(plugin)
     assert done.returncode == 0, done.stdout + done.stderr
     files = _uploaded(plugin)
-    assert len(files) == 3 and all(f.is_file() for f in files), files
+    assert len(files) == 5 and all(f.is_file() for f in files), files  # json md html sarif xml
     junit = next(f for f in files if f.suffix == ".xml").read_text()
     assert 'classname="conformance.fan.summer.markdown.manifest"' in junit
 

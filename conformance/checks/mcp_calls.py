@@ -50,6 +50,12 @@ def _tool(ctx: CheckContext) -> McpTool:
     tool = ctx.tool
     if not isinstance(tool, McpTool) or tool.name is None:
         raise NotApplicable("the item names no listed tool")
+    if tool.task_only:
+        raise NotApplicable(
+            f'tool {tool.name!r} runs only as a task (execution.taskSupport: "required"), '
+            "and refuses a plain call as it should; the kit does not drive tasks, so its "
+            "calls are not judged"
+        )
     return tool
 
 
@@ -169,17 +175,37 @@ def valid_calls_answered(ctx: CheckContext) -> Iterator[Finding]:
     services = ctx.sessions
     answers: list[Reply] = []
 
+    name = tool.name or ""
+
     def judge(reply: Reply) -> str:
         answers.append(reply)
         problem = result_problem(reply)
-        if not problem and not services.session.wire.alive():
-            return "the server exited after answering"
-        return problem
+        if not services.server_gone():
+            return problem
+        # Gone: by this call, or by the one before it, which answered and ended the server
+        # a moment later (a tool that signals its own process group). A call of another
+        # tool before it is that tool's item's to report (it waits for such an end): this
+        # tool is blamed only if its call alone ends a fresh server too.
+        before = services.previous_call()
+        another = before is not None and before.tool != name
+        if another and services.survives_alone(name, services.results[-1].arguments):
+            return ""
+        return (problem or "the server exited after answering") + services.call_before()
 
     findings = list(_search(ctx, tool, judge))
+    if not findings and answers and services.gone_after_quiet():
+        last = services.last_call_of(name)
+        if last is not None:
+            findings.append(
+                ctx.server_finding(
+                    f"tool {name!r}: the server exited after answering the search's last call"
+                    f"{services.call_before()}\n"
+                    + _reproduction(ctx, tool, last.arguments, last.got),
+                    f"{tool.pointer}/inputSchema",
+                )
+            )
     if not findings and not any(reply.succeeded for reply in answers):
         space = _space(ctx, tool)
-        name = tool.name or ""
         raise NotExercised(
             unexercised(name, len(answers), space.dropped, services.setup_failures),
             refusal(answers[-1]) if answers else "",

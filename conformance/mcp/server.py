@@ -63,6 +63,13 @@ class McpTool:
     def pointer(self) -> str:
         return f"/tools/{self.index}"
 
+    @property
+    def task_only(self) -> bool:
+        """`execution.taskSupport: "required"`: the tool is called only as a task (a
+        tools/call with a `task`), and refuses a plain call, as the spec has it."""
+        execution = self.definition.get("execution")
+        return isinstance(execution, dict) and execution.get("taskSupport") == "required"
+
 
 @dataclass(frozen=True)
 class LoadProblem:

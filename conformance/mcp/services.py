@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.deadlines import Deadlines
 from conformance.examples_file import ToolExamples
-from conformance.findings import NotApplicable
+from conformance.findings import NotApplicable, cut, shown
 from conformance.mcp.call_effects import CallEffects
 from conformance.mcp.refusal import refusal
 from conformance.mcp.server import McpServer, McpTool
@@ -75,6 +75,7 @@ class Called:
     leaked: dict[str, Match]  # by the variable's name
     working: bool = False  # still at work, sending progress, when the kit cancelled it
     seconds: float = 0.0  # how long the kit waited for it
+    session: int = 0  # which calls session's server process answered it (counted from 1)
 
 
 class McpServices:
@@ -96,6 +97,7 @@ class McpServices:
         self.deadlines = deadlines
         self._wires: list[Wire] = []
         self._session: Session | None = None
+        self._sessions_started = 0  # calls sessions so far: which process answered a call
         # Progress per (wire, token): a token is its request's id, which a restarted session
         # numbers from 1 again.
         self._progress: dict[tuple[int, Any], Progress] = {}
@@ -185,6 +187,7 @@ class McpServices:
             wire = self.launch(wrapper)
             self.call_effects.launched(wire, trace)
             self._session = Session(wire, open_session(wire, self.server.mode))
+            self._sessions_started += 1
             self._set_up(self._session)
         return self._session
 
@@ -279,9 +282,59 @@ class McpServices:
         if progress.values:
             self._progress[(wire, token)] = progress
         described, leaks = reply.describe(), self._leaks(reply)
-        self.results.append(Called(tool, arguments, described, leaks, reply.working, reply.seconds))
+        self.results.append(
+            Called(
+                tool,
+                arguments,
+                described,
+                leaks,
+                reply.working,
+                reply.seconds,
+                self._sessions_started,
+            )
+        )
         self._tried.put(session.wire, tool, arguments, reply)
         return reply
+
+    def server_gone(self) -> bool:
+        """Whether the calls session's server has exited (without starting it again)."""
+        return self._session is not None and not self._session.wire.alive()
+
+    def previous_call(self) -> Called | None:
+        """The call before the latest one, if the same server process answered both."""
+        current = self.results[-1] if self.results else None
+        earlier = [c for c in self.results[:-1] if current and c.session == current.session]
+        return earlier[-1] if earlier else None
+
+    def last_call_of(self, tool: str) -> Called | None:
+        return next((c for c in reversed(self.results) if c.tool == tool), None)
+
+    def survives_alone(self, tool: str, arguments: Any) -> bool:
+        """Whether a fresh server lives on after this one call (and a quiet moment): the
+        way to tell a call that ends the server from one that found it ending."""
+        reply = self.call(tool, arguments)
+        if reply.exited:
+            return False
+        return not self.gone_after_quiet()
+
+    def gone_after_quiet(self) -> bool:
+        """Whether the calls session's server has exited, after a quiet moment for an exit
+        that follows an answer to come (without starting it again)."""
+        if self._session is not None and self._session.wire.alive():
+            self._session.wire.quiet(self.deadlines.quiet)
+        return self.server_gone()
+
+    def call_before(self) -> str:
+        """The call before the latest one in the same server process, named for a finding
+        about that process's exit: a tool that signals its own process group answers first
+        and dies a moment later, during the next call ("" when there is none)."""
+        before = self.previous_call()
+        if before is None:
+            return ""
+        return (
+            f"; the call before it, which may have ended the server instead: {before.tool} "
+            f"{shown(before.arguments, 200)} (answered {cut(before.got, 200)})"
+        )
 
     def _leaks(self, reply: Reply) -> dict[str, Match]:
         """The secrets the server was given (McpServer.secrets) that the answer holds: one
@@ -321,7 +374,7 @@ class McpServices:
             from conformance.strategies import GeneratorGap
 
             for tool in self.server.tools:
-                if tool.name is None:
+                if tool.name is None or tool.task_only:
                     continue
                 try:
                     arguments = self.input_space(tool).minimal()

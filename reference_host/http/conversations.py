@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import APIRouter, Header, Query
 from starlette.responses import StreamingResponse
@@ -21,10 +22,25 @@ from reference_host.stream.events import CONNECTED, KEEP_ALIVE
 
 router = APIRouter()
 
+# One event of the follow stream, as OpenAPI 3.1 describes text/event-stream: the chat
+# stream's events and `message`, each numbered (`id`).
+FOLLOWED_EVENT: dict[str, Any] = {
+    "type": "object",
+    "required": ["event", "data", "id"],
+    "properties": {
+        "event": {"enum": ["message", "token", "thinking", "tool", "approval", "done", "error"]},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"type": "object"},
+        },
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+    },
+}
 FOLLOW_STREAM = {
     "description": "`: connected`, then `id:`/`event:`/`data:` frames: the kept events of the "
     "conversation, then each new one (a turn starts with `message`); never ends by itself",
-    "content": {"text/event-stream": {}},
+    "content": {"text/event-stream": {"schema": FOLLOWED_EVENT}},
 }
 
 

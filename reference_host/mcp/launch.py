@@ -84,21 +84,54 @@ def prune_server_data(data_dir: Path, names: Iterable[str]) -> None:
 def safe_repositories(folders: Iterable[Path], env: dict[str, str]) -> dict[str, str]:
     """git's `safe.directory` for each handed folder, as variables after those env has
     (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n: added to, never replacing, the
-    system's and HOME's settings). Where the sandbox runs as another id than the user (the
-    host runs as root), git refuses a repository the user owns ("dubious ownership"): every
-    call of mcp-server-git failed in the folder it was handed. A desktop client runs the
-    server as the user, who owns it."""
+    system's and HOME's settings), and for the repositories inside it (_repositories_in).
+    Where the sandbox runs as another id than the user (the host runs as root), git refuses
+    a repository the user owns ("dubious ownership"): every call of mcp-server-git failed in
+    the folder it was handed, and cyanheads-git in the repository inside its working folder.
+    A desktop client runs the server as the user, who owns it."""
     try:
         start = int(env.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:
         return {}
     added: dict[str, str] = {}
-    for index, folder in enumerate(folders, start):
+    trusted = [path for folder in folders for path in (folder, *_repositories_in(folder))]
+    for index, folder in enumerate(dict.fromkeys(trusted), start):
         added[f"GIT_CONFIG_KEY_{index}"] = "safe.directory"
         added[f"GIT_CONFIG_VALUE_{index}"] = str(folder)
     if added:
         added["GIT_CONFIG_COUNT"] = str(start + len(added) // 2)
     return added
+
+
+# How far down a handed folder git repositories are looked for, and how many are named: a
+# server handed a workspace (cyanheads-git's working folder) opens the repositories in it.
+REPOSITORY_DEPTH = 3
+REPOSITORIES_NAMED = 64
+
+
+def _repositories_in(folder: Path) -> list[Path]:
+    """The git repositories (a `.git` inside) below folder, breadth first, bounded; a
+    repository's own folders and node_modules are not searched."""
+    found: list[Path] = []
+    level = [folder]
+    for _ in range(REPOSITORY_DEPTH):
+        below: list[Path] = []
+        for parent in level:
+            try:
+                children = sorted(p for p in parent.iterdir() if p.is_dir() and not p.is_symlink())
+            except OSError:
+                continue
+            for child in children:
+                if child.name in (".git", "node_modules"):
+                    continue
+                if (child / ".git").exists():
+                    found.append(child)
+                    if len(found) >= REPOSITORIES_NAMED:
+                        return found
+                else:
+                    below.append(child)
+        level = below
+    return found
 
 
 def handed_folders(args: Iterable[str], cwd: Path, roots: Iterable[Path] = ()) -> HandedFolders:
@@ -128,13 +161,20 @@ PACKAGE_MARKERS = ("package.json", "node_modules", "pyproject.toml", "setup.py")
 
 
 def _package_of(script: Path) -> Path:
-    """What a file argument needs readable: the package it lies in (the nearest folder up
-    that holds a package.json, node_modules or a Python project file: `node .../dist/index.js`
-    needs the package's node_modules), else its own folder, or the file alone where that
-    folder may not be handed out (HOME, a folder holding it)."""
+    """What a file argument needs readable: for a script inside a node_modules folder, the
+    outermost node_modules (its dependencies lie beside it there); else the package it lies
+    in (the nearest folder up that holds a package.json, node_modules or a Python project
+    file: `node .../dist/index.js` needs the package's node_modules), else its own folder, or
+    the file alone where that folder may not be handed out (HOME, a folder holding it)."""
     folder = script.parent
     if not _may_hand(folder):
         return script
+    if "node_modules" in script.parts:
+        # An installed package: npm puts its dependencies in the outermost node_modules
+        # (`npm install` in a project folder), which node reaches by walking up.
+        top = Path(*script.parts[: script.parts.index("node_modules") + 1])
+        if _may_hand(top):
+            return top
     for candidate in (folder, *folder.parents):
         if not _may_hand(candidate):
             break

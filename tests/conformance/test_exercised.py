@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -219,3 +220,32 @@ def test_a_fengyu_tool_refusing_every_call_is_not_exercised_and_an_example_exerc
     assert row["successful_calls"] > 0
     claims = {c["claim"]: c for c in seeded.report["claims"]}
     assert claims["effect: read"]["verified"] is not bool(effects_unseen())
+
+
+def test_a_tool_that_runs_only_as_a_task_is_not_applicable_not_unexercised(
+    pytester: pytest.Pytester,
+) -> None:
+    """server-everything's simulate-research-query (execution.taskSupport "required")
+    refuses a plain tools/call, as it should: the kit reported it not-exercised, advised an
+    examples file no file could satisfy, and strict failed a server doing what the spec asks
+    (issue 37 calibration). Its call items are not applicable, saying why."""
+    config = pytester.path / "mcp.json"
+    server = REPO / "tests" / "fixtures" / "mcp" / "server.py"
+    entry = {"command": sys.executable, "args": [str(server), "--tasks"]}
+    config.write_text(json.dumps({"mcpServers": {"tasks": entry}}))
+    report_base = pytester.path / "kit-report"
+    result = pytester.runpytest(
+        "--mcp-config",
+        str(config),
+        "--conformance-report",
+        str(report_base),
+        "--conformance-strict",
+        "-k",
+        "MCP-CALL-001 or MCP-ANN-001 or MCP-UTL-004",
+    )
+    report = json.loads(report_base.with_suffix(".json").read_text())
+    research = {r["requirement"]: r for r in report["results"] if r.get("tool") == "research"}
+    assert research["MCP-CALL-001"]["status"] == "not-applicable"
+    assert 'taskSupport: "required"' in research["MCP-CALL-001"]["reason"]
+    assert research["MCP-ANN-001"]["status"] == "not-applicable"
+    assert result.ret == 0, result.stdout.str()[-3000:]

@@ -120,17 +120,30 @@ for repo in sys.argv[1:]:
                           text=True)
     print(repo, "ok" if done.returncode == 0 else done.stderr.strip().splitlines()[0])
 """
+# The same in the repository at a relative path below the folder it is handed (the only
+# folder on its command line).
+GIT_BELOW = """
+import os, subprocess, sys
+repo = os.path.normpath(os.path.join(sys.argv[1], sys.argv[2]))
+done = subprocess.run(["git", "-C", repo, "status", "--porcelain"], capture_output=True, text=True)
+print(repo, "ok" if done.returncode == 0 else done.stderr.strip().splitlines()[0])
+"""
 
 
 @pytest.mark.parametrize("where", ["host", "kit"])
-def test_git_works_in_a_repository_the_user_handed_over(tmp_path: Path, where: str) -> None:
+@pytest.mark.parametrize("inside", [False, True])
+def test_git_works_in_a_repository_the_user_handed_over(
+    tmp_path: Path, where: str, inside: bool
+) -> None:
     """As root the sandbox runs as nobody, and git refused the user's repository ("dubious
-    ownership"): every call of mcp-server-git failed in the folder it was handed."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
+    ownership"): every call of mcp-server-git failed in the folder it was handed, and a
+    server handed a workspace (cyanheads-git) in the repository inside it."""
+    handed = tmp_path / "workspace"
+    repo = handed / "projects" / "repo" if inside else handed
+    repo.mkdir(parents=True)
     (tmp_path / "cwd").mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    argv = (sys.executable, "-c", GIT, str(repo))
+    argv = (sys.executable, "-c", GIT_BELOW, str(handed), str(repo.relative_to(handed)))
     if where == "host":
         config = ServerConfig("git", argv[0], argv[1:], {}, tmp_path / "cwd")
         state = tmp_path / "host-state"
@@ -171,3 +184,28 @@ def test_a_script_argument_brings_its_package(tmp_path: Path) -> None:
     state = tmp_path / "host-state"
     spec = Launch(config, server_data(state, "node-like"), (state.resolve(),)).spec
     assert run(spec) == {"dep": "dependency"}
+
+
+def test_a_script_of_an_installed_package_brings_the_project_node_modules(tmp_path: Path) -> None:
+    """`npm install @modelcontextprotocol/server-everything` in a folder puts the server's
+    dependencies (@modelcontextprotocol/sdk) beside it in that folder's node_modules, not in
+    its own: started from another folder, node found none of them (issue 37 calibration)."""
+    modules = tmp_path / "project" / "node_modules"
+    package = modules / "@scope" / "server"
+    (package / "dist").mkdir(parents=True)
+    (package / "package.json").write_text("{}")
+    (modules / "sdk").mkdir()
+    (modules / "sdk" / "index.txt").write_text("the sdk")
+    script = package / "dist" / "main.py"
+    script.write_text(
+        "import pathlib, sys\n"
+        "sdk = pathlib.Path(sys.argv[0]).parents[3] / 'sdk' / 'index.txt'\n"
+        "print('sdk', sdk.read_text())\n"
+    )
+    (tmp_path / "elsewhere").mkdir()
+    handed = handed_folders([str(script)], tmp_path / "elsewhere")
+    assert handed.readable == (modules,)
+    config = ServerConfig("npm-like", sys.executable, (str(script),), {}, tmp_path / "elsewhere")
+    state = tmp_path / "host-state"
+    spec = Launch(config, server_data(state, "npm-like"), (state.resolve(),)).spec
+    assert run(spec) == {"sdk": "the sdk"}
