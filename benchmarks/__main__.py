@@ -22,6 +22,7 @@ from benchmarks import (
     kit,
     kit_tools,
     lifecycle,
+    marketplace,
     minimal_input,
     provider_fit,
     rpc,
@@ -42,6 +43,7 @@ SECTIONS: dict[str, Callable[[Settings], tuple[list[Row], list[str]]]] = {
     "startup": startup.run,
     "lifecycle": lifecycle.run,
     "minimal-input": minimal_input.run,
+    "marketplace": marketplace.run,
 }
 HEADER = ["Benchmark", "Median", "Baseline (median)", "Ratio", "Target", "Met", "Notes"]
 

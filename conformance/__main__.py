@@ -8,6 +8,9 @@ schemas                     print the paths of the shipped JSON Schemas
 init fengyu|erp DIR [--id ID] [--kit-source URL]  start a plugin that passes the kit
 vendor [DIR]                write a wheel of this kit into DIR/.conformance/, which the
                             plugin's CI installs (pip install .conformance/*.whl)
+marketplace --targets FILE --shard I/N --output DIR  check one shard of a marketplace's
+                            targets, each in a bounded run of its own
+merge SHARD.json... --output M.json [--targets FILE]  join shard reports into one
 diff OLD.json NEW.json [--json]  what regressed, was fixed, appeared or disappeared
                             between two runs' reports (exit status 1 on a regression)
 mcp-replay FILE             send a failing MCP item's transcript to its server again
@@ -20,7 +23,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from conformance.catalog import format_catalog
 from conformance.explain import UnknownRequirement, explain
@@ -34,6 +39,7 @@ from conformance.provider_view import provider_matrix
 from conformance.reference_page import reference_page
 from conformance.reports.diff import ReportError, compare, format_comparison, load_report
 from conformance.run_store import RunStore
+from conformance.shards import ShardError, chosen_shard
 from conformance.sources import JsonLoadError, load_json_file
 from conformance.vendor import INSTALL, VendorError, vendor
 from plugin_spec.plugin_folders import expand
@@ -58,6 +64,23 @@ def main(argv: list[str] | None = None) -> int:
         help="where the plugin's CI installs the kit from: a git URL with a commit or tag "
         "(git+https://...@REF), an archive URL or a folder (default: where this kit came from)",
     )
+    market = commands.add_parser(
+        "marketplace", help="check one shard of a targets file, each target in its own run"
+    )
+    market.add_argument("--targets", type=Path, required=True, help="JSON lines, one target each")
+    sliced = market.add_mutually_exclusive_group(required=True)
+    sliced.add_argument("--shard", help="I/N: the shard to check (from 1)")
+    sliced.add_argument("--shards", type=int, help="N: the shard JOB_COMPLETION_INDEX+1 of N")
+    market.add_argument("--output", type=Path, required=True, help="the folder of the reports")
+    market.add_argument("--wall", type=float, default=600.0, help="seconds per target (600)")
+    market.add_argument("--memory", default="4G", help="resident bytes per target (4G)")
+    market.add_argument("--keep", default="1M", help="output bytes kept per target (1M)")
+    market.add_argument("--jobs", type=int, default=1, help="targets checked at once (1)")
+    market.add_argument("kit_args", nargs="*", help="after --: more arguments for each kit run")
+    merge_ = commands.add_parser("merge", help="join shard reports into one report")
+    merge_.add_argument("reports", type=Path, nargs="+", help="the shards' JSON reports")
+    merge_.add_argument("--output", type=Path, required=True, help="the merged JSON report")
+    merge_.add_argument("--targets", type=Path, help="the targets file: check none is missing")
     diff_ = commands.add_parser("diff", help="compare two runs' JSON reports, per target")
     diff_.add_argument("old", type=Path, help="the earlier run's --conformance-report JSON")
     diff_.add_argument("new", type=Path, help="the later run's")
@@ -77,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "mcp-replay":
         return _replay(args.file)
+    if args.command == "marketplace":
+        return _marketplace(args)
+    if args.command == "merge":
+        return _merge(args.reports, args.output, args.targets)
     if args.command == "diff":
         return _diff(args.old, args.new, args.json)
     if args.command == "vendor":
@@ -119,6 +146,63 @@ def _init(profile: str, folder: Path, plugin_id: str | None, source: str | None)
     print(f"next: cd {folder} && pytest --plugin-dir . --conformance-strict")
     if kit.warning:
         print(f"warning: {kit.warning}", file=sys.stderr)
+    return 0
+
+
+def _marketplace(args: argparse.Namespace) -> int:
+    """One shard of a targets file; exit status 0 once every target's run ended (what the
+    targets' items say is in the report), 2 for a usage error."""
+    from conformance.marketplace.run_target import Limits
+    from conformance.marketplace.shard_run import run_shard, shard_path
+    from conformance.marketplace.targets import TargetsError, load_targets
+
+    try:
+        shard = chosen_shard(args.shard, args.shards)
+        targets = load_targets(args.targets)
+        limits = Limits(args.wall, _bytes(args.memory, "--memory"), _bytes(args.keep, "--keep"))
+    except (ShardError, TargetsError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    assert shard is not None  # one of the two is required
+
+    def told(outcome: Any) -> None:
+        print(f"{outcome.id}: {outcome.status} ({outcome.seconds:.1f} s) {outcome.reason}".rstrip())
+
+    document = run_shard(
+        targets, shard, args.output, limits, jobs=args.jobs, kit_args=args.kit_args, told=told
+    )
+    statuses = Counter(t["status"] for t in document["targets"])
+    counted = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+    print(f"shard {shard}: {len(document['targets'])} targets ({counted or 'none'})")
+    print(f"report: {shard_path(args.output, shard).with_suffix('.json')}")
+    return 0
+
+
+def _bytes(raw: str, flag: str) -> int:
+    """A size: a number with an optional K, M or G."""
+    units = {"K": 2**10, "M": 2**20, "G": 2**30}
+    text = raw.strip().upper()
+    scale = units.get(text[-1:], 1)
+    number = text[:-1] if text[-1:] in units else text
+    if not number.isdigit():
+        raise ValueError(f"{flag} {raw!r}: expected bytes, e.g. 512M or 4G")
+    return int(number) * scale
+
+
+def _merge(reports: list[Path], output: Path, targets: Path | None) -> int:
+    from conformance.marketplace.merge import MergeError, ShardReport, merge
+    from conformance.marketplace.targets import TargetsError, load_targets
+    from conformance.report import write_document
+
+    try:
+        loaded = [ShardReport(path, load_report(path)) for path in reports]
+        expected = [t.id for t in load_targets(targets)] if targets else None
+        document = merge(loaded, expected)
+    except (ReportError, MergeError, TargetsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    write_document(document, base=output, sarif=output.with_suffix(".sarif"))
+    print(f"merged {len(reports)} shards: {len(document['results'])} items -> {output}")
     return 0
 
 

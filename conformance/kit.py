@@ -43,6 +43,7 @@ from conformance.previous_version import Upgrade, compare, current_manifest, rea
 from conformance.profiles import Plugin, Tool, load_plugin
 from conformance.run_store import RunStore
 from conformance.search_settings import PropertySettings, failing_seeds
+from conformance.shards import Shard, ShardError, chosen_shard
 from plugin_spec.json_files import JsonFileError
 from plugin_spec.plugin_folders import expand
 from reference_host.process.environment import check_names
@@ -130,6 +131,10 @@ class KitRun:
     notify: Callable[[str], None] = print  # told of a call the run has waited on for long
     tool_examples: ToolExamples = field(default_factory=ToolExamples)  # --examples-file
     calls: CallLog = field(default_factory=CallLog)  # every tool call of this process
+    shard: Shard | None = None  # --shard: the run checks only this slice of its targets
+    # Every target the run names, its shard's and the others' (servers of other shards are
+    # never started): what cross-plugin checks compare with, and what labels are unique in.
+    everyone: list[Plugin] = field(default_factory=list)
 
     @classmethod
     def load(cls, options: KitOptions, base: Path) -> KitRun:
@@ -156,12 +161,22 @@ class KitRun:
             )
         except SelectionError as exc:
             raise KitUsageError(str(exc)) from None
-        plugins: list[Plugin] = [load_plugin(root) for root in roots]
-        run = cls(plugins, baseline, options, tool_examples=examples)
+        try:
+            shard = chosen_shard(options.shard, options.shards)
+        except ShardError as exc:
+            raise KitUsageError(str(exc)) from None
+        everyone: list[Plugin] = [load_plugin(root) for root in roots]
+        plugins = list(everyone)
+        if shard is not None:  # by id, before any server starts (shards.py)
+            plugins = [p for p in everyone if shard.holds(p.label)]
+            servers = [s for s in servers if shard.holds(s.label)]
+        run = cls(plugins, baseline, options, tool_examples=examples, shard=shard)
         if servers:
             run.prepare_mcp(servers)
-        run.plugins += [load_mcp_server(server, run.deadlines) for server in servers]
-        run.labels = _unique_labels(run.plugins)
+        loaded = [load_mcp_server(server, run.deadlines) for server in servers]
+        run.plugins += loaded
+        run.everyone = [*everyone, *loaded]
+        run.labels = _unique_labels(run.everyone)
         return run
 
     @property
@@ -325,8 +340,10 @@ class KitRun:
         return None
 
     def peers(self, plugin: Plugin) -> list[Plugin]:
-        """The other plugins of the run that loaded: what cross-plugin checks compare with."""
-        return [p for p in self.plugins if p is not plugin and p.load_error is None]
+        """The other plugins of the run that loaded (other shards' too, but their servers):
+        what cross-plugin checks compare with."""
+        pool = self.everyone or self.plugins
+        return [p for p in pool if p is not plugin and p.load_error is None]
 
     def static_failures(self, plugin: Plugin) -> tuple[str, ...]:
         """The static MUST requirements the plugin fails, judged once per plugin: a host
@@ -354,8 +371,12 @@ class KitRun:
         return None
 
     def stale_entries(self) -> list[ExpectedFailure]:
-        """Baseline entries that name nothing this run checks."""
-        return self.baseline.unmatched(self.collectable())
+        """Baseline entries that name nothing this run checks (an entry of a target another
+        shard checks is that shard's to judge)."""
+        unmatched = self.baseline.unmatched(self.collectable())
+        if self.shard is None:
+            return unmatched
+        return [e for e in unmatched if self.shard.holds(e.plugin)]
 
     def summaries(self) -> list[dict[str, Any]]:
         """What the reports say about each plugin beyond pass/fail: how each provider takes its

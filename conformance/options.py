@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from conformance.shards import ShardError, parse_shard
 from plugin_spec.providers import PROVIDERS
 
 if TYPE_CHECKING:  # imported where used: this module is every pytest run's
@@ -80,6 +81,16 @@ class Flag:
 
 def _option(default: Any, flag: Flag) -> Any:
     return field(default=default, metadata={"flag": flag})
+
+
+def _shard(raw: str | None) -> str | None:
+    """--shard checked when the run starts: a usage error, not a failed item."""
+    if raw is not None:
+        try:
+            parse_shard(raw)
+        except ShardError as exc:
+            raise OptionError(str(exc)) from None
+    return raw
 
 
 def _providers(raw: str | None) -> frozenset[str]:
@@ -334,6 +345,26 @@ class KitOptions:
     )
     seed: int | None = _option(
         None, Flag("--conformance-seed", "hypothesis seed", "N", suites=SEARCH_SUITES, type=int)
+    )
+    shard: str | None = _option(
+        None,
+        Flag(
+            "--shard",
+            "check only the targets of shard I of N (from 1), chosen by a hash of each "
+            "target's id: the same slice whatever order or other targets there are",
+            "I/N",
+            read=_shard,
+        ),
+    )
+    shards: int | None = _option(
+        None,
+        Flag(
+            "--shards",
+            "check only the targets of shard JOB_COMPLETION_INDEX+1 of N (a Kubernetes "
+            "Indexed Job's index, from 0)",
+            "N",
+            type=int,
+        ),
     )
     derandomize: bool = _option(
         False,

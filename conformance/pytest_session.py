@@ -257,7 +257,16 @@ class KitSession:
                 self.records,
                 base=Path(here, options.report) if options.report else None,
                 sarif=Path(here, options.sarif) if options.sarif else None,
+                shard=self._shard(),
             )
+
+    def _shard(self) -> dict[str, Any] | None:
+        """The slice this run checked (--shard), with the targets it was given, for merge."""
+        shard = self.kit.shard
+        if shard is None:
+            return None
+        assigned = sorted(self.kit.label(p) for p in self.kit.plugins)
+        return {"index": shard.index, "count": shard.count, "assigned": assigned}
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:

@@ -56,9 +56,10 @@ def write_reports(
     *,
     base: Path | None = None,
     sarif: Path | None = None,
+    shard: dict[str, Any] | None = None,
 ) -> None:
-    """The JSON report, and what is made from it alone (Markdown, HTML, SARIF), so that the
-    reports of one run never disagree."""
+    """The JSON report of a run (with its shard, when it checked one), and what is made
+    from it alone."""
     records = sorted(records, key=lambda r: (r["plugin"], r["requirement"]))
     document = {
         "kit": {"name": "ai-plugin-conformance", "version": __version__},
@@ -68,12 +69,21 @@ def write_reports(
         "results": records,
         "tools": tool_table(records),
         "claims": claim_table(plugins, records),
+        **({"shard": shard} if shard is not None else {}),
     }
+    write_document(document, base=base, sarif=sarif)
+
+
+def write_document(
+    document: dict[str, Any], *, base: Path | None = None, sarif: Path | None = None
+) -> None:
+    """A JSON report (a run's, or shards merged) at base, with the Markdown, HTML and SARIF
+    made from it alone, so that the reports of one run never disagree."""
     if base is not None:
         json_path, md_path, html_path = report_paths(base)
         json_path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomically(json_path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-        _write_atomically(md_path, markdown(plugins, records))
+        _write_atomically(md_path, markdown(document["plugins"], document["results"]))
         _write_atomically(html_path, html_report(document))
     if sarif is not None:
         sarif.parent.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ def rerun_command(kit: KitRun, target: Target, base: Path, seed: int | None) -> 
     """The pytest command line that reruns the target with the options it depends on;
     base: the folder relative option paths were given from."""
     argv = ["pytest"]
-    for plugin in kit.plugins:  # every one: a check may compare the plugin with its peers
+    for plugin in kit.everyone or kit.plugins:  # every one: a check compares with peers
         if isinstance(plugin, McpServer):
             argv += plugin.selection
         else:

@@ -37,6 +37,8 @@ LAUNCHER_LINE = re.compile(
     re.IGNORECASE,
 )
 LAUNCHERS = frozenset({"npx", "uvx", "pnpx", "bunx"})
+# The words of the hint for a launcher that gave up: marketplace runs tell install failures by it.
+INSTALL_FAILED = "installing the package failed"
 QUOTED_PATH = re.compile(r"""['"](/[^'"\n]+)['"]""")
 
 
@@ -75,8 +77,8 @@ def start_hint(
     lines = [line for line in stderr.splitlines() if line.strip()]
     if launcher in LAUNCHERS and all(LAUNCHER_LINE.match(line) for line in lines):
         return (
-            f"the launcher ({launcher}) exited before the server ran: installing the package "
-            "failed, and its own output (above) does not say why; run the command by hand "
+            f"the launcher ({launcher}) exited before the server ran: {INSTALL_FAILED}, and "
+            "its own output (above) does not say why; run the command by hand "
             "(npx: with `--loglevel verbose`). A step that downloads more during the "
             "install, such as puppeteer's browser, fails where the network is closed: skip "
             "it through the entry's env (PUPPETEER_SKIP_DOWNLOAD=1)"
