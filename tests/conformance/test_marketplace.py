@@ -381,3 +381,48 @@ def test_the_shipped_manifests_are_what_they_say(tmp_path: Path) -> None:
     containerfile = (KUBERNETES / "Containerfile").read_text()
     for needed in ("bubblewrap", "strace", "nodejs", "uv"):
         assert needed in containerfile
+
+
+def test_a_target_over_its_memory_or_whose_launcher_gave_up_says_so(tmp_path: Path) -> None:
+    """The statuses a night's planning counts on: a server holding more memory than its bound
+    is stopped (memory-exceeded), one whose npx gave up installing is install-failed."""
+    npx = REPO / "tests" / "fixtures" / "mcp" / "MCP-LIF-001-launcher-install-fails" / "npx"
+    hog = "import time\nheld = bytearray(400 * 2**20)\ntime.sleep(120)"
+    lines = [
+        {"mcpServer": {"command": sys.executable, "args": ["-c", hog]}, "name": "hog"},
+        {
+            "mcpServer": {
+                "command": str(npx),
+                "args": [str(MCP_SERVER), "--defect", "launcher-install-fails"],
+            },
+            "name": "npx-gave-up",
+        },
+    ]
+    targets = tmp_path / "targets.jsonl"
+    targets.write_text("\n".join(json.dumps(line) for line in lines))
+    line = shlex.join(
+        [
+            "plugin-conformance",
+            "marketplace",
+            "--targets",
+            str(targets),
+            "--shard",
+            "1/1",
+            "--output",
+            str(tmp_path / "out"),
+            "--memory",
+            "200M",
+            "--wall",
+            "120",
+            "--",
+            "-m",
+            "lifecycle",
+        ]
+    )
+    done = _bash(line, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    night = json.loads((tmp_path / "out" / "shard-1-of-1.json").read_text())
+    statuses = {t["id"]: (t["status"], t["reason"]) for t in night["targets"]}
+    assert statuses["hog"][0] == "memory-exceeded"
+    assert "over the bound of 209715200" in statuses["hog"][1]
+    assert statuses["npx-gave-up"][0] == "install-failed", statuses
