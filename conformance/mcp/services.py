@@ -63,6 +63,11 @@ class Progress:
     late: bool = False
 
 
+# How long an exit that follows an answer (a tool that signals its own process group) takes
+# to show as the end of the server's stdout: a process's exit, not a server's work.
+EXIT_SETTLE = 0.05
+
+
 @dataclass(frozen=True)
 class Called:
     """One call of the run as MCP-SEC-003 reads it later: not its answer (a server may answer
@@ -318,10 +323,11 @@ class McpServices:
         return not self.gone_after_quiet()
 
     def gone_after_quiet(self) -> bool:
-        """Whether the calls session's server has exited, after a quiet moment for an exit
-        that follows an answer to come (without starting it again)."""
+        """Whether the calls session's server has exited, after EXIT_SETTLE for an exit that
+        follows an answer to show (without starting it again). Not the quiet deadline: this
+        runs once per tool, and a server of 46 tools would wait 23 s more."""
         if self._session is not None and self._session.wire.alive():
-            self._session.wire.quiet(self.deadlines.quiet)
+            self._session.wire.quiet(EXIT_SETTLE)
         return self.server_gone()
 
     def call_before(self) -> str:
