@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from conformance.shards import ShardError, parse_shard
 from plugin_spec.providers import PROVIDERS
 
 if TYPE_CHECKING:  # imported where used: this module is every pytest run's
@@ -84,7 +83,10 @@ def _option(default: Any, flag: Flag) -> Any:
 
 
 def _shard(raw: str | None) -> str | None:
-    """--shard checked when the run starts: a usage error, not a failed item."""
+    """--shard checked when the run starts: a usage error, not a failed item (imported
+    here: a pytest run without the kit's options imports nothing but this module)."""
+    from conformance.shards import ShardError, parse_shard
+
     if raw is not None:
         try:
             parse_shard(raw)

@@ -54,7 +54,10 @@ def parse_shard(value: str) -> Shard:
     found = _SHARD.match(value)
     if found is None:
         raise ShardError(f"--shard {value!r}: expected I/N, e.g. 1/4 (the first of four)")
-    return Shard(int(found[1]), int(found[2]))
+    try:
+        return Shard(int(found[1]), int(found[2]))
+    except ShardError as exc:
+        raise ShardError(f"--shard {value!r}: {exc}") from None
 
 
 def shard_from_environment(count: int, environ: dict[str, str] | None = None) -> Shard:
