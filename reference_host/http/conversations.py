@@ -69,7 +69,7 @@ async def _frames(
         numbered, changed = log.since(conversation, after)
         if numbered:
             after = numbered[-1][0]
-            yield b"".join(f"id: {n}\n".encode() + event.encode() for n, event in numbered)
+            yield b"".join(f"id: {n}\n".encode() + frame for n, frame in numbered)
             continue
         try:
             async with asyncio.timeout(keep_alive):

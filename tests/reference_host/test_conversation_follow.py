@@ -100,6 +100,20 @@ def test_the_log_is_bounded_per_conversation_and_in_conversations() -> None:
     assert [n for n, _ in log.since("c", 99)[0]] == [1]  # a number from before counts from 0
 
 
+def test_the_log_is_bounded_in_bytes_oldest_of_the_least_recent_first() -> None:
+    """A tool's output can be a megabyte: the log keeps bytes_kept in all, dropping the
+    oldest frames of the conversation least recently added to."""
+    big = token("x" * 1000)
+    log = ConversationLog(bytes_kept=5 * len(big.encode()))
+    for _ in range(3):
+        log.append("old", big)
+    for _ in range(3):
+        log.append("new", big)
+    assert log.bytes <= log.bytes_kept
+    assert [n for n, _ in log.since("old", 0)[0]] == [2, 3]
+    assert [n for n, _ in log.since("new", 0)[0]] == [1, 2, 3]
+
+
 @pytest.mark.parametrize("after", [0, 1])
 def test_the_waiter_is_set_by_the_next_event(after: int) -> None:
     log = ConversationLog()
