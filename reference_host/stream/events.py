@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 CONNECTED = b": connected\n\n"
@@ -23,6 +24,12 @@ class Event:
     data: dict[str, Any]
 
     def encode(self) -> bytes:
+        """The event's SSE frame, made once: a chat turn's event is written to its stream
+        and kept in the conversation's log for followers (conversation_log.py)."""
+        return self._frame
+
+    @cached_property
+    def _frame(self) -> bytes:
         payload = json.dumps(self.data, ensure_ascii=False, separators=(",", ":"))
         return f"event: {self.type}\ndata: {payload}\n\n".encode()
 
