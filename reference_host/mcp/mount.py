@@ -65,7 +65,7 @@ STDERR_LINES = 5
 CONNECTION_CLOSED_MESSAGE = "Connection closed"  # the SDK's, with CONNECTION_CLOSED
 
 
-class McpServer:
+class MountedServer:
     """One mounted server: its launch, its live connection (None until the first start or
     after a crash was seen), its tools as listed at mount, and the era it spoke."""
 
@@ -229,7 +229,7 @@ class McpToolCallback(SentAsIs):
     tools.callbacks.MountedTool bound to mounted_digest, the digest of its definition as the
     server listed it at mount."""
 
-    server: McpServer
+    server: MountedServer
     tool: str
     definition: ToolDefinition
     effect: Effect
@@ -260,7 +260,7 @@ class McpToolCallback(SentAsIs):
 class McpMounts:
     """The mounted servers of one config file, their callbacks, and their plugin listing."""
 
-    def __init__(self, servers: list[McpServer], callbacks: list[McpToolCallback]) -> None:
+    def __init__(self, servers: list[MountedServer], callbacks: list[McpToolCallback]) -> None:
         self.servers = servers
         self.callbacks = callbacks
 
@@ -305,10 +305,10 @@ async def mount_servers(
     hidden = (data_dir.resolve(),) if sandbox else None
     await asyncio.to_thread(prune_server_data, data_dir, [c.name for c in configs])
     servers = [
-        McpServer(Launch(c, server_data(data_dir, c.name), hidden, pass_env, roots, bounds))
+        MountedServer(Launch(c, server_data(data_dir, c.name), hidden, pass_env, roots, bounds))
         for c in configs
     ]
-    mounted: list[McpServer] = []
+    mounted: list[MountedServer] = []
     try:
         for server in servers:
             mounted.append(server)
@@ -319,7 +319,7 @@ async def mount_servers(
     return McpMounts(servers, make_callbacks(servers, set(taken)))
 
 
-def make_callbacks(servers: Iterable[McpServer], taken: set[str]) -> list[McpToolCallback]:
+def make_callbacks(servers: Iterable[MountedServer], taken: set[str]) -> list[McpToolCallback]:
     """The servers' tools under names distinct from taken and from each other."""
     callbacks = []
     for server in servers:

@@ -35,7 +35,7 @@ from reference_host.mcp.config import McpConfigError, read_config
 from reference_host.mcp.launch import server_data
 from reference_host.mcp.mount import (
     McpMounts,
-    McpServer,
+    MountedServer,
     definition_digest,
     make_callbacks,
     mount_servers,
@@ -190,9 +190,9 @@ async def test_a_server_that_cannot_start_is_a_clear_error(tmp_path: Path) -> No
 # -- minted names --------------------------------------------------------------------------
 
 
-def listed(server_name: str, *tools: str) -> McpServer:
+def listed(server_name: str, *tools: str) -> MountedServer:
     """A server as mounted, without a process: just its name and listing."""
-    server = McpServer.__new__(McpServer)
+    server = MountedServer.__new__(MountedServer)
     server.name = server_name
     server.tools = [mcp_types.Tool(name=t, input_schema={"type": "object"}) for t in tools]
     return server

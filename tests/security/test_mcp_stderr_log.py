@@ -16,7 +16,7 @@ import pytest
 
 from reference_host.mcp.config import McpConfigError, ServerConfig
 from reference_host.mcp.launch import Launch, server_data
-from reference_host.mcp.mount import McpServer
+from reference_host.mcp.mount import MountedServer
 from reference_host.mcp.stderr_log import log_path, open_log, tail
 from reference_host.process.sandbox import support
 
@@ -32,7 +32,7 @@ async def test_a_link_planted_in_the_data_folder_is_not_followed(tmp_path: Path)
     state = tmp_path / "host"
     config = ServerConfig("planter", sys.executable, ("-c", FAILING), {}, tmp_path)
     hidden = (state.resolve(),) if support().available else None
-    server = McpServer(Launch(config, server_data(state, "planter"), hidden))
+    server = MountedServer(Launch(config, server_data(state, "planter"), hidden))
     errors = []
     for _ in range(3):
         link = server.launch.data_dir / "stderr.log"
