@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from plugin_spec.filerefs import FileClass, classify_parameters
+from plugin_spec.json_types import JsonObject, JsonValue, as_array, as_object
 from plugin_spec.tool_definition import Effect, ToolDefinition
 
 
@@ -28,7 +28,7 @@ class ToolDecl:
     method: str
     effect: Effect
     timeout: float | None
-    output_schema: dict[str, Any] | None = None
+    output_schema: JsonObject | None = None
     file_classes: dict[str, FileClass] = field(default_factory=dict)
     method_timeout: float | None = None
     idempotent: bool = False
@@ -45,13 +45,13 @@ class ResourceLimits:
         return self.memory_mb is not None or self.max_processes is not None
 
 
-def call_timeout(manifest: dict[str, Any]) -> float | None:
+def call_timeout(manifest: JsonObject) -> float | None:
     backend = manifest.get("backend")
     value = backend.get("callTimeoutSeconds") if isinstance(backend, dict) else None
     return _seconds(value)
 
 
-def resource_limits(manifest: dict[str, Any]) -> ResourceLimits:
+def resource_limits(manifest: JsonObject) -> ResourceLimits:
     """The declared backend.resources; a missing, zero or non-integer value is not set
     (FengYu reads 0 as "no limit")."""
     backend = manifest.get("backend")
@@ -63,31 +63,35 @@ def resource_limits(manifest: dict[str, Any]) -> ResourceLimits:
     )
 
 
-def _positive(value: Any) -> int | None:
+def _positive(value: JsonValue) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     return None
 
 
-def _seconds(value: Any) -> float | None:
+def _seconds(value: JsonValue) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return value
     return None
 
 
-def tool_decls(manifest: dict[str, Any]) -> list[ToolDecl]:
+def tool_decls(manifest: JsonObject) -> list[ToolDecl]:
     """Every aiTool of a manifest, in declaration order."""
     v1 = manifest.get("schemaVersion") == 1
-    methods = (manifest.get("rpc") or {}).get("methods") or {}
+    methods = as_object(as_object(manifest.get("rpc")).get("methods"))
     decls = []
-    for tool in manifest.get("aiTools") or []:
-        method = tool.get("method") or tool.get("name")
-        source = tool if v1 else methods.get(method, {})
+    for tool in as_array(manifest.get("aiTools")):
+        if not isinstance(tool, dict):
+            raise ValueError(f"an aiTools entry is not an object: {str(tool)[:80]}")
+        method = _text(tool.get("method")) or _text(tool.get("name"))
+        source = tool if v1 else as_object(methods.get(method))
         input_schema = _schema(source.get("inputSchema")) or {"type": "object"}
         method_timeout = None if v1 else _seconds(source.get("timeoutSeconds"))
         decls.append(
             ToolDecl(
-                definition=ToolDefinition(tool["name"], tool.get("description", ""), input_schema),
+                definition=ToolDefinition(
+                    _text(tool["name"]), _text(tool.get("description")), input_schema
+                ),
                 method=method,
                 effect=Effect.parse(tool.get("effect")),
                 timeout=_seconds(tool.get("timeoutSeconds")),
@@ -100,7 +104,11 @@ def tool_decls(manifest: dict[str, Any]) -> list[ToolDecl]:
     return decls
 
 
-def _schema(value: Any) -> dict[str, Any] | None:
+def _text(value: JsonValue) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _schema(value: JsonValue) -> JsonObject | None:
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -109,8 +117,9 @@ def _schema(value: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def model_tool_names(manifest: dict[str, Any]) -> list[str]:
+def model_tool_names(manifest: JsonObject) -> list[str]:
     """The names a plugin's tools have for the model, whatever its profile."""
     if "erpTools" in manifest:
-        return [str(t.get("toolCode", "")).replace(".", "_") for t in manifest["erpTools"]]
-    return [str(t.get("name")) for t in manifest.get("aiTools") or []]
+        erp_tools = [as_object(t) for t in as_array(manifest["erpTools"])]
+        return [str(t.get("toolCode", "")).replace(".", "_") for t in erp_tools]
+    return [str(as_object(t).get("name")) for t in as_array(manifest.get("aiTools"))]

@@ -13,7 +13,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+
+from plugin_spec.json_types import JsonMapping, JsonObject, ReadOnlyJson
 
 RUNTIMES = ("java", "python", "go")
 DEFAULT_RUNTIME = "java"
@@ -74,7 +75,7 @@ class UnsupportedRuntime(ValueError):
     """backend.runtime names no runtime FengYu knows; FengYu refuses to start such a worker."""
 
 
-def fengyu_launch(manifest: Mapping[str, Any], environ: Mapping[str, str]) -> Launch:
+def fengyu_launch(manifest: JsonMapping, environ: Mapping[str, str]) -> Launch:
     """FengYu's launch for a manifest (environ: the host's own, for FENGYU_PYTHON)."""
     backend = manifest.get("backend")
     backend = backend if isinstance(backend, Mapping) else {}
@@ -95,7 +96,7 @@ def fengyu_launch(manifest: Mapping[str, Any], environ: Mapping[str, str]) -> La
     return Launch(runtime, declared, artifact, argv, _protocol(backend.get("protocolVersion")))
 
 
-def _protocol(version: Any) -> int | None:
+def _protocol(version: ReadOnlyJson) -> int | None:
     """The declared protocol version; 4.0 is 4, as JSON Schema's integer and FengYu's reader
     take it (a declared version is never lost to its spelling: the handshake is then sent)."""
     if isinstance(version, float) and version.is_integer():
@@ -103,7 +104,7 @@ def _protocol(version: Any) -> int | None:
     return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
-def handshake_params(protocol_version: int, plugin_id: str, plugin_version: str) -> dict[str, Any]:
+def handshake_params(protocol_version: int, plugin_id: str, plugin_version: str) -> JsonObject:
     """The params of `$/fengyu/initialize`: the manifest's version, as the newest host sends."""
     return {
         "protocolVersion": protocol_version,
@@ -114,7 +115,9 @@ def handshake_params(protocol_version: int, plugin_id: str, plugin_version: str)
     }
 
 
-def handshake_problems(result: Any, protocol_version: int, runtime: str) -> list[tuple[str, str]]:
+def handshake_problems(
+    result: object, protocol_version: int, runtime: str
+) -> list[tuple[str, str]]:
     """What FengYu refuses in a handshake result, as (field, problem) pairs: the echoed
     protocolVersion must be the declared one (and one FengYu speaks), the runtime the
     manifest's."""
@@ -138,12 +141,12 @@ def handshake_problems(result: Any, protocol_version: int, runtime: str) -> list
     return problems
 
 
-def envelope(locale: str | None) -> dict[str, Any]:
+def envelope(locale: str | None) -> JsonObject:
     """The frame-root `_fengyu` member FengYu adds to every request (none without a locale)."""
     return {ENVELOPE_KEY: {"locale": locale}} if locale else {}
 
 
-def error_data_code(error: Any) -> str | None:
+def error_data_code(error: object) -> str | None:
     """The `data.code` of a JSON-RPC error object, where it has one."""
     data = error.get("data") if isinstance(error, Mapping) else None
     code = data.get("code") if isinstance(data, Mapping) else None

@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
+
+from plugin_spec.json_types import JsonMapping, ReadOnlyJson
 
 FileKind = Literal["file", "directory"]
 
@@ -69,7 +71,7 @@ MARKER_FORMATS = (FILE_FORMAT, DIRECTORY_FORMAT)
 FILE_ACCESS = "x-fengyu-file-access"
 
 
-def marked_class(schema: Any) -> FileClass | None:
+def marked_class(schema: ReadOnlyJson) -> FileClass | None:
     """The file class FengYu's marker gives a property schema, or None when it is unmarked.
 
     `fengyu-file` is a file to read whatever access it claims (FengYu allows it only read);
@@ -92,7 +94,7 @@ def marked_class(schema: Any) -> FileClass | None:
     return None
 
 
-def is_marked(schema: Any) -> bool:
+def is_marked(schema: ReadOnlyJson) -> bool:
     """Whether the property (or its items) carries FengYu's file marker: its words are then
     never read to class it, by the host or by the kit's path-like warning."""
     if not isinstance(schema, Mapping):
@@ -103,7 +105,7 @@ def is_marked(schema: Any) -> bool:
     )
 
 
-def classify_parameter(schema: Any) -> FileClass | None:
+def classify_parameter(schema: ReadOnlyJson) -> FileClass | None:
     """The file class of one property schema, or None for an ordinary parameter.
 
     The marker decides when there is one (marked_class); the description is read only for an
@@ -126,7 +128,7 @@ def classify_parameter(schema: Any) -> FileClass | None:
     return None
 
 
-def classify_parameters(input_schema: Any) -> dict[str, FileClass]:
+def classify_parameters(input_schema: ReadOnlyJson) -> dict[str, FileClass]:
     """File-class parameters of a tool's input schema, by property name."""
     properties = input_schema.get("properties") if isinstance(input_schema, Mapping) else None
     if not isinstance(properties, Mapping):
@@ -135,7 +137,7 @@ def classify_parameters(input_schema: Any) -> dict[str, FileClass]:
     return {name: cls for name, cls in classes.items() if cls is not None}
 
 
-def _description(schema: Any) -> str:
+def _description(schema: ReadOnlyJson) -> str:
     description = schema.get("description") if isinstance(schema, Mapping) else None
     return description.lower() if isinstance(description, str) else ""
 
@@ -144,7 +146,7 @@ class FileRefError(Exception):
     """A FileRef in a call's params that is not granted to the called plugin."""
 
 
-def is_file_ref(value: Any) -> bool:
+def is_file_ref(value: object) -> bool:
     """FengYu's test for a FileRef: an object whose id starts with ref_
     (spec: host.md#fileref-grants)."""
     return (
@@ -154,18 +156,18 @@ def is_file_ref(value: Any) -> bool:
     )
 
 
-HandOver = Callable[[Mapping[str, Any]], str]
+HandOver = Callable[[JsonMapping], str]
 """What a caller gives the worker for one FileRef: its path, or FileRefError."""
 
 
-def resolve_refs(value: Any, hand_over: HandOver) -> Any:
+def resolve_refs(value: ReadOnlyJson, hand_over: HandOver) -> ReadOnlyJson:
     """value with every FileRef object replaced by the path hand_over gives for it
     (spec: host.md#fileref-grants).
 
     The one walk over maps and lists, shared by the host (whose grant store hands over copies)
     and the kit (which hands over its own fixture files); it returns a new structure.
     """
-    if is_file_ref(value):
+    if isinstance(value, Mapping) and is_file_ref(value):
         return hand_over(value)
     if isinstance(value, Mapping):
         return {key: resolve_refs(item, hand_over) for key, item in value.items()}
@@ -177,8 +179,9 @@ def resolve_refs(value: Any, hand_over: HandOver) -> Any:
 def by_id(paths: Mapping[str, Path], plugin_id: str) -> HandOver:
     """A hand-over from paths granted by ref id; a ref it does not know fails the call."""
 
-    def hand_over(ref: Mapping[str, Any]) -> str:
-        path = paths.get(ref["id"])
+    def hand_over(ref: JsonMapping) -> str:
+        ref_id = ref["id"]
+        path = paths.get(ref_id) if isinstance(ref_id, str) else None
         if path is None:
             raise FileRefError(f"FileRef {ref['id']} is not granted to plugin {plugin_id}")
         return str(Path(path).resolve())

@@ -11,7 +11,8 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+
+from plugin_spec.json_types import JsonObject
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 # Opening must not wait for a FIFO writer, should the path be swapped after the stat.
@@ -50,7 +51,7 @@ def read_bounded(path: Path, display: str) -> bytes:
     return raw
 
 
-def read_json_object(path: Path) -> dict[str, Any]:
+def read_json_object(path: Path) -> JsonObject:
     """A file holding one JSON object (UTF-8, a BOM allowed, as the kit reads it)."""
     raw = read_bounded(path, str(path))
     try:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
 
+from plugin_spec.json_types import JsonValue, ReadOnlyJson
 from plugin_spec.secret_search import Redaction
 
 MARKER = "x-fengyu-sensitive"
@@ -25,16 +25,16 @@ HIDDEN = f"{MASK} (arguments that are not a JSON object, for a tool with sensiti
 MIN_REDACTED = 4
 
 
-def is_sensitive(schema: Any) -> bool:
+def is_sensitive(schema: ReadOnlyJson) -> bool:
     return isinstance(schema, Mapping) and schema.get(MARKER) is True
 
 
-def sensitive_pointers(schema: Any, at: str = "") -> Iterator[str]:
+def sensitive_pointers(schema: ReadOnlyJson, at: str = "") -> Iterator[str]:
     """JSON pointers (into the schema) of every property marked sensitive, nested ones too."""
     yield from _pointers(schema, at, 0)
 
 
-def _pointers(schema: Any, at: str, depth: int) -> Iterator[str]:
+def _pointers(schema: ReadOnlyJson, at: str, depth: int) -> Iterator[str]:
     if not isinstance(schema, Mapping) or depth > MAX_DEPTH:
         return
     if is_sensitive(schema):
@@ -47,16 +47,16 @@ def _pointers(schema: Any, at: str, depth: int) -> Iterator[str]:
     yield from _pointers(schema.get("items"), f"{at}/items", depth + 1)
 
 
-def has_sensitive(schema: Any) -> bool:
+def has_sensitive(schema: ReadOnlyJson) -> bool:
     return next(sensitive_pointers(schema), None) is not None
 
 
-def mask(value: Any, schema: Any) -> Any:
+def mask(value: JsonValue, schema: ReadOnlyJson) -> JsonValue:
     """value with every sensitive value in it replaced by MASK (a new structure)."""
     return _mask(value, schema, 0)
 
 
-def _mask(value: Any, schema: Any, depth: int) -> Any:
+def _mask(value: JsonValue, schema: ReadOnlyJson, depth: int) -> JsonValue:
     if not isinstance(schema, Mapping) or depth > MAX_DEPTH:
         return value
     if is_sensitive(schema):
@@ -70,14 +70,14 @@ def _mask(value: Any, schema: Any, depth: int) -> Any:
     return value
 
 
-def secrets(value: Any, schema: Any) -> list[str]:
+def secrets(value: ReadOnlyJson, schema: ReadOnlyJson) -> list[str]:
     """The sensitive values in value, as text, longest first: what a redaction looks for."""
     found: list[str] = []
     _collect(value, schema, 0, found)
     return sorted({s for s in found if len(s) >= MIN_REDACTED}, key=len, reverse=True)
 
 
-def _collect(value: Any, schema: Any, depth: int, found: list[str]) -> None:
+def _collect(value: ReadOnlyJson, schema: ReadOnlyJson, depth: int, found: list[str]) -> None:
     if not isinstance(schema, Mapping) or depth > MAX_DEPTH:
         return
     if is_sensitive(schema):
@@ -96,7 +96,7 @@ def _collect(value: Any, schema: Any, depth: int, found: list[str]) -> None:
             _collect(item, items, depth + 1, found)
 
 
-def mask_arguments(arguments: str, schema: Any) -> str:
+def mask_arguments(arguments: str, schema: ReadOnlyJson) -> str:
     """A call's JSON arguments as they may be shown: each sensitive value masked. Text is
     returned unchanged when the tool has no sensitive input or none was sent, and hidden
     whole when it does not parse (its secrets cannot be told apart)."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+
+from plugin_spec.json_types import JsonMapping, ReadOnlyJson
 
 
 class Effect(StrEnum):
@@ -20,11 +21,11 @@ class Effect(StrEnum):
     EXTERNAL = "external"
 
     @classmethod
-    def parse(cls, value: Any) -> Effect:
+    def parse(cls, value: object) -> Effect:
         """A declared effect; a missing or unknown one counts as external
         (spec: host.md#approval-by-effect)."""
         try:
-            return cls(value)
+            return cls(value) if isinstance(value, str) else cls.EXTERNAL
         except ValueError:
             return cls.EXTERNAL
 
@@ -39,7 +40,7 @@ VALUES = frozenset({"enum", "const", "default", "examples"})
 MAX_DEPTH = 200
 
 
-def model_schema(schema: Any) -> Any:
+def model_schema(schema: ReadOnlyJson) -> ReadOnlyJson:
     """A copy of an inputSchema as the model is sent it (spec: providers.md#verdicts):
     without FengYu's host-owned annotations, the `x-fengyu-*` keywords and the `fengyu-file`
     and `fengyu-directory` formats, which tell the host how to treat a value and mean nothing
@@ -48,14 +49,14 @@ def model_schema(schema: Any) -> Any:
     return _without_annotations(schema, MAX_DEPTH)
 
 
-def _without_annotations(schema: Any, depth: int) -> Any:
+def _without_annotations(schema: ReadOnlyJson, depth: int) -> ReadOnlyJson:
     if depth <= 0:
         return schema
     if isinstance(schema, list):
         return [_without_annotations(item, depth - 1) for item in schema]
     if not isinstance(schema, Mapping):
         return schema
-    cleaned: dict[str, Any] = {}
+    cleaned: dict[str, ReadOnlyJson] = {}
     for key, value in schema.items():
         if isinstance(key, str) and key.startswith(HOST_ANNOTATION_PREFIX):
             continue
@@ -76,9 +77,9 @@ class ToolDefinition:
 
     name: str
     description: str
-    input_schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
+    input_schema: JsonMapping = field(default_factory=lambda: {"type": "object"})
 
-    def to_openai(self) -> dict[str, Any]:
+    def to_openai(self) -> dict[str, ReadOnlyJson]:
         return {
             "type": "function",
             "function": {

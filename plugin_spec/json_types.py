@@ -1,0 +1,33 @@
+"""The types of JSON data: what `json.loads` returns, what a schema or a manifest is.
+
+Manifests, schemas, JSON-RPC messages and tool arguments were spelled `dict[str, Any]`, which
+lets any mistake through. These aliases say what the data is, so mypy makes each reader narrow
+a value (`isinstance`) before it indexes or iterates it. `dict` and `list` are invariant: a
+parameter that only reads takes the read-only variants (`JsonMapping`, `ReadOnlyJson`), which
+also accept a `dict[str, str]` or a `list[str]`. Values that are not JSON at all are `object`.
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias
+
+JsonScalar: TypeAlias = bool | int | float | str | None
+# What json.loads returns. A recursive alias: mypy follows it, at run time a plain union.
+JsonValue: TypeAlias = JsonScalar | list["JsonValue"] | dict[str, "JsonValue"]
+JsonObject: TypeAlias = dict[str, JsonValue]
+JsonArray: TypeAlias = list[JsonValue]
+# JSON Schema 2020-12: a schema is an object, or true (anything) or false (nothing).
+JsonSchema: TypeAlias = JsonObject | bool
+
+# Read-only and covariant: what a function that only reads JSON takes.
+ReadOnlyJson: TypeAlias = JsonScalar | Sequence["ReadOnlyJson"] | Mapping[str, "ReadOnlyJson"]
+JsonMapping: TypeAlias = Mapping[str, ReadOnlyJson]
+
+
+def as_object(value: JsonValue) -> JsonObject:
+    """value when it is a JSON object, else an empty one: for reading an optional member."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_array(value: JsonValue) -> JsonArray:
+    """value when it is a JSON array, else an empty one: for reading an optional member."""
+    return value if isinstance(value, list) else []
