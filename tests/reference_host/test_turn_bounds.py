@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from plugin_spec.tool_definition import Effect, ToolDefinition
-from reference_host.__main__ import build_parser, positive_seconds
 from reference_host.agent.models import Delta, Message, ModelTurn, ScriptedModel, ToolCall, TurnPart
 from reference_host.agent.turn_limit import DEFAULT_TURN_TIME_LIMIT
 from reference_host.host import Host, HostConfig
+from reference_host.options import build_parser, positive_seconds
 from reference_host.stream.events import Event
 from reference_host.tools.callbacks import CallContext, CallPlan, SentAsIs, ToolResult
 from tests.conftest import MakeHost

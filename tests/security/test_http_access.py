@@ -21,9 +21,10 @@ import httpx
 import pytest
 
 import reference_host.__main__ as cli
-from reference_host.__main__ import allowed_hosts, build_parser, main
+from reference_host.__main__ import build_parser, main
 from reference_host.host import DEFAULT_ALLOWED_HOSTS
 from reference_host.http.access import TOKEN_ENV, origin_host
+from reference_host.options import HostOptions
 from tests.conftest import MakeHost
 from tests.security.api_server import asgi_client, served
 
@@ -240,9 +241,10 @@ def test_the_allow_list_has_the_defaults_the_flags_and_a_specific_bind_address()
     args = build_parser().parse_args(
         ["serve", "--host", "192.0.2.7", "--allowed-host", "Box.LAN", "--allowed-host", "::2"]
     )
-    assert allowed_hosts(args) == (*DEFAULT_ALLOWED_HOSTS, "box.lan", "[::2]", "192.0.2.7")
+    allowed = HostOptions.from_args(args).allowed_hosts
+    assert allowed == (*DEFAULT_ALLOWED_HOSTS, "box.lan", "[::2]", "192.0.2.7")
     wildcard = build_parser().parse_args(["serve", "--host", "0.0.0.0"])
-    assert allowed_hosts(wildcard) == DEFAULT_ALLOWED_HOSTS
+    assert HostOptions.from_args(wildcard).allowed_hosts == DEFAULT_ALLOWED_HOSTS
 
 
 def free_port() -> int:
