@@ -17,11 +17,13 @@ The one module of plugin_spec on a library besides the standard one: resolving r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from referencing import Registry, Resource
+from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
-from referencing.jsonschema import DRAFT202012
+from referencing.jsonschema import DRAFT202012, Schema, SchemaRegistry, SchemaResource
+
+from plugin_spec.json_types import ReadOnlyJson
 
 if TYPE_CHECKING:
     from referencing._core import Resolver  # referencing exports the class from _core only
@@ -31,13 +33,13 @@ REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 SHOWN_CHARS = 120  # of a ref quoted in a message
 
 
-def refuse_retrieval(uri: str) -> Resource[Any]:
+def refuse_retrieval(uri: str) -> SchemaResource:
     """The registry's retrieval: a URI the document does not hold is never opened."""
     raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # (attrs fields, unseen by mypy)
 
 
 # What every validator of a plugin schema resolves refs with (jsonschema adds the root).
-DOCUMENT_ONLY: Registry[Any] = Registry(retrieve=refuse_retrieval)  # type: ignore[call-arg]  # (attrs fields)
+DOCUMENT_ONLY: SchemaRegistry = Registry(retrieve=refuse_retrieval)  # type: ignore[call-arg]  # (attrs fields)
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class ExternalRef:
         )
 
 
-def external_refs(schema: Any) -> list[ExternalRef]:
+def external_refs(schema: ReadOnlyJson) -> list[ExternalRef]:
     """Every ref in schema (read as JSON Schema 2020-12) that no part of it resolves.
 
     Only schema positions are searched, as a validator reads them: a `$ref` key inside an
@@ -73,7 +75,7 @@ def external_refs(schema: Any) -> list[ExternalRef]:
     places = _pointers(schema)
     found: list[ExternalRef] = []
 
-    def visit(resource: Resource[Any], resolver: Resolver[Any]) -> None:
+    def visit(resource: SchemaResource, resolver: Resolver[Schema]) -> None:
         contents = resource.contents
         if isinstance(contents, dict):
             for keyword in REF_KEYWORDS:
@@ -88,7 +90,7 @@ def external_refs(schema: Any) -> list[ExternalRef]:
     return found
 
 
-def _needs_retrieval(resolver: Resolver[Any], ref: str) -> bool:
+def _needs_retrieval(resolver: Resolver[Schema], ref: str) -> bool:
     """Whether resolving ref asked DOCUMENT_ONLY to retrieve a URI (refused, so Unresolvable
     itself; its subclasses say the URI is in the document but the fragment is not)."""
     try:
@@ -100,11 +102,11 @@ def _needs_retrieval(resolver: Resolver[Any], ref: str) -> bool:
     return False
 
 
-def _pointers(document: Any) -> dict[int, str]:
+def _pointers(document: ReadOnlyJson) -> dict[int, str]:
     """The JSON pointer of every object in document, by identity: referencing hands out the
     document's own objects as subresources but not where they sit."""
     places: dict[int, str] = {}
-    pending: list[tuple[Any, str]] = [(document, "")]
+    pending: list[tuple[ReadOnlyJson, str]] = [(document, "")]
     while pending:
         node, at = pending.pop()
         if isinstance(node, dict):

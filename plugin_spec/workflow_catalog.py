@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from plugin_spec.erp_decls import erp_decls
 from plugin_spec.fengyu_decls import tool_decls
+from plugin_spec.json_types import JsonMapping, JsonObject, ReadOnlyJson
 
 BUILTIN = "builtin"
 
 
-def revision(description: str, input_schema: Any, output_schema: Any) -> str:
+def revision(description: str, input_schema: ReadOnlyJson, output_schema: ReadOnlyJson) -> str:
     canonical = json.dumps(
         {"description": description, "inputSchema": input_schema, "outputSchema": output_schema},
         sort_keys=True,
@@ -38,8 +38,8 @@ class CatalogEntry:
     name: str
     description: str
     effect: str
-    input_schema: Mapping[str, Any]
-    output_schema: Mapping[str, Any] | None
+    input_schema: JsonMapping
+    output_schema: JsonMapping | None
     revision: str
 
     @classmethod
@@ -49,8 +49,8 @@ class CatalogEntry:
         name: str,
         description: str,
         effect: str,
-        input_schema: Mapping[str, Any],
-        output_schema: Mapping[str, Any] | None,
+        input_schema: JsonMapping,
+        output_schema: JsonMapping | None,
     ) -> CatalogEntry:
         return cls(
             f"{plugin_id}:{name}",
@@ -65,17 +65,20 @@ class CatalogEntry:
 
     @property
     def inputs(self) -> set[str]:
-        return set((self.input_schema.get("properties") or {}).keys())
+        return _names(self.input_schema.get("properties"))
 
     @property
     def required(self) -> set[str]:
-        return set(self.input_schema.get("required") or [])
+        required = self.input_schema.get("required")
+        if isinstance(required, Sequence) and not isinstance(required, str):
+            return {name for name in required if isinstance(name, str)}
+        return set()
 
     @property
     def output_fields(self) -> set[str]:
-        return set(((self.output_schema or {}).get("properties") or {}).keys())
+        return _names((self.output_schema or {}).get("properties"))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, ReadOnlyJson]:
         return {
             "identity": self.identity,
             "pluginId": self.plugin_id,
@@ -86,6 +89,10 @@ class CatalogEntry:
             "outputSchema": self.output_schema,
             "revision": self.revision,
         }
+
+
+def _names(properties: ReadOnlyJson) -> set[str]:
+    return set(properties) if isinstance(properties, Mapping) else set()
 
 
 @dataclass(frozen=True)
@@ -151,7 +158,7 @@ def diff(before: Iterable[CatalogEntry], after: Iterable[CatalogEntry]) -> Catal
     return CatalogDiff(tuple(changes), tuple(sorted(set(new) - set(old))))
 
 
-def from_manifest(plugin_id: str, manifest: dict[str, Any]) -> list[CatalogEntry]:
+def from_manifest(plugin_id: str, manifest: JsonObject) -> list[CatalogEntry]:
     """The entries a plugin would contribute (for upgrade checks without installing it)."""
     if "erpTools" in manifest:
         return [
