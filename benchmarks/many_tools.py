@@ -17,7 +17,7 @@ WORKER = """\
 import json
 from pathlib import Path
 
-from reference_host.worker import Worker
+from fengyu_worker import Worker
 
 MANIFEST = Path(__file__).resolve().parents[1] / "manifest.json"
 worker = Worker.from_manifest(__file__)

@@ -5,7 +5,7 @@ Four clients each keep one echo process running, warmed up before timing:
 - floor: a minimal asyncio client (integer ids, one reader task, a dict of futures) talking
   to benchmarks/workers/echo_raw.py: what any stdio JSON-RPC host must pay at least;
 - manager: PluginProcessManager.invoke against the same echo_raw.py;
-- manager + SDK worker: PluginProcessManager.invoke against echo_sdk.py (reference_host.worker);
+- manager + SDK worker: PluginProcessManager.invoke against echo_sdk.py (fengyu_worker);
 - MCP SDK: mcp's stdio_client + ClientSession.call_tool against echo_mcp.py (the SDK's
   high-level server).
 

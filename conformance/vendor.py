@@ -22,7 +22,8 @@ from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
 DISTRIBUTION = "ai-plugin-conformance"
-# The import names the distribution installs ([tool.hatch.build.targets.wheel] packages).
+# The import names the distribution installs ([tool.hatch.build.targets.wheel] only-include):
+# three packages and the one-file worker SDK, fengyu_worker.py.
 PACKAGES = ("plugin_spec", "conformance", "reference_host", "fengyu_worker")
 FOLDER = ".conformance"  # in the plugin's repository
 WHEEL_NAME = DISTRIBUTION.replace("-", "_")

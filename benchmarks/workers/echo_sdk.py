@@ -1,6 +1,6 @@
-"""The same echo written with the reference host's worker SDK (reference_host.worker)."""
+"""The same echo written with the project's worker SDK (fengyu_worker)."""
 
-from reference_host.worker import Worker
+from fengyu_worker import Worker
 
 worker = Worker()
 

@@ -276,6 +276,7 @@ def test_the_workflow_installs_the_kit_from_the_git_commit_it_came_from(
     direct_url = json.loads((dist_info / "direct_url.json").read_text("utf-8"))
     assert direct_url["vcs_info"]["commit_id"] == commit
     assert (target / "conformance" / "init_plugin.py").is_file()
+    assert (target / "fengyu_worker.py").is_file()  # the built wheel ships the SDK as one file
 
 
 def test_a_git_install_of_the_kit_is_pinned_to_its_commit() -> None:

@@ -29,7 +29,7 @@ from tests.conftest import REPO
 
 PIP_TIMEOUT = 600.0  # a hang guard: one local wheel installs in seconds
 KIT_TIMEOUT = 900.0
-KIT_MODULES = ("conformance", "reference_host", "plugin_spec", "fengyu_worker")
+KIT_ENTRIES = ("conformance", "reference_host", "plugin_spec", "fengyu_worker.py")
 
 
 def _steps(folder: Path) -> list[str]:
@@ -48,7 +48,7 @@ def _dependencies_without_the_kit(into: Path) -> Path:
             ".pth",
         ):
             continue
-        if entry.name in KIT_MODULES:
+        if entry.name in KIT_ENTRIES:
             continue
         (into / entry.name).symlink_to(entry)
     return into
@@ -140,6 +140,8 @@ def test_a_vendored_wheel_is_the_same_bytes_each_time_and_replaces_an_older_one(
         names = set(wheel.namelist())
         record = wheel.read(f"{second.name.split('-py3')[0]}.dist-info/RECORD").decode()
     assert "conformance/requirements.toml" in names
+    assert "fengyu_worker.py" in names  # the SDK as the one file a plugin copies
+    assert not any(n.startswith("fengyu_worker/") for n in names)
     assert "conformance/scaffold/fengyu/.github/workflows/conformance.yml" in names
     assert not any("__pycache__" in n for n in names)
     assert {line.split(",")[0] for line in record.splitlines()} == names

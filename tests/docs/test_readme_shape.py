@@ -92,7 +92,8 @@ def third_party_imports(backend: Path) -> set[str]:
     """Top-level modules the worker's Python files import that neither the standard library,
     the backend folder itself nor the project's own packages provide."""
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    own = set(pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"])
+    wheel = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]
+    own = {Path(entry).stem for entry in wheel["only-include"]}
     local = {p.stem for p in backend.iterdir()}
     modules: set[str] = set()
     for source in backend.rglob("*"):

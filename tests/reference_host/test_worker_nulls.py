@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reference_host.worker import Worker
+from fengyu_worker import Worker
 
 SCHEMA = {
     "type": "object",

@@ -3,6 +3,7 @@ the handshake, the locale envelope, cancellation and structured logs."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -160,7 +161,7 @@ class Pipe:
 
     def __init__(self, tmp_path: Path, **env: str) -> None:
         script = tmp_path / "worker.py"
-        sdk = str(Path(fengyu_worker.__file__).resolve().parents[1])
+        sdk = str(Path(fengyu_worker.__file__).resolve().parent)
         script.write_text(SCRIPT.format(sdk=sdk), "utf-8")
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-u", str(script)],
@@ -286,6 +287,19 @@ def test_a_warning_is_warn_for_the_host() -> None:
         "ERROR",
         "ERROR",
     ]
+
+
+def test_every_import_of_the_module_is_the_standard_librarys() -> None:
+    """Not only those a start runs: an import inside a function would fail in FengYu first
+    when that function runs (import-linter cannot take a one-file module as a root package)."""
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(Path(fengyu_worker.__file__).read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            assert node.level == 0, "one file has no package to import relative to"
+            imported.add(node.module.split(".")[0])
+    assert imported - set(sys.stdlib_module_names) == set()
 
 
 def test_the_module_needs_the_standard_library_only(tmp_path: Path) -> None:

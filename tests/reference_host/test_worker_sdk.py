@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from fengyu_worker import RpcError, Worker
 from plugin_spec.framing import read_frames
-from reference_host.worker import RpcError, Worker
 
 SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
 
@@ -175,7 +175,7 @@ def test_frames_tolerate_crlf_and_skip_oversize() -> None:
 def test_run_loop_over_stdio(tmp_path: Path) -> None:
     script = tmp_path / "worker.py"
     script.write_text(
-        "from reference_host.worker import Worker\n"
+        "from fengyu_worker import Worker\n"
         "w = Worker()\n"
         "@w.method('echo')\n"
         "def echo(params, ctx):\n"

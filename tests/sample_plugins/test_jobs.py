@@ -1,4 +1,4 @@
-"""reference_host.worker.jobs: background jobs with logs, results and cooperative cancel."""
+"""fengyu_worker's Jobs: background jobs with logs, results and cooperative cancel."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from reference_host.worker.jobs import JobHandle, Jobs
+from fengyu_worker import JobHandle, Jobs
 
 
 def test_a_job_logs_and_returns_its_result() -> None:

@@ -12,10 +12,10 @@ import pytest
 
 from conformance.__main__ import main as kit_main
 from conformance.provider_report import SHOWN, provider_matrix_markdown
+from fengyu_worker import Worker
 from plugin_spec.providers import checks
 from plugin_spec.providers.judge import fits, judge_set, judge_tool
 from plugin_spec.providers.rules import all_providers, load_provider
-from reference_host.worker import Worker
 from tests.conftest import plugin_with_manifest, tools_manifest
 
 

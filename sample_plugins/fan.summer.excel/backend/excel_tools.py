@@ -13,7 +13,7 @@ from typing import Any
 
 import excel_split as xs
 
-from reference_host.worker.jobs import JobHandle, Jobs
+from fengyu_worker import JobHandle, Jobs
 
 MODES = ("BY_SHEET", "BY_COLUMN", "COMPLEX")
 MAX_RULES = 50
