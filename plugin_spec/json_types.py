@@ -31,3 +31,18 @@ def as_object(value: JsonValue) -> JsonObject:
 def as_array(value: JsonValue) -> JsonArray:
     """value when it is a JSON array, else an empty one: for reading an optional member."""
     return value if isinstance(value, list) else []
+
+
+def json_copy(value: ReadOnlyJson) -> JsonValue:
+    """A deep copy in new dicts and lists (a Mapping becomes a dict, a Sequence a list): what
+    code that changes JSON it was lent works on."""
+    if isinstance(value, Mapping):
+        return object_copy(value)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [json_copy(item) for item in value]
+    return value
+
+
+def object_copy(value: JsonMapping) -> JsonObject:
+    """json_copy of an object."""
+    return {key: json_copy(item) for key, item in value.items()}

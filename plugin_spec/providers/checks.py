@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from plugin_spec.json_types import JsonObject, JsonValue
 from plugin_spec.providers.rules import Rule
 from plugin_spec.providers.schema_nodes import Node, escape, nodes
 
@@ -31,11 +31,11 @@ class Subject:
     once, and again only after a rewrite changed the schema)."""
 
     name: str
-    schema: dict[str, Any]
+    schema: JsonObject
     nodes: list[Node]
 
     @classmethod
-    def of(cls, name: str, schema: dict[str, Any]) -> Subject:
+    def of(cls, name: str, schema: JsonObject) -> Subject:
         return cls(name, schema, list(nodes(schema)))
 
     def rewalk(self) -> None:
@@ -43,7 +43,7 @@ class Subject:
 
 
 ToolCheck = Callable[[Rule, Subject], list[Hit]]
-Tools = list[tuple[str, Any]]  # a request's tools: model-facing name and input schema
+Tools = Sequence[tuple[str, JsonValue]]  # a request's tools: model-facing name and input schema
 SetCheck = Callable[[Rule, Tools], list[Hit]]
 TOOL_CHECKS: dict[str, ToolCheck] = {}
 SET_CHECKS: dict[str, SetCheck] = {}
@@ -65,7 +65,7 @@ def set_check(name: str) -> Callable[[SetCheck], SetCheck]:
     return register
 
 
-def shown(value: Any) -> str:
+def shown(value: object) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -122,7 +122,7 @@ def keywords_kept(rule: Rule, subject: Subject) -> list[Hit]:
     keep = set(rule.params["keep"])
     formats, min_items = rule.params.get("formats"), rule.params.get("min_items")
 
-    def unkept(node: dict[str, Any]) -> list[str]:
+    def unkept(node: JsonObject) -> list[str]:
         return [
             k
             for k in node
@@ -131,7 +131,7 @@ def keywords_kept(rule: Rule, subject: Subject) -> list[Hit]:
             or (k == "minItems" and min_items is not None and node[k] not in min_items)
         ]
 
-    def move(node: dict[str, Any], keys: list[str]) -> Callable[[], None]:
+    def move(node: JsonObject, keys: list[str]) -> Callable[[], None]:
         def apply() -> None:
             moved = ", ".join(f"{k}: {_python(node.pop(k))}" for k in keys)
             description = node.get("description")
@@ -147,7 +147,7 @@ def keywords_kept(rule: Rule, subject: Subject) -> list[Hit]:
     return hits
 
 
-def _python(value: Any) -> str:
+def _python(value: object) -> str:
     """A value as the Anthropic SDK writes it into a description: Python's str()."""
     return str(value)
 
@@ -167,22 +167,23 @@ def keyword_values(rule: Rule, subject: Subject) -> list[Hit]:
 def renames(rule: Rule, subject: Subject) -> list[Hit]:
     old, new = rule.params["from"], rule.params["to"]
 
-    def rename(node: dict[str, Any]) -> Callable[[], None]:
+    def rename(node: JsonObject) -> Callable[[], None]:
         def apply() -> None:
             value, there = node.pop(old), node.get(new)
-            node[new] = [*(there if isinstance(there, list) else []), *value]
+            branches = value if isinstance(value, list) else []  # a list: only those are hit
+            node[new] = [*(there if isinstance(there, list) else []), *branches]
 
         return apply
 
     return [
         Hit(
             f"{n.pointer}/{escape(old)}",
-            f"{old} ({len(n.schema[old])} branches)",
+            f"{old} ({len(branches)} branches)",
             f"{old} turned into {new}",
             rename(n.schema),
         )
         for n in subject.nodes
-        if isinstance(n.schema.get(old), list)
+        if isinstance(branches := n.schema.get(old), list)
     ]
 
 
@@ -190,7 +191,7 @@ def renames(rule: Rule, subject: Subject) -> list[Hit]:
 def objects_closed(rule: Rule, subject: Subject) -> list[Hit]:
     """An object that says nothing of additional properties gets additionalProperties false."""
 
-    def close(node: dict[str, Any]) -> Callable[[], None]:
+    def close(node: JsonObject) -> Callable[[], None]:
         return lambda: node.__setitem__("additionalProperties", False)
 
     return [
@@ -209,7 +210,7 @@ def objects_closed(rule: Rule, subject: Subject) -> list[Hit]:
 def objects_open(rule: Rule, subject: Subject) -> list[Hit]:
     """An object that allows additional properties, which the provider cannot."""
 
-    def close(node: dict[str, Any]) -> Callable[[], None]:
+    def close(node: JsonObject) -> Callable[[], None]:
         return lambda: node.__setitem__("additionalProperties", False)
 
     return [
@@ -224,7 +225,7 @@ def objects_open(rule: Rule, subject: Subject) -> list[Hit]:
     ]
 
 
-def nullable(schema: dict[str, Any]) -> None:
+def nullable(schema: JsonObject) -> None:
     """Let schema admit null as well, the way strict-mode schemas spell an optional value.
     An untyped schema that holds object or array keywords gets that type named (a node keeps
     its own keywords, so checks that hold it still find them); any other untyped one becomes
@@ -245,8 +246,9 @@ def nullable(schema: dict[str, Any]) -> None:
         branch = {k: schema.pop(k) for k in list(schema) if k not in kept}
         schema["anyOf"] = [branch, {"type": "null"}]
         return
-    if isinstance(schema.get("enum"), list) and None not in schema["enum"]:
-        schema["enum"] = [*schema["enum"], None]
+    enum = schema.get("enum")
+    if isinstance(enum, list) and None not in enum:
+        schema["enum"] = [*enum, None]
 
 
 @tool_check("all-required")
@@ -257,7 +259,7 @@ def all_required(rule: Rule, subject: Subject) -> list[Hit]:
         "made required and nullable (null stands for omitted)" if with_null else ("made required")
     )
 
-    def require(node: dict[str, Any], prop: str) -> Callable[[], None]:
+    def require(node: JsonObject, prop: str) -> Callable[[], None]:
         def apply() -> None:
             # Appended in place (the judge's own copy): a new list per property made an object
             # of n optional properties cost n * n / 2 copies.
@@ -265,7 +267,8 @@ def all_required(rule: Rule, subject: Subject) -> list[Hit]:
             if not isinstance(required, list):
                 required = node["required"] = []
             required.append(prop)
-            sub = node["properties"][prop]
+            properties = node["properties"]
+            sub = properties[prop] if isinstance(properties, dict) else None
             if with_null and isinstance(sub, dict):
                 nullable(sub)
 
@@ -291,7 +294,7 @@ def all_required(rule: Rule, subject: Subject) -> list[Hit]:
     return hits
 
 
-def _names(required: Any) -> set[str]:
+def _names(required: JsonValue) -> set[str]:
     """The names a `required` lists; anything else it may hold (untrusted input) counts not."""
     return {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
 
@@ -367,7 +370,7 @@ def ref_siblings(rule: Rule, subject: Subject) -> list[Hit]:
     """Keywords beside a $ref other than the ones the rule keeps."""
     keep = {"$ref", *rule.params.get("keep", [])}
 
-    def drop(node: dict[str, Any], keys: list[str]) -> Callable[[], None]:
+    def drop(node: JsonObject, keys: list[str]) -> Callable[[], None]:
         def apply() -> None:
             for key in keys:
                 node.pop(key, None)
@@ -393,10 +396,10 @@ def unresolved_refs(rule: Rule, subject: Subject) -> list[Hit]:
     ]
 
 
-def _resolves(schema: dict[str, Any], ref: Any) -> bool:
+def _resolves(schema: JsonObject, ref: JsonValue) -> bool:
     if not isinstance(ref, str) or not ref.startswith("#"):
         return False
-    target: Any = schema
+    target: JsonValue = schema
     for token in ref[1:].split("/")[1:]:
         token = token.replace("~1", "/").replace("~0", "~")
         if not isinstance(target, dict) or token not in target:

@@ -8,12 +8,12 @@ rewrites before the request is sent; the rules that reject then judge what would
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TypedDict
 
+from plugin_spec.json_types import JsonObject, ReadOnlyJson, object_copy
 from plugin_spec.providers.checks import SET_CHECKS, TOOL_CHECKS, Hit, Subject
 from plugin_spec.providers.rules import Outcome, Provider, Rule, all_providers
 
@@ -36,7 +36,7 @@ class Noted:
         did = f": {self.hit.change}" if self.rule.outcome is Outcome.REWRITES else ""
         return f"{self.rule.id}: {self.hit.found}{where}{did}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "rule": self.rule.id,
             "pointer": self.hit.pointer,
@@ -51,7 +51,7 @@ class Judgement:
     tool: str
     rejections: tuple[Noted, ...]
     changes: tuple[Noted, ...]
-    sent: dict[str, Any] = field(compare=False)  # the schema as the provider gets it
+    sent: JsonObject = field(compare=False)  # the schema as the provider gets it
 
     @property
     def verdict(self) -> Verdict:
@@ -59,7 +59,7 @@ class Judgement:
             return Verdict.REJECTED
         return Verdict.REWRITTEN if self.changes else Verdict.ACCEPTED
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "verdict": self.verdict.value,
             "rejections": [n.to_json() for n in self.rejections],
@@ -67,9 +67,9 @@ class Judgement:
         }
 
 
-def judge_tool(provider: Provider, name: str, schema: Any) -> Judgement:
+def judge_tool(provider: Provider, name: str, schema: ReadOnlyJson) -> Judgement:
     """How the provider takes one tool: its model-facing name and its input schema."""
-    subject = Subject.of(name, copy.deepcopy(schema) if isinstance(schema, dict) else {})
+    subject = Subject.of(name, object_copy(schema) if isinstance(schema, dict) else {})
     changes: list[Noted] = []
     rules = provider.tool_rules()
     for rule in (r for r in rules if r.outcome is Outcome.REWRITES):
@@ -89,7 +89,7 @@ def judge_tool(provider: Provider, name: str, schema: Any) -> Judgement:
     return Judgement(provider.id, name, tuple(rejections), tuple(changes), subject.schema)
 
 
-def judge_set(provider: Provider, tools: Sequence[tuple[str, Any]]) -> list[Noted]:
+def judge_set(provider: Provider, tools: Sequence[tuple[str, ReadOnlyJson]]) -> list[Noted]:
     """What keeps one request carrying all these tools (model-facing name, input schema) from
     the provider: too many tools, parameters or unions, or names it cannot tell apart. Limits
     on what schemas hold are counted on what the provider gets, after its rewrite."""
@@ -115,11 +115,20 @@ def _capped(lines: list[str], limit: int) -> list[str]:
     return [*lines[:limit], f"... and {len(lines) - limit} more"]
 
 
-def fits(tools: Sequence[tuple[str, Any]], limit: int = 20) -> dict[str, dict[str, Any]]:
+class Fit(TypedDict):
+    """Whether one provider takes a tool set in one request, and what stands in the way."""
+
+    fits: bool
+    mode: str
+    set: list[str]
+    rejected: dict[str, list[str]]
+
+
+def fits(tools: Sequence[tuple[str, ReadOnlyJson]], limit: int = 20) -> dict[str, Fit]:
     """Per provider: whether a snapshot of tools (name, input schema) can go in one request,
     and what stands in the way (at most `limit` lines per tool: a hostile schema can break a
     rule a million times)."""
-    report = {}
+    report: dict[str, Fit] = {}
     for provider in all_providers():
         judged = [judge_tool(provider, name, schema) for name, schema in tools]
         problems = _capped([n.line() for n in request_refusals(provider, judged)], limit)

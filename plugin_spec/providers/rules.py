@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from plugin_spec.json_types import JsonObject
 from plugin_spec.providers import PROVIDERS
 
 HERE = Path(__file__).resolve().parent
@@ -38,7 +39,7 @@ class Example:
     of tools."""
 
     name: str = "lookup_item"
-    input_schema: dict[str, Any] = field(default_factory=lambda: generated("@many-properties:0"))
+    input_schema: JsonObject = field(default_factory=lambda: generated("@many-properties:0"))
     names: tuple[str, ...] = ()
     tools: int = 1
 
@@ -50,11 +51,11 @@ class Example:
         return [self.name]
 
 
-def generated(spec: str) -> dict[str, Any]:
+def generated(spec: str) -> JsonObject:
     """An example schema too big to write out: `@KIND:N` (openai.toml lists the kinds)."""
     kind, _, count = spec[1:].partition(":")
     n = int(count)
-    properties: dict[str, Any]
+    properties: JsonObject
     if kind == "many-properties":
         properties = {f"p{i}": {"type": "string"} for i in range(n)}
     elif kind == "many-enum-values":

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+
+from plugin_spec.json_types import JsonObject, JsonValue
 
 # Keywords whose value is a map of name -> subschema, one subschema, or a list of them.
 SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
@@ -37,7 +38,7 @@ def escape(token: str) -> str:
 @dataclass(frozen=True)
 class Node:
     pointer: str
-    schema: dict[str, Any]
+    schema: JsonObject
     depth: int  # object and array levels from the root (the root object is level 1)
     in_defs: bool  # under $defs / definitions: reached only through a $ref
 
@@ -57,7 +58,9 @@ class Node:
         )
 
 
-def nodes(schema: Any, pointer: str = "", depth: int = 1, in_defs: bool = False) -> Iterator[Node]:
+def nodes(
+    schema: JsonValue, pointer: str = "", depth: int = 1, in_defs: bool = False
+) -> Iterator[Node]:
     """Each subschema that is an object, parents before children."""
     if not isinstance(schema, dict):
         return
@@ -75,9 +78,14 @@ def nodes(schema: Any, pointer: str = "", depth: int = 1, in_defs: bool = False)
             yield from nodes(value, f"{pointer}/{key}", deeper, defs)
 
 
-def at(schema: Any, pointer: str) -> Any:
+def at(schema: JsonValue, pointer: str) -> JsonValue:
     """The value at a JSON pointer of schema (the pointer came from nodes())."""
     for token in pointer.split("/")[1:]:
         token = token.replace("~1", "/").replace("~0", "~")
-        schema = schema[int(token)] if isinstance(schema, list) else schema[token]
+        if isinstance(schema, list):
+            schema = schema[int(token)]
+        elif isinstance(schema, dict):
+            schema = schema[token]
+        else:
+            raise KeyError(f"{pointer}: {token!r} is inside a {type(schema).__name__}")
     return schema
