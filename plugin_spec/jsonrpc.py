@@ -10,7 +10,9 @@ copy of the codes, since it may import nothing of this package.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, NotRequired, TypedDict
+from typing import Final, Literal, NotRequired, TypedDict
+
+from plugin_spec.json_types import JsonValue, ReadOnlyJson
 
 VERSION: Final = "2.0"
 
@@ -30,14 +32,14 @@ RequestId = str | int
 class ErrorObject(TypedDict):
     code: int
     message: str
-    data: NotRequired[Any]
+    data: NotRequired[JsonValue]
 
 
 class Request(TypedDict):
     jsonrpc: Literal["2.0"]
     id: RequestId
     method: str
-    params: NotRequired[Any]
+    params: NotRequired[ReadOnlyJson]
 
 
 class Notification(TypedDict):
@@ -45,13 +47,13 @@ class Notification(TypedDict):
 
     jsonrpc: Literal["2.0"]
     method: str
-    params: NotRequired[Any]
+    params: NotRequired[ReadOnlyJson]
 
 
 class ResultResponse(TypedDict):
     jsonrpc: Literal["2.0"]
     id: RequestId
-    result: Any
+    result: JsonValue
 
 
 class ErrorResponse(TypedDict):
@@ -65,9 +67,9 @@ class ErrorResponse(TypedDict):
 Response = ResultResponse | ErrorResponse
 
 
-def request(request_id: RequestId, method: str, params: Any) -> Request:
+def request(request_id: RequestId, method: str, params: ReadOnlyJson) -> Request:
     return {"jsonrpc": VERSION, "id": request_id, "method": method, "params": params}
 
 
-def notification(method: str, params: Any) -> Notification:
+def notification(method: str, params: ReadOnlyJson) -> Notification:
     return {"jsonrpc": VERSION, "method": method, "params": params}

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Final
+from typing import Final
+
+from plugin_spec.json_types import JsonMapping, JsonObject
 
 LEGACY: Final = "2025-11-25"  # the newest revision opened by the initialize handshake
 MODERN: Final = "2026-07-28"  # the revision that replaced it with server/discover
@@ -81,30 +83,30 @@ def offered_name(server: str, tool: str) -> str:
     return f"{kept}_{digest}"
 
 
-def annotation(tool: dict[str, Any], hint: str) -> bool:
+def annotation(tool: JsonMapping, hint: str) -> bool:
     """A tool's hint as a client must read it: the declared boolean, else the default."""
     annotations = tool.get("annotations")
     value = annotations.get(hint) if isinstance(annotations, dict) else None
     return value if isinstance(value, bool) else bool(ANNOTATION_DEFAULTS[hint])
 
 
-def modern_meta(version: str = MODERN) -> dict[str, Any]:
+def modern_meta(version: str = MODERN) -> JsonObject:
     """The _meta every modern request carries."""
-    return {META_VERSION: version, META_CLIENT_INFO: CLIENT_INFO, META_CAPABILITIES: {}}
+    return {META_VERSION: version, META_CLIENT_INFO: {**CLIENT_INFO}, META_CAPABILITIES: {}}
 
 
-def initialize_params(version: str = LEGACY) -> dict[str, Any]:
+def initialize_params(version: str = LEGACY) -> JsonObject:
     """The params of an initialize request offering version."""
-    return {"protocolVersion": version, "capabilities": {}, "clientInfo": CLIENT_INFO}
+    return {"protocolVersion": version, "capabilities": {}, "clientInfo": {**CLIENT_INFO}}
 
 
 # --- The reference host's MCP mounts (issue 27, part 5): kept apart from the lead's part above.
 
 # How a host reads an untrusted server's tool: as if it declared no hints.
-UNTRUSTED_ANNOTATIONS: Final[dict[str, Any]] = {"annotations": {}}
+UNTRUSTED_ANNOTATIONS: Final[JsonMapping] = {"annotations": {}}
 
 
-def approval_class(tool: dict[str, Any], *, trusted: bool) -> str:
+def approval_class(tool: JsonMapping, *, trusted: bool) -> str:
     """The approval class ("read", "write" or "external") a host gives a server's tool.
 
     An untrusted server's hints are read as absent (the spec: annotations are untrusted unless

@@ -11,8 +11,9 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import quote
+
+from plugin_spec.json_types import JsonMapping
 
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 # RFC 9110 section 9.2.2: repeating these has the effect of sending them once.
@@ -93,7 +94,7 @@ def placeholder_problem(path: str) -> str | None:
     return None
 
 
-def _names(config: Mapping[str, Any], key: str) -> tuple[str, ...]:
+def _names(config: JsonMapping, key: str) -> tuple[str, ...]:
     value = config.get(key)
     if value is None:
         return ()
@@ -104,7 +105,7 @@ def _names(config: Mapping[str, Any], key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _scalar_text(value: Any, what: str) -> str:
+def _scalar_text(value: object, what: str) -> str:
     """A JSON scalar as URL text: booleans as true/false, numbers and strings as written."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -113,7 +114,7 @@ def _scalar_text(value: Any, what: str) -> str:
     raise DispatchError(f"{what} must be a string, number or boolean, not {type(value).__name__}")
 
 
-def encode_segment(value: Any, name: str = "value") -> str:
+def encode_segment(value: object, name: str = "value") -> str:
     """One path segment holding `value`: nothing in it can add a segment or end the path.
 
     Percent-encoding alone is not enough: many servers (uvicorn, servlet containers) decode
@@ -134,7 +135,7 @@ def encode_segment(value: Any, name: str = "value") -> str:
     return quote(text, safe="")
 
 
-def substitute_path(handler: RestHandler, arguments: Mapping[str, Any]) -> str:
+def substitute_path(handler: RestHandler, arguments: JsonMapping) -> str:
     """The handler's path with each `{name}` replaced by its encoded argument."""
     problem = handler.problem()
     if problem:
@@ -147,7 +148,7 @@ def substitute_path(handler: RestHandler, arguments: Mapping[str, Any]) -> str:
     )
 
 
-def query_items(handler: RestHandler, arguments: Mapping[str, Any]) -> list[tuple[str, str]]:
+def query_items(handler: RestHandler, arguments: JsonMapping) -> list[tuple[str, str]]:
     """The query string as (key, value) pairs, in the handler's order: lists repeat the key,
     booleans are true/false, absent keys and None values are left out."""
     items: list[tuple[str, str]] = []
