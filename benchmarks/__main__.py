@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 
 from benchmarks import (
+    codec,
     first_token,
     kit,
     kit_tools,
@@ -44,6 +45,7 @@ SECTIONS: dict[str, Callable[[Settings], tuple[list[Row], list[str]]]] = {
     "lifecycle": lifecycle.run,
     "minimal-input": minimal_input.run,
     "marketplace": marketplace.run,
+    "codec": codec.run,
 }
 HEADER = ["Benchmark", "Median", "Baseline (median)", "Ratio", "Target", "Met", "Notes"]
 

@@ -76,6 +76,7 @@ LOG_LEVELS = {
     "WARN": logging.WARNING,
     "ERROR": logging.ERROR,
 }
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 # Told (line, what is wrong with it) of each stdout line that is not a JSON-RPC response.
 StrayObserver = Callable[[str, str], None]
 # A response with an id and neither result nor error: what FengYu's Go SDK writes for a handler
@@ -125,6 +126,7 @@ class WorkerConnection:
         # Abandoned requests the worker did not answer within a second of `$/cancelRequest`.
         self.unanswered_cancels: list[str] = []
         self._ids = itertools.count(1)
+        self._envelope = envelope(spec.locale)
         self.stderr_tail = StderrTail(self._log_stderr)
         self.skipped_stdout: deque[str] = deque(maxlen=SKIPPED_STDOUT_LINES)
         self._spawned = spawned
@@ -132,6 +134,7 @@ class WorkerConnection:
         self._tasks: set[asyncio.Task[None]] = set()
         self._failure: WorkerError | None = None
         name = spec.plugin_id
+        spawned.stdout.attach(self._dispatch)
         self._readers = (
             asyncio.create_task(self._read_stdout(), name=f"{name} stdout"),
             asyncio.create_task(self._read_stderr(), name=f"{name} stderr"),
@@ -206,7 +209,7 @@ class WorkerConnection:
         request_id = str(next(self._ids))
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = future
-        request = {**jsonrpc.request(request_id, method, params), **envelope(self.spec.locale)}
+        request: dict[str, Any] = {**jsonrpc.request(request_id, method, params), **self._envelope}
         abandoned = False
         try:
             # The write is timed too: a worker that stops reading lets the pipe fill.
@@ -215,7 +218,7 @@ class WorkerConnection:
                 # still sent it, so the worker must hear of the cancel
                 self.in_flight[request_id] = method
                 await self._send(request)
-                message = await asyncio.shield(future)  # kept for _abandon if the caller leaves
+                message = await future
         except TimeoutError:
             self.pending.pop(request_id, None)  # cancelled: nobody left to read its failure
             error = WorkerTimeout(
@@ -226,12 +229,16 @@ class WorkerConnection:
         except asyncio.CancelledError:
             abandoned = (
                 request_id in self.in_flight
-                and not future.done()
+                and not (future.done() and not future.cancelled())
                 and self.alive
                 and method != HANDSHAKE_METHOD  # a start left halfway is killed (start)
             )
             if abandoned:
-                self._background(self._abandon(method, request_id, future))
+                # the caller's cancel took its future: the answer, if one comes, goes to a
+                # fresh one that _abandon waits on (no shield: it costs every call a loop turn)
+                answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+                self.pending[request_id] = answer
+                self._background(self._abandon(method, request_id, answer))
             raise
         finally:
             if not abandoned:
@@ -239,8 +246,9 @@ class WorkerConnection:
                 self.in_flight.pop(request_id, None)
         # As FengYu reads a response: a non-null error is the answer, else the result, a
         # left-out result being a null one (spec: fengyu-worker.md#errors-and-error-codes).
-        if message.get("error") is not None:
-            raise rpc_error(message["error"], self.stderr)
+        error = message.get("error")
+        if error is not None:
+            raise rpc_error(error, self.stderr)
         return message.get("result")
 
     async def _abandon(self, method: str, request_id: str, future: asyncio.Future[Any]) -> None:
@@ -412,7 +420,7 @@ class WorkerConnection:
     async def _send(self, message: Mapping[str, Any]) -> None:
         if not self.alive:
             raise self._failure or WorkerCrashed("worker is not running", self.stderr)
-        frame = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        frame = _encode(message).encode() + b"\n"
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(frame)
@@ -421,24 +429,16 @@ class WorkerConnection:
             raise WorkerCrashed("worker closed its stdin", self.stderr) from None
 
     async def _read_stdout(self) -> None:
-        stdout = self.process.stdout
-        assert stdout is not None
-        while True:
-            try:
-                line = await stdout.readuntil(b"\n")
-            except asyncio.IncompleteReadError as exc:
-                if exc.partial.strip():
-                    self._dispatch(exc.partial)
-                break
-            except asyncio.LimitOverrunError:
-                self._abort(
-                    WorkerProtocolError(
-                        "worker sent a frame over 16 MiB; it was killed", self.stderr
-                    )
-                )
-                return
-            self._dispatch(line)
-        # EOF: the worker is exiting, or it closed stdout and can never answer again
+        """Wait for the end of stdout (its lines are dispatched as they come: stdout_lines.py):
+        a frame over 16 MiB kills the worker; at EOF the worker is exiting, or it closed
+        stdout and can never answer again."""
+        lines = self._spawned.stdout
+        await lines.closed
+        if lines.overrun:
+            self._abort(
+                WorkerProtocolError("worker sent a frame over 16 MiB; it was killed", self.stderr)
+            )
+            return
         if self.alive:
             await _within(self._spawned.exited, timeout=EXIT_GRACE)
             if self.alive:

@@ -14,14 +14,30 @@ from dataclasses import dataclass
 
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.reaper import MANAGED
+from reference_host.process.stdout_lines import StdoutLines
 
 
 class ExitWatchingProtocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """asyncio's stream protocol plus a future resolved the moment the process exits."""
+    """asyncio's stream protocol plus a future resolved the moment the process exits; stdout
+    goes to a StdoutLines (its lines are handed on from the pipe's callback), stderr to
+    the Process's stream."""
 
     def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(limit=limit, loop=loop)
         self.exited: asyncio.Future[None] = loop.create_future()
+        self.lines = StdoutLines(limit, loop)
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if fd == 1:
+            assert isinstance(data, bytes)
+            self.lines.feed(data)
+        else:
+            super().pipe_data_received(fd, data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self.lines.feed_eof()
+        super().pipe_connection_lost(fd, exc)
 
     def process_exited(self) -> None:
         super().process_exited()
@@ -31,10 +47,12 @@ class ExitWatchingProtocol(asyncio.subprocess.SubprocessStreamProtocol):
 
 @dataclass(frozen=True)
 class Spawned:
-    """A started worker: the asyncio Process, its transport (to close the pipes without
-    waiting for other holders), its exit future and the inodes of its stdio pipes."""
+    """A started worker: the asyncio Process (stdin and stderr; its stdout stream stays
+    empty), the lines of its stdout, its transport (to close the pipes without waiting for
+    other holders), its exit future and the inodes of its stdio pipes."""
 
     process: asyncio.subprocess.Process
+    stdout: StdoutLines
     transport: asyncio.SubprocessTransport
     exited: asyncio.Future[None]
     stdin_inode: int
@@ -64,6 +82,7 @@ async def spawn(spec: WorkerSpec, limit: int, lineage: str) -> Spawned:
     protocol.exited.add_done_callback(lambda _: MANAGED.discard(pid))
     return Spawned(
         asyncio.subprocess.Process(transport, protocol, loop),
+        protocol.lines,
         transport,
         protocol.exited,
         inodes[0],
