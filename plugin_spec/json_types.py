@@ -7,6 +7,7 @@ parameter that only reads takes the read-only variants (`JsonMapping`, `ReadOnly
 also accept a `dict[str, str]` or a `list[str]`. Values that are not JSON at all are `object`.
 """
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
@@ -46,3 +47,9 @@ def json_copy(value: ReadOnlyJson) -> JsonValue:
 def object_copy(value: JsonMapping) -> JsonObject:
     """json_copy of an object."""
     return {key: json_copy(item) for key, item in value.items()}
+
+
+def loads(text: str | bytes) -> JsonValue:
+    """json.loads, typed: what it returns is JSON (its errors are json.loads's own)."""
+    value: JsonValue = json.loads(text)
+    return value

@@ -36,10 +36,10 @@ import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
-from typing import Any
 
 import httpx
 
+from plugin_spec.json_types import JsonValue, ReadOnlyJson, loads
 from plugin_spec.tool_definition import ToolDefinition
 from reference_host.agent.models import Message, ModelError, ModelTurn, TurnPart, whole
 from reference_host.agent.openai_stream import StreamedTurn
@@ -97,9 +97,9 @@ class OpenAICompatibleModel:
 
     def request_body(
         self, messages: Sequence[Message], tools: Sequence[ToolDefinition]
-    ) -> dict[str, Any]:
+    ) -> dict[str, ReadOnlyJson]:
         """The JSON body of one completion request."""
-        body: dict[str, Any] = {
+        body: dict[str, ReadOnlyJson] = {
             "model": self.model,
             "messages": [wire_message(message) for message in messages],
             "stream": True,
@@ -215,9 +215,9 @@ class OpenAICompatibleModel:
                     yield delta
         yield turn.finish(self.url, done=False)
 
-    def _chunk(self, data: str, number: int) -> Any:
+    def _chunk(self, data: str, number: int) -> JsonValue:
         try:
-            return json.loads(data)
+            return loads(data)
         except (ValueError, RecursionError):
             raise ModelError(
                 f"model stream from {self.url}: chunk {number} is not JSON: {excerpt(data)}"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
+from plugin_spec.json_types import JsonValue
 from reference_host.agent.loop import MAX_CALLS_PER_TURN
 from reference_host.agent.models import Delta, ModelError, ModelTurn, ToolCall
 from reference_host.agent.openai_wire import content_text, error_text, excerpt, kind
@@ -35,7 +35,7 @@ class StreamedTurn:
     tokens: int = 0
     finished: bool = False  # a finish_reason was seen
 
-    def add(self, payload: Any) -> list[Delta]:
+    def add(self, payload: JsonValue) -> list[Delta]:
         """One chunk's deltas; its tool-call pieces and usage are kept for the end."""
         self.chunks += 1
         where = f"chunk {self.chunks}"
@@ -84,7 +84,7 @@ class StreamedTurn:
                 self._add_piece(piece, f"{where}: choices[0].delta.tool_calls[{position}]")
         return out
 
-    def _add_piece(self, piece: Any, where: str) -> None:
+    def _add_piece(self, piece: JsonValue, where: str) -> None:
         if not isinstance(piece, dict):
             raise ModelError(f"malformed model stream: {where} is not an object")
         call_id = piece.get("id")
@@ -108,7 +108,7 @@ class StreamedTurn:
         elif arguments is not None:  # some servers send the object itself, whole
             call.arguments.append(json.dumps(arguments, ensure_ascii=False))
 
-    def _call_for(self, index: Any, call_id: str, where: str) -> PendingCall:
+    def _call_for(self, index: JsonValue, call_id: str, where: str) -> PendingCall:
         """The call a piece belongs to: by its index; without one (some servers send each
         call whole), by its id, else a new call when it has an id, else the last call."""
         if index is None:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
 
+from plugin_spec.json_types import JsonObject, JsonValue
 from reference_host.agent.models import Message, ModelError, ModelTurn, ToolCall
 
 EXCERPT_CHARS = 500
 
 
-def parse_reply(payload: Any) -> ModelTurn:
+def parse_reply(payload: JsonValue) -> ModelTurn:
     """A chat-completions reply as a ModelTurn; anything malformed is a ModelError."""
     if not isinstance(payload, dict):
         raise ModelError(f"malformed model reply: expected an object, got {kind(payload)}")
@@ -41,10 +41,10 @@ def parse_reply(payload: Any) -> ModelTurn:
     return ModelTurn(text=text, tool_calls=calls, tokens=tokens, thinking=thinking)
 
 
-def wire_message(message: Message) -> dict[str, Any]:
+def wire_message(message: Message) -> JsonObject:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    wire: JsonObject = {"role": message.role, "content": message.content}
     if message.role == "assistant" and message.tool_calls:
         wire["content"] = message.content or None
         wire["tool_calls"] = [
@@ -60,7 +60,7 @@ def wire_message(message: Message) -> dict[str, Any]:
     return wire
 
 
-def tool_call(raw: Any, index: int) -> ToolCall:
+def tool_call(raw: JsonValue, index: int) -> ToolCall:
     where = f"choices[0].message.tool_calls[{index}]"
     if not isinstance(raw, dict):
         raise ModelError(f"malformed model reply: {where} is not an object")
@@ -81,21 +81,21 @@ def tool_call(raw: Any, index: int) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=arguments)
 
 
-def content_text(content: Any, where: str) -> str:
+def content_text(content: JsonValue, where: str) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # content parts: keep the text ones
         return "".join(
-            part["text"]
+            text
             for part in content
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
+            if isinstance(part, dict) and isinstance(text := part.get("text"), str)
         )
     raise ModelError(f"malformed model reply: {where} is {kind(content)}")
 
 
-def error_text(error: Any) -> str:
+def error_text(error: JsonValue) -> str:
     if isinstance(error, dict) and isinstance(message := error.get("message"), str):
         return message
     return error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
@@ -119,5 +119,5 @@ def excerpt(text: str) -> str:
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
 
 
-def kind(value: Any) -> str:
+def kind(value: object) -> str:
     return "null" if value is None else type(value).__name__
