@@ -76,21 +76,27 @@ def _seconds(value: JsonValue) -> float | None:
 
 
 def tool_decls(manifest: JsonObject) -> list[ToolDecl]:
-    """Every aiTool of a manifest, in declaration order."""
+    """Every aiTool of a manifest, in declaration order; a ValueError names a part the tools
+    cannot be built from (a missing name is a KeyError)."""
     v1 = manifest.get("schemaVersion") == 1
-    methods = as_object(as_object(manifest.get("rpc")).get("methods"))
+    methods = _object(_object(manifest.get("rpc") or {}, "rpc").get("methods") or {}, "methods")
+    tools = manifest.get("aiTools") or []
+    if not isinstance(tools, list):
+        raise ValueError("aiTools is not a list")
     decls = []
-    for tool in as_array(manifest.get("aiTools")):
-        if not isinstance(tool, dict):
-            raise ValueError(f"an aiTools entry is not an object: {str(tool)[:80]}")
-        method = _text(tool.get("method")) or _text(tool.get("name"))
-        source = tool if v1 else as_object(methods.get(method))
+    for tool in tools:
+        tool = _object(tool, "an aiTools entry")
+        name, method = tool["name"], tool.get("method") or tool.get("name")
+        if not isinstance(name, str) or not isinstance(method, str):
+            raise ValueError(f"tool {str(name)[:80]}: its name and method must be strings")
+        source = tool if v1 else _object(methods.get(method, {}), f"rpc.methods.{method}")
         input_schema = _schema(source.get("inputSchema")) or {"type": "object"}
         method_timeout = None if v1 else _seconds(source.get("timeoutSeconds"))
+        description = tool.get("description", "")
         decls.append(
             ToolDecl(
                 definition=ToolDefinition(
-                    _text(tool["name"]), _text(tool.get("description")), input_schema
+                    name, description if isinstance(description, str) else "", input_schema
                 ),
                 method=method,
                 effect=Effect.parse(tool.get("effect")),
@@ -104,8 +110,10 @@ def tool_decls(manifest: JsonObject) -> list[ToolDecl]:
     return decls
 
 
-def _text(value: JsonValue) -> str:
-    return value if isinstance(value, str) else ""
+def _object(value: JsonValue, what: str) -> JsonObject:
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is not an object: {str(value)[:80]}")
+    return value
 
 
 def _schema(value: JsonValue) -> JsonObject | None:

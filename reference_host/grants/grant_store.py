@@ -35,6 +35,7 @@ from plugin_spec.filerefs import (
     is_file_ref,
     resolve_refs,
 )
+from plugin_spec.json_types import JsonMapping, ReadOnlyJson
 from reference_host.grants.copies import GrantCopies, Staging, commit
 from reference_host.grants.quota import CopyLimits, CopyQuota
 from reference_host.support import beneath
@@ -202,7 +203,9 @@ class GrantStore:
             )
         self.copies.forget(conversation_id, [g.ref["id"] for g in gone])
 
-    def granted(self, conversation_id: str, plugin_id: str, ref: Any, write: bool = False) -> Grant:
+    def granted(
+        self, conversation_id: str, plugin_id: str, ref: object, write: bool = False
+    ) -> Grant:
         """The grant of a FileRef to plugin in this conversation, or FileRefError."""
         ref_id = ref.get("id") if isinstance(ref, Mapping) else None
         with self._lock:
@@ -222,7 +225,7 @@ class GrantStore:
         self,
         conversation_id: str,
         plugin_id: str,
-        ref: Any,
+        ref: object,
         write: bool = False,
         handed: list[Staging] | None = None,
     ) -> str:
@@ -255,7 +258,7 @@ class GrantStore:
             raise FileRefError(f"{UNKNOWN}: FileRef {ref_id} was revoked in this conversation")
         return path
 
-    def copy_path(self, plugin_id: str, ref: Mapping[str, Any], write: bool = False) -> str:
+    def copy_path(self, plugin_id: str, ref: Mapping[str, object], write: bool = False) -> str:
         """Where hand_over puts a granted ref's copy (write: its staging folder) for the
         worker; FileRefError for a ref not granted to plugin."""
         with self._lock:
@@ -389,7 +392,7 @@ class GrantStore:
         self,
         conversation_id: str,
         plugin_id: str,
-        args: Mapping[str, Any],
+        args: JsonMapping,
         injected: Iterable[str] = (),
     ) -> list[FileShown]:
         """The FileRefs in args granted to plugin in this conversation, by parameter, with the
@@ -441,18 +444,18 @@ def _close_all(fds: dict[Path, int]) -> None:
     fds.clear()
 
 
-def _only_refs(value: Any, file_class: FileClass) -> bool:
+def _only_refs(value: object, file_class: FileClass) -> bool:
     if file_class is FileClass.FILE_LIST:
         return isinstance(value, list) and all(is_file_ref(v) for v in value)
     return is_file_ref(value)
 
 
-def _refs_in(value: Any) -> list[Mapping[str, Any]]:
+def _refs_in(value: ReadOnlyJson) -> list[JsonMapping]:
     """Every FileRef object in value, found by the walk that hands them over (resolve_refs),
     so an approval lists exactly the refs a call would hand over."""
-    found: list[Mapping[str, Any]] = []
+    found: list[JsonMapping] = []
 
-    def note(ref: Mapping[str, Any]) -> str:
+    def note(ref: JsonMapping) -> str:
         found.append(ref)
         return ""
 
