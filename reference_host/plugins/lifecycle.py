@@ -18,13 +18,13 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import semver
 
 from plugin_spec.erp_decls import erp_decls, is_erp_folder, read_erp_manifest
 from plugin_spec.fengyu_decls import model_tool_names, tool_decls
 from plugin_spec.json_files import JsonFileError, read_json_object
+from plugin_spec.json_types import JsonObject, as_array, as_object
 from reference_host.plugins.install_copy import UnsafeEntry, copy_plain_tree, verify_plain_tree
 from reference_host.storage.database import PluginRow, Store
 from reference_host.support.quoting import quoted
@@ -64,7 +64,7 @@ class Staged:
 
     source: Path
     folder: Path
-    manifest: dict[str, Any]
+    manifest: JsonObject
     downgrade: bool = False  # an older version may replace the installed one
 
     @property
@@ -99,7 +99,7 @@ class PluginInfo:
             str(row.root),
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "id": self.id,
             "name": self.name,
@@ -107,7 +107,7 @@ class PluginInfo:
             "profile": self.profile,
             "enabled": self.enabled,
             "supportsAi": self.supports_ai,
-            "tools": self.tools,
+            "tools": [*self.tools],
         }
 
 
@@ -169,7 +169,7 @@ class PluginService:
             if report.errors:
                 raise PluginError(f"{source.name} does not pass validation", report.errors)
         manifest = _read_manifest(source)
-        self._admit(manifest, self._store.plugin(manifest["id"]), downgrade)
+        self._admit(manifest, self._store.plugin(str(manifest["id"])), downgrade)
         # the copy, not a check before it, refuses links: one renamed into place after a
         # check would be copied as the file it points at
         staging = self._dir / f".staging-{uuid.uuid4().hex}"
@@ -303,12 +303,12 @@ class PluginService:
             self._store.own_tools(db, None, [code])
 
     def _admit(
-        self, manifest: dict[str, Any], previous: PluginRow | None, downgrade: bool = False
+        self, manifest: JsonObject, previous: PluginRow | None, downgrade: bool = False
     ) -> bool:
         """Refuse a plugin that clashes with what is installed, or that is older than the
         installed version unless downgrade; returns the enabled flag it gets (an upgrade
         keeps previous's)."""
-        plugin_id = manifest["id"]
+        plugin_id = str(manifest["id"])  # _read_manifest checked it is a plain name
         if previous is not None and not downgrade:
             _check_not_older(plugin_id, str(manifest.get("version", "")), previous.version)
         enabled = previous.enabled if previous else True
@@ -327,7 +327,7 @@ class PluginService:
         if clashes:
             raise PluginError(f"{plugin_id}: tool codes taken", clashes, "conflict")
 
-    def _check_names(self, plugin_id: str, manifest: dict[str, Any]) -> None:
+    def _check_names(self, plugin_id: str, manifest: JsonObject) -> None:
         offered = {name: "the host's built-in tools" for name in self._registry.builtin_names}
         for row in self._store.plugins(enabled_only=True):
             if row.id != plugin_id:
@@ -357,8 +357,8 @@ def _resolve(source: Path | str) -> Path:
         raise PluginError(f"{quoted(source)} is not a usable path") from None
 
 
-def _erp_codes(manifest: dict[str, Any]) -> list[str]:
-    return [str(t.get("toolCode")) for t in manifest.get("erpTools", [])]
+def _erp_codes(manifest: JsonObject) -> list[str]:
+    return [str(as_object(t).get("toolCode")) for t in as_array(manifest.get("erpTools"))]
 
 
 def _subfolders(folder: Path) -> list[Path]:
@@ -371,7 +371,7 @@ def _remove_if_empty(folder: Path) -> None:
         folder.rmdir()
 
 
-def _profile(manifest: dict[str, Any]) -> str:
+def _profile(manifest: JsonObject) -> str:
     if "erpTools" in manifest:
         return "erp"
     return "fengyu-v1" if manifest.get("schemaVersion") == 1 else "fengyu-v2"
@@ -398,7 +398,7 @@ def _check_not_older(plugin_id: str, version: str, installed: str) -> None:
         )
 
 
-def _read_manifest(source: Path) -> dict[str, Any]:
+def _read_manifest(source: Path) -> JsonObject:
     """The plugin's manifest (FengYu) or its tool files gathered into one (ERP)."""
     try:
         manifest = (
@@ -415,7 +415,7 @@ def _read_manifest(source: Path) -> dict[str, Any]:
     return manifest
 
 
-def _check_declarations(source: Path, manifest: dict[str, Any]) -> None:
+def _check_declarations(source: Path, manifest: JsonObject) -> None:
     """Every snapshot, discovery and catalog builds the tools from the stored manifest, so a
     manifest they cannot be built from is refused here, even without the kit's validation,
     instead of failing every later snapshot."""

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from plugin_spec.json_types import JsonObject
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS plugins (
     id TEXT PRIMARY KEY,
@@ -47,7 +49,7 @@ class PluginRow:
     profile: str
     version: str
     root: Path
-    manifest: dict[str, Any]
+    manifest: JsonObject
     enabled: bool
     revision: int
     installed_at: str
@@ -104,7 +106,7 @@ class Store:
         profile: str,
         version: str,
         root: Path,
-        manifest: dict[str, Any],
+        manifest: JsonObject,
         enabled: bool,
     ) -> None:
         """Insert or replace a plugin inside an open transaction, bumping its revision."""
