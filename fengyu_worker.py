@@ -36,10 +36,8 @@ import asyncio
 import inspect
 import json
 import logging
-import math
 import os
 import queue
-import re
 import secrets
 import sys
 import threading
@@ -193,16 +191,19 @@ def to_json_schema(schema: Any) -> Any:
 
 
 class SchemaError(Exception):
-    """The schema itself cannot be evaluated (a keyword holding the wrong kind of value, a
-    keyword this validator does not check, a $ref that leads nowhere)."""
+    """The schema itself cannot be evaluated: a keyword holding the wrong kind of value, or
+    one beyond the manifest subset."""
 
 
-# Assertions of JSON Schema 2020-12 this validator does not evaluate: a schema using one is
-# refused rather than half checked. The manifest subset (FY-MAN-011) uses none of them.
-_UNCHECKED = frozenset(
-    {"patternProperties", "dependentRequired", "dependentSchemas", "dependencies", "if"}
-    | {"then", "else", "contains", "minContains", "maxContains", "prefixItems"}
-    | {"unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"}
+# What JSON Schema 2020-12 asserts beyond the manifest subset (FY-MAN-011 refuses all of it):
+# a schema using one is refused rather than half checked, and its method's calls fail.
+_BEYOND_SUBSET = frozenset(
+    {"$ref", "$dynamicRef", "$recursiveRef", "allOf", "anyOf", "oneOf", "not", "if", "then"}
+    | {"else", "const", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength"}
+    | {"maxLength", "pattern", "minItems", "maxItems", "uniqueItems", "contains", "minContains"}
+    | {"maxContains", "prefixItems", "minProperties", "maxProperties", "propertyNames"}
+    | {"patternProperties", "dependentRequired", "dependentSchemas", "dependencies"}
+    | {"unevaluatedProperties", "unevaluatedItems"}
 )
 _TYPES: dict[str, Callable[[Any], bool]] = {
     "null": lambda v: v is None,
@@ -216,7 +217,6 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
         or (isinstance(v, float) and v.is_integer())
     ),
 }
-_MAX_REF_HOPS = 64
 
 
 @dataclass(frozen=True)
@@ -232,11 +232,11 @@ class Invalid:
 
 
 class Schema:
-    """A validator of standard JSON Schema (run to_json_schema first) for what a method's
-    params need: the manifest subset (type, enum, properties, required, items, minimum,
-    maximum, boolean additionalProperties), plus const, type lists, string, array and object
-    bounds, pattern, multipleOf, allOf/anyOf/oneOf/not and local $refs, so a schema given in
-    code may say a little more. Messages read like python-jsonschema's."""
+    """A validator of the manifest subset as standard JSON Schema (run to_json_schema first):
+    type (a list too: nullable becomes one), enum, properties, required, items, minimum,
+    maximum and a boolean additionalProperties; annotations such as description, default,
+    format and the x-fengyu- hints are not assertions and pass. That is all a manifest may
+    say, so it is all the worker checks. Messages read like python-jsonschema's."""
 
     def __init__(self, root: Any) -> None:
         self.root = root
@@ -245,7 +245,7 @@ class Schema:
         """Every failure, in document order; raises SchemaError if it cannot tell."""
         found: list[Invalid] = []
         try:
-            self._walk(self.root if schema is _MISSING else schema, instance, (), found, 0)
+            self._walk(self.root if schema is _MISSING else schema, instance, (), found)
         except RecursionError:
             raise SchemaError("the schema nests too deeply to evaluate") from None
         return found
@@ -254,7 +254,7 @@ class Schema:
         return not self.errors(instance, schema)
 
     def _walk(
-        self, schema: Any, value: Any, path: tuple[str | int, ...], out: list[Invalid], hops: int
+        self, schema: Any, value: Any, path: tuple[str | int, ...], out: list[Invalid]
     ) -> None:
         if schema is True:
             return
@@ -263,35 +263,12 @@ class Schema:
             return
         if not isinstance(schema, dict):
             raise SchemaError(f"a schema must be an object or a boolean, not {schema!r:.60}")
-        unchecked = _UNCHECKED.intersection(schema)
-        if unchecked:
-            raise SchemaError(f"{sorted(unchecked)[0]} is not checked by this validator")
-        if "$ref" in schema:
-            if hops >= _MAX_REF_HOPS:
-                raise SchemaError("$ref leads round in a circle")
-            self._walk(self._resolve(schema["$ref"]), value, path, out, hops + 1)
+        beyond = _BEYOND_SUBSET.intersection(schema)
+        if beyond:
+            raise SchemaError(f"{sorted(beyond)[0]} is beyond the manifest subset")
         for keyword, rule in _RULES.items():
             if keyword in schema:
                 rule(self, schema, schema[keyword], value, path, out)
-
-    def _resolve(self, ref: Any) -> Any:
-        if not isinstance(ref, str) or not ref.startswith("#"):
-            raise SchemaError(f"only local $refs (#/...) are resolved, not {ref!r:.60}")
-        target = self.root
-        for part in ref[1:].split("/")[1:]:
-            key = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, dict) and key in target:
-                target = target[key]
-            elif isinstance(target, list) and key.isdigit() and int(key) < len(target):
-                target = target[int(key)]
-            else:
-                raise SchemaError(f"$ref {ref!r:.60} points at nothing")
-        return target
-
-    def _sub(self, schema: Any, value: Any, path: tuple[str | int, ...]) -> list[Invalid]:
-        found: list[Invalid] = []
-        self._walk(schema, value, path, found, 0)
-        return found
 
 
 Rule = Callable[[Schema, dict[str, Any], Any, Any, tuple[str | int, ...], list[Invalid]], None]
@@ -336,11 +313,6 @@ def _enum(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, 
         out.append(Invalid(path, f"{value!r} is not one of {given!r}"))
 
 
-def _const(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
-    if not _same(value, given):
-        out.append(Invalid(path, f"{given!r} was expected"))
-
-
 def _properties(
     s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
 ) -> None:
@@ -348,7 +320,7 @@ def _properties(
     if isinstance(value, dict):
         for name, sub in given.items():
             if name in value:
-                s._walk(sub, value[name], (*path, name), out, 0)
+                s._walk(sub, value[name], (*path, name), out)
 
 
 def _required(
@@ -362,157 +334,52 @@ def _required(
 def _additional(
     s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
 ) -> None:
+    if isinstance(given, dict):
+        raise SchemaError("additionalProperties as a schema is beyond the manifest subset")
+    _need(isinstance(given, bool), "additionalProperties", given)
     declared = schema.get("properties", {})
     _need(isinstance(declared, dict), "properties", declared)
-    if not isinstance(value, dict):
-        return
-    extras = [name for name in value if name not in declared]
+    extras = [n for n in value if n not in declared] if isinstance(value, dict) else []
     if given is False and extras:
         verb = "was" if len(extras) == 1 else "were"
         listed = ", ".join(map(repr, sorted(extras)))
         out.append(
             Invalid(path, f"Additional properties are not allowed ({listed} {verb} unexpected)")
         )
-    elif given is not False:
-        for name in extras:
-            s._walk(given, value[name], (*path, name), out, 0)
 
 
 def _items(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
     _need(isinstance(given, dict | bool), "items", given)
     if isinstance(value, list):
         for index, item in enumerate(value):
-            s._walk(given, item, (*path, index), out, 0)
+            s._walk(given, item, (*path, index), out)
 
 
-def _bound(keyword: str, fails: Callable[[Any, Any], bool], text: str) -> Rule:
-    def rule(
-        s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
-    ) -> None:
-        _need(_number(given), keyword, given)
-        if _number(value) and fails(value, given):
-            out.append(Invalid(path, f"{value!r} is {text} {given!r}"))
-
-    return rule
-
-
-def _size(keyword: str, kind: type, measure: Callable[[Any], int], text: str, low: bool) -> Rule:
-    def rule(
-        s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
-    ) -> None:
-        _need(isinstance(given, int) and not isinstance(given, bool) and given >= 0, keyword, given)
-        if isinstance(value, kind) and (measure(value) < given if low else measure(value) > given):
-            out.append(Invalid(path, f"{value!r} {text}"))
-
-    return rule
-
-
-def _pattern(
+def _minimum(
     s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
 ) -> None:
-    try:
-        compiled = re.compile(given)
-    except (re.error, TypeError):
-        raise SchemaError(f"pattern cannot be {given!r:.60}") from None
-    if isinstance(value, str) and not compiled.search(value):
-        out.append(Invalid(path, f"{value!r} does not match {given!r}"))
+    _need(_number(given), "minimum", given)
+    if _number(value) and value < given:
+        out.append(Invalid(path, f"{value!r} is less than the minimum of {given!r}"))
 
 
-def _multiple_of(
+def _maximum(
     s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
 ) -> None:
-    _need(_number(given) and given > 0, "multipleOf", given)
-    if not _number(value):
-        return
-    if isinstance(given, float) or isinstance(value, float):
-        quotient = value / given
-        failed = not (math.isfinite(quotient) and quotient == int(quotient))
-    else:
-        failed = value % given != 0
-    if failed:
-        out.append(Invalid(path, f"{value!r} is not a multiple of {given!r}"))
-
-
-def _unique(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
-    _need(isinstance(given, bool), "uniqueItems", given)
-    if (
-        given
-        and isinstance(value, list)
-        and any(_same(a, b) for i, a in enumerate(value) for b in value[i + 1 :])
-    ):
-        out.append(Invalid(path, f"{value!r} has non-unique elements"))
-
-
-def _property_names(
-    s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any
-) -> None:
-    if isinstance(value, dict):
-        for name in value:
-            s._walk(given, name, path, out, 0)
-
-
-def _all_of(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
-    _need(isinstance(given, list) and bool(given), "allOf", given)
-    for sub in given:
-        s._walk(sub, value, path, out, 0)
-
-
-def _any_of(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
-    _need(isinstance(given, list) and bool(given), "anyOf", given)
-    if not any(not s._sub(sub, value, path) for sub in given):
-        out.append(Invalid(path, f"{value!r} is not valid under any of the given schemas"))
-
-
-def _one_of(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
-    _need(isinstance(given, list) and bool(given), "oneOf", given)
-    matched = sum(1 for sub in given if not s._sub(sub, value, path))
-    if matched == 0:
-        out.append(Invalid(path, f"{value!r} is not valid under any of the given schemas"))
-    elif matched > 1:
-        out.append(Invalid(path, f"{value!r} is valid under more than one of the given schemas"))
-
-
-def _not(s: Schema, schema: dict[str, Any], given: Any, value: Any, path: Any, out: Any) -> None:
-    if not s._sub(given, value, path):
-        out.append(Invalid(path, f"{value!r} should not be valid under {given!r}"))
-
-
-def _length(value: Any) -> int:
-    return len(value)
+    _need(_number(given), "maximum", given)
+    if _number(value) and value > given:
+        out.append(Invalid(path, f"{value!r} is greater than the maximum of {given!r}"))
 
 
 _RULES: dict[str, Rule] = {
     "type": _type,
     "enum": _enum,
-    "const": _const,
     "properties": _properties,
     "required": _required,
     "additionalProperties": _additional,
     "items": _items,
-    "minimum": _bound("minimum", lambda v, b: v < b, "less than the minimum of"),
-    "maximum": _bound("maximum", lambda v, b: v > b, "greater than the maximum of"),
-    "exclusiveMinimum": _bound(
-        "exclusiveMinimum", lambda v, b: v <= b, "less than or equal to the minimum of"
-    ),
-    "exclusiveMaximum": _bound(
-        "exclusiveMaximum", lambda v, b: v >= b, "greater than or equal to the maximum of"
-    ),
-    "minLength": _size("minLength", str, _length, "is too short", low=True),
-    "maxLength": _size("maxLength", str, _length, "is too long", low=False),
-    "minItems": _size("minItems", list, _length, "is too short", low=True),
-    "maxItems": _size("maxItems", list, _length, "is too long", low=False),
-    "minProperties": _size(
-        "minProperties", dict, _length, "does not have enough properties", low=True
-    ),
-    "maxProperties": _size("maxProperties", dict, _length, "has too many properties", low=False),
-    "pattern": _pattern,
-    "multipleOf": _multiple_of,
-    "uniqueItems": _unique,
-    "propertyNames": _property_names,
-    "allOf": _all_of,
-    "anyOf": _any_of,
-    "oneOf": _one_of,
-    "not": _not,
+    "minimum": _minimum,
+    "maximum": _maximum,
 }
 
 

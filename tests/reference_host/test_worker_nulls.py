@@ -19,7 +19,7 @@ SCHEMA = {
         "limit": {"type": "integer", "minimum": 1},
         "note": {"type": ["string", "null"]},
         "anything": {},
-        "label": {"$ref": "#/$defs/label"},
+        "label": {"type": "string", "title": "Label", "x-fengyu-advanced": True},
         "options": {
             "type": "object",
             "properties": {"depth": {"type": "integer"}, "style": {"type": "string"}},
@@ -32,7 +32,6 @@ SCHEMA = {
     },
     "required": ["text"],
     "additionalProperties": False,
-    "$defs": {"label": {"type": "string"}},
 }
 
 
