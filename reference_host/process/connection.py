@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping
@@ -39,7 +38,7 @@ from plugin_spec.fengyu_runtime import (
     handshake_problems,
     parse_log_line,
 )
-from plugin_spec.framing import MAX_FRAME_BYTES, decode_line
+from plugin_spec.framing import MAX_FRAME_BYTES, decode_line, encode_json
 from plugin_spec.line_depth import TOO_DEEP, too_deep
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.limits import Overrun, ResourceWatch, data_overrun, watch_tree
@@ -76,7 +75,6 @@ LOG_LEVELS = {
     "WARN": logging.WARNING,
     "ERROR": logging.ERROR,
 }
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 # Told (line, what is wrong with it) of each stdout line that is not a JSON-RPC response.
 StrayObserver = Callable[[str, str], None]
 # A response with an id and neither result nor error: what FengYu's Go SDK writes for a handler
@@ -420,7 +418,7 @@ class WorkerConnection:
     async def _send(self, message: Mapping[str, Any]) -> None:
         if not self.alive:
             raise self._failure or WorkerCrashed("worker is not running", self.stderr)
-        frame = _encode(message).encode() + b"\n"
+        frame = encode_json(message, allow_nan=True) + b"\n"
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(frame)
