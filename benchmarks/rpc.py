@@ -2,8 +2,9 @@
 
 Four clients each keep one echo process running, warmed up before timing:
 
-- floor: a minimal asyncio client (integer ids, one reader task, a dict of futures) talking
-  to benchmarks/workers/echo_raw.py: what any stdio JSON-RPC host must pay at least;
+- floor: a minimal asyncio client (integer ids, one reader task, a dict of futures, the
+  host's JSON codec) talking to benchmarks/workers/echo_raw.py: what any stdio JSON-RPC
+  host must pay at least;
 - manager: PluginProcessManager.invoke against the same echo_raw.py;
 - manager + SDK worker: PluginProcessManager.invoke against echo_sdk.py (fengyu_worker);
 - MCP SDK: mcp's stdio_client + ClientSession.call_tool against echo_mcp.py (the SDK's
@@ -56,6 +57,19 @@ def payload(size: int) -> dict[str, str]:
 Call = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
+def _codec() -> tuple[str, Callable[[Any], bytes], Callable[[bytes], Any]]:
+    """The floor's JSON codec: orjson where the manager uses it too (the fast extra), so the
+    floor stays the least a host could pay with the same codec, else the stdlib's json."""
+    try:
+        import orjson
+    except ImportError:
+        return "json", lambda value: json.dumps(value, separators=(",", ":")).encode(), json.loads
+    return "orjson", orjson.dumps, orjson.loads
+
+
+CODEC, _dumps, _loads = _codec()
+
+
 class FloorClient:
     """The least a host can do: write a frame, read frames, match replies by id."""
 
@@ -82,7 +96,7 @@ class FloorClient:
         future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         frame = {"jsonrpc": "2.0", "id": request_id, "method": "echo", "params": params}
-        self._process.stdin.write(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
+        self._process.stdin.write(_dumps(frame) + b"\n")
         await self._process.stdin.drain()
         return (await future)["result"]
 
@@ -90,7 +104,7 @@ class FloorClient:
         assert self._process is not None and self._process.stdout is not None
         stdout = self._process.stdout
         while line := await stdout.readline():
-            message = json.loads(line)
+            message = _loads(line)
             self._pending.pop(message["id"]).set_result(message)
 
     async def close(self) -> None:
@@ -222,6 +236,7 @@ async def _measure_in(settings: Settings, temp: Path) -> tuple[list[Row], list[s
         else "MCP rows skipped: the MCP Python SDK is not installed (pip install mcp)",
         f"calls per batch: {', '.join(_case_name(s, c, n) for s, c, n in _cases(settings))}; "
         f"{settings.reps} batches per client and case, median per-call time",
+        f"JSON codec of the floor and the manager: {CODEC} (the echo workers use json)",
     ]
     return rows, notes
 
