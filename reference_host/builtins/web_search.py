@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import httpx
 
 from plugin_spec.builtin_names import WEB_SEARCH
+from plugin_spec.json_types import JsonArray
 from plugin_spec.tool_definition import Effect, ToolDefinition
 from reference_host.builtins._args import optional_integer, required_string
 from reference_host.tools.callbacks import CallContext, CallPlan, SentAsIs, ToolResult, failure
@@ -142,11 +143,11 @@ class WebSearchTool(SentAsIs):
             return failure(f"web_search: {exc}")
         except Exception as exc:  # a tool never raises to the model layer (spec: host.md)
             return failure(f"web_search: search failed: {type(exc).__name__}: {exc}")
-        results: list[dict[str, Any]] = [asdict(result) for result in found[:limit]]
+        results: JsonArray = [asdict(result) for result in found[:limit]]
         return ToolResult.of({"success": True, "query": query, "results": results})
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return " ".join(value.split()) if isinstance(value, str) else ""
 
 

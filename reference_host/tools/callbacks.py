@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from plugin_spec.filerefs import Access, FileKind
+from plugin_spec.json_types import JsonObject, JsonValue
 from plugin_spec.tool_definition import Effect, ToolDefinition
 
 
@@ -37,7 +38,7 @@ class Arguments:
     one (the tool answers it with its own error when called), and the text they are shown
     as (the model's own text when it wrote them)."""
 
-    values: Mapping[str, Any]
+    values: Mapping[str, Any]  # route B puts FileRefs (TypedDicts) in them
     text: str
     problem: str | None = None
 
@@ -66,12 +67,12 @@ class ToolResult:
     """What a call answered, as the JSON value it is; ok is false for the failure envelope
     (or any object that says success false), and error is then its message when it has one."""
 
-    output: Any
+    output: JsonValue
     ok: bool = True
     error: str | None = None
 
     @classmethod
-    def of(cls, output: Any) -> ToolResult:
+    def of(cls, output: JsonValue) -> ToolResult:
         if isinstance(output, dict) and output.get("success") is False:
             error = output.get("error")
             return cls(output, False, error if isinstance(error, str) else None)
@@ -171,7 +172,7 @@ def failure(message: str) -> ToolResult:
     return ToolResult({"success": False, "error": message}, False, message)
 
 
-def parse_arguments(input_json: str) -> dict[str, Any]:
+def parse_arguments(input_json: str) -> JsonObject:
     """The model's arguments as an object; anything else is a ValueError with a reason."""
     try:
         value = json.loads(input_json) if input_json.strip() else {}
