@@ -39,6 +39,7 @@ from plugin_spec.fengyu_runtime import (
     parse_log_line,
 )
 from plugin_spec.framing import MAX_FRAME_BYTES, decode_line, encode_json
+from plugin_spec.json_types import JsonObject, JsonValue, ReadOnlyJson
 from plugin_spec.line_depth import TOO_DEEP, too_deep
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.limits import Overrun, ResourceWatch, data_overrun, watch_tree
@@ -83,7 +84,7 @@ StrayObserver = Callable[[str, str], None]
 NO_RESULT = "a response without result or error (read as a null result)"
 
 
-def stdout_problem(message: dict[str, Any] | None) -> str | None:
+def stdout_problem(message: JsonObject | None) -> str | None:
     """What keeps a decoded stdout line from being a JSON-RPC 2.0 response, the only thing a
     worker may write there (spec: fengyu-worker.md#framing-on-stdin-and-stdout); None when
     it is one."""
@@ -118,7 +119,7 @@ class WorkerConnection:
         self.lineage = lineage
         self._record = record
         self.process = spawned.process
-        self.pending: dict[str, asyncio.Future[Any]] = {}
+        self.pending: dict[str, asyncio.Future[JsonObject]] = {}
         # Requests written and not yet answered, by id: the method each called.
         self.in_flight: dict[str, str] = {}
         # Abandoned requests the worker did not answer within a second of `$/cancelRequest`.
@@ -200,14 +201,14 @@ class WorkerConnection:
     def stderr(self) -> str:
         return self.stderr_tail.text
 
-    async def call(self, method: str, params: Any, timeout: float) -> Any:
+    async def call(self, method: str, params: ReadOnlyJson, timeout: float) -> JsonValue:
         """Send one request and wait for its response; JSON-RPC errors raise WorkerRpcError
         (WorkerCancelled and WorkerPermissionDenied for FengYu's data codes). A call its
         caller abandons is cancelled in the worker with `$/cancelRequest` (_abandon)."""
         request_id = str(next(self._ids))
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[JsonObject] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = future
-        request: dict[str, Any] = {**jsonrpc.request(request_id, method, params), **self._envelope}
+        request = {**jsonrpc.request(request_id, method, params), **self._envelope}
         abandoned = False
         try:
             # The write is timed too: a worker that stops reading lets the pipe fill.
@@ -234,7 +235,7 @@ class WorkerConnection:
             if abandoned:
                 # the caller's cancel took its future: the answer, if one comes, goes to a
                 # fresh one that _abandon waits on (no shield: it costs every call a loop turn)
-                answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+                answer: asyncio.Future[JsonObject] = asyncio.get_running_loop().create_future()
                 self.pending[request_id] = answer
                 self._background(self._abandon(method, request_id, answer))
             raise
@@ -244,12 +245,14 @@ class WorkerConnection:
                 self.in_flight.pop(request_id, None)
         # As FengYu reads a response: a non-null error is the answer, else the result, a
         # left-out result being a null one (spec: fengyu-worker.md#errors-and-error-codes).
-        error = message.get("error")
-        if error is not None:
-            raise rpc_error(error, self.stderr)
+        failure = message.get("error")
+        if failure is not None:
+            raise rpc_error(failure, self.stderr)
         return message.get("result")
 
-    async def _abandon(self, method: str, request_id: str, future: asyncio.Future[Any]) -> None:
+    async def _abandon(
+        self, method: str, request_id: str, future: asyncio.Future[JsonObject]
+    ) -> None:
         """Tell the worker its caller left, as FengYu does: `$/cancelRequest`, then a second
         for the answer (CANCELLED, or a result that was on its way); a worker that gives
         none is killed, to be restarted by the next call."""
@@ -283,7 +286,7 @@ class WorkerConnection:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def notify(self, method: str, params: Any, timeout: float) -> None:
+    async def notify(self, method: str, params: ReadOnlyJson, timeout: float) -> None:
         """Send a notification; like a call, a worker that does not take it in time is
         killed (WorkerTimeout)."""
         try:
@@ -415,7 +418,7 @@ class WorkerConnection:
             task.cancel()
         await asyncio.gather(*self._readers, return_exceptions=True)
 
-    async def _send(self, message: Mapping[str, Any]) -> None:
+    async def _send(self, message: Mapping[str, object]) -> None:
         if not self.alive:
             raise self._failure or WorkerCrashed("worker is not running", self.stderr)
         frame = encode_json(message, allow_nan=True) + b"\n"

@@ -12,9 +12,9 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from plugin_spec.fengyu_decls import ResourceLimits
+from plugin_spec.json_types import JsonValue, ReadOnlyJson
 from reference_host.process.connection import StrayObserver, WorkerConnection
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.limits import (
@@ -51,7 +51,7 @@ class PluginProcessManager:
         self.no_spec: dict[str, str] = {}
         self._connections: dict[str, WorkerConnection] = {}
         self._gates: dict[str, StartGate] = {}
-        self.observers: list[Callable[[str, str, Any], None]] = []
+        self.observers: list[Callable[[str, str, ReadOnlyJson], None]] = []
         self._retiring: set[asyncio.Task[None]] = set()
 
     def register(self, spec: WorkerSpec, resources: ResourceLimits | None = None) -> None:
@@ -102,13 +102,13 @@ class PluginProcessManager:
         self,
         plugin_id: str,
         method: str,
-        params: Any,
+        params: ReadOnlyJson,
         *,
         tool_timeout: float | None = None,
         caller_timeout: float | None = None,
         method_timeout: float | None = None,
         grants: Grants | None = None,
-    ) -> Any:
+    ) -> JsonValue:
         """Call method on the plugin's worker and return its result.
 
         grants: the folders (writable, readable) of the calling conversation's grants. In
@@ -138,7 +138,7 @@ class PluginProcessManager:
         start raised."""
         await self._running(plugin_id)
 
-    async def notify(self, plugin_id: str, method: str, params: Any) -> None:
+    async def notify(self, plugin_id: str, method: str, params: ReadOnlyJson) -> None:
         """Send a notification (no answer comes back), within the plugin's call timeout."""
         spec = self._specs.get(plugin_id)
         if spec is None:

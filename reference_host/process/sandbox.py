@@ -31,12 +31,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
 
+from plugin_spec.json_types import JsonMapping, JsonValue, ReadOnlyJson
 from reference_host.process.bounds import WorkerLimits
 from reference_host.process.identity import dropped_id
 from reference_host.process.netstack import (
@@ -181,12 +181,12 @@ class SandboxPolicy:
             text = _replace_path(text, str(place.inside), str(place.outside))
         return text
 
-    def inside_value(self, value: Any) -> Any:
+    def inside_value(self, value: ReadOnlyJson) -> ReadOnlyJson:
         """A request's params with the places' paths in every string as the worker sees
         them (a FileRef's path into a grant folder)."""
         return _map_strings(value, self.inside_text) if self.places else value
 
-    def outside_value(self, value: Any) -> Any:
+    def outside_value(self, value: JsonValue) -> JsonValue:
         """A worker's answer with the paths it names as they are out here."""
         return _map_strings(value, self.outside_text) if self.places else value
 
@@ -196,10 +196,10 @@ class SandboxPolicy:
         return self.data / "home"
 
 
-def wants_network(manifest: Mapping[str, Any]) -> bool:
+def wants_network(manifest: JsonMapping) -> bool:
     """Whether FengYu gives the plugin's worker the network (its permissions ask for it)."""
     permissions = manifest.get("permissions")
-    if not isinstance(permissions, list):
+    if not isinstance(permissions, Sequence) or isinstance(permissions, str):
         return False
     return any(isinstance(p, str) and p in NETWORK_PERMISSIONS for p in permissions)
 
@@ -474,14 +474,14 @@ def _file_places(folders: tuple[Path, ...], kind: str) -> tuple[Place, ...]:
     )
 
 
-def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
-    """value (JSON: objects, arrays, strings, scalars) with change applied to every string,
-    keys included."""
+def _map_strings(value: ReadOnlyJson, change: Callable[[str], str]) -> JsonValue:
+    """A copy of value (JSON: objects, arrays, strings, scalars) with change applied to every
+    string, keys included."""
     if isinstance(value, str):
         return change(value)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {change(k): _map_strings(v, change) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, Sequence):
         return [_map_strings(v, change) for v in value]
     return value
 
