@@ -174,6 +174,8 @@ class WorkerServices:
         self._host: HostSession | None = None
         self._files: dict[str, ToolFiles] = {}
         self._spaces: dict[str, InputSpace | None] = {}
+        self._full: Transcript | None = None  # the protocol probe's transcript
+        self._quick: Transcript | None = None  # the start-only probe's
 
     @property
     def plugin_id(self) -> str:
@@ -197,17 +199,6 @@ class WorkerServices:
         return " ".join(self.spec.argv)
 
     @cached_property
-    def _transcript(self) -> Transcript:
-        quick: Transcript | None = self.__dict__.get("_start_only")
-        if quick is not None and not quick.exchanges[Step.START].answered:
-            return quick  # the full probe would stop at the same unanswered first request
-        return run_probe(self._probe_spec, self.methods, self.deadlines)
-
-    @cached_property
-    def _start_only(self) -> Transcript:
-        return run_probe(self._probe_spec, {}, self.deadlines, start_only=True)
-
-    @cached_property
     def _probe_spec(self) -> WorkerSpec:
         """The protocol probe's workers, with a data folder of their own: what the probe's
         requests showed a worker cannot be left there for the worker tool calls meet."""
@@ -220,14 +211,29 @@ class WorkerServices:
         return replace(self.spec, argv=argv, data_dir=data, sandbox=sandbox)
 
     def transcript(self) -> Transcript:
-        return self._transcript
+        """The full protocol probe, run once; a worker that did not answer the start-only
+        probe's first request keeps that transcript (the full probe would stop there too)."""
+        if self._full is None:
+            quick = self._quick
+            if quick is not None and not quick.exchanges[Step.START].answered:
+                self._full = quick
+            else:
+                self._full = run_probe(self._probe_spec, self.methods, self.deadlines)
+        return self._full
+
+    def _start_transcript(self) -> Transcript:
+        """What is known of the start: the full probe's transcript when it ran, else the
+        start-only probe's (run once), which most checks of the start need alone."""
+        if self._full is not None:
+            return self._full
+        if self._quick is None:
+            self._quick = run_probe(self._probe_spec, {}, self.deadlines, start_only=True)
+        return self._quick
 
     @property
     def start(self) -> Exchange:
         """The worker's first request and what came of it (the full probe's if it ran)."""
-        if "_transcript" in self.__dict__:
-            return self._transcript.exchanges[Step.START]
-        return self._start_only.exchanges[Step.START]
+        return self._start_transcript().exchanges[Step.START]
 
     @property
     def answers_at_start(self) -> bool:
@@ -246,9 +252,7 @@ class WorkerServices:
     @property
     def handshake(self) -> Exchange | None:
         """The first `$/fengyu/initialize` exchange; None when FengYu sends none."""
-        if "_transcript" in self.__dict__:
-            return self._transcript.exchanges.get(Step.HANDSHAKE)
-        return self._start_only.exchanges.get(Step.HANDSHAKE)
+        return self._start_transcript().exchanges.get(Step.HANDSHAKE)
 
     def handshake_refusal(self) -> str | None:
         """Why FengYu would refuse the started worker at its handshake, naming the
