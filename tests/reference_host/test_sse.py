@@ -1,5 +1,5 @@
 """reference_host.stream.sse_parser against the WHATWG "server-sent events" parsing rules, one
-rule per test, and where httpx-sse (0.4.3) parts from those rules.
+rule per test or table row, and where httpx-sse (0.4.3) parts from those rules.
 
 The httpx-sse tests pin its current behaviour: each one documents a gap that made us write our
 own parser for the tests. If httpx-sse changes, the test fails and the note can be revisited.
@@ -125,31 +125,28 @@ def test_the_chat_streams_comments() -> None:
 # -- fields ------------------------------------------------------------------------------
 
 
-def test_field_and_value_split_on_the_first_colon() -> None:
-    assert parse("data: a: b:c\n\n") == [message("a: b:c")]
-
-
-def test_only_one_leading_space_is_removed() -> None:
-    assert parse("data:x\n\ndata:  x\n\ndata:\tx\n\n") == [
-        message("x"),
-        message(" x"),
-        message("\tx"),
-    ]
-
-
-def test_a_line_without_colon_is_a_field_with_an_empty_value() -> None:
-    assert parse("data\n\n") == [message("")]
-    assert parse("event\ndata: x\n\n") == [message("x")]
-
-
-def test_unknown_and_differently_cased_fields_are_ignored() -> None:
-    assert parse("Data: x\nfoo: y\nevent : z\ndata: ok\n\n") == [message("ok")]
-
-
-def test_data_lines_join_with_lf_and_one_trailing_lf_goes() -> None:
-    assert parse("data: a\ndata: b\n\n") == [message("a\nb")]
-    assert parse("data\ndata\n\n") == [message("\n")]
-    assert parse("data: \n\n") == [message("")]
+@pytest.mark.parametrize(
+    ("stream", "data"),
+    [
+        pytest.param("data: a: b:c\n\n", ["a: b:c"], id="split-on-the-first-colon"),
+        pytest.param(
+            "data:x\n\ndata:  x\n\ndata:\tx\n\n", ["x", " x", "\tx"], id="one-space-removed"
+        ),
+        pytest.param("data\n\n", [""], id="no-colon-is-an-empty-value"),
+        pytest.param("event\ndata: x\n\n", ["x"], id="no-colon-empty-event-type"),
+        pytest.param(
+            "Data: x\nfoo: y\nevent : z\ndata: ok\n\n", ["ok"], id="unknown-or-cased-ignored"
+        ),
+        pytest.param("data: a\ndata: b\n\n", ["a\nb"], id="data-lines-join-with-lf"),
+        pytest.param("data\ndata\n\n", ["\n"], id="one-trailing-lf-goes"),
+        pytest.param("data: \n\n", [""], id="empty-data"),
+    ],
+)
+def test_fields(stream: str, data: list[str]) -> None:
+    """Field and value split on the first colon, with one leading space removed; a line
+    without a colon is a field with an empty value; unknown and differently cased fields
+    are ignored; data lines join with LF and one trailing LF goes."""
+    assert parse(stream) == [message(d) for d in data]
 
 
 # -- dispatch ----------------------------------------------------------------------------
@@ -159,22 +156,24 @@ def test_event_type_defaults_to_message_and_resets_after_dispatch() -> None:
     assert parse("event: tool\ndata: 1\n\ndata: 2\n\n") == [message("1", "tool"), message("2")]
 
 
-def test_no_data_dispatches_nothing_and_resets_the_type() -> None:
-    assert parse("event: ping\n\ndata: x\n\n") == [message("x")]
+@pytest.mark.parametrize(
+    ("stream", "data"),
+    [
+        pytest.param("event: ping\n\ndata: x\n\n", ["x"], id="no-data-dispatches-nothing"),
+        pytest.param("\n\n\ndata: x\n\n\n\n", ["x"], id="extra-blank-lines"),
+        pytest.param("data: x\n\ndata: y\n", ["x"], id="unterminated-final-event"),
+        pytest.param("data: x\n\nevent: e\ndata: y\n", ["x"], id="unterminated-typed-event"),
+        pytest.param("data: x\n\ndata: y", ["x"], id="unterminated-final-line"),
+        pytest.param(": tail", [], id="unterminated-comment"),
+    ],
+)
+def test_only_a_blank_line_after_data_dispatches(stream: str, data: list[str]) -> None:
+    """No data dispatches nothing (and resets the type), extra blank lines dispatch
+    nothing, and an unterminated final event or line is discarded."""
+    assert parse(stream) == [message(d) for d in data]
 
 
-def test_extra_blank_lines_dispatch_nothing() -> None:
-    assert parse("\n\n\ndata: x\n\n\n\n") == [message("x")]
-
-
-def test_an_unterminated_final_event_is_discarded() -> None:
-    assert parse("data: x\n\ndata: y\n") == [message("x")]
-    assert parse("data: x\n\nevent: e\ndata: y\n") == [message("x")]
-
-
-def test_an_unterminated_final_line_is_discarded() -> None:
-    assert parse("data: x\n\ndata: y") == [message("x")]
-    assert parse(": tail") == []
+def test_an_unterminated_final_line_is_discarded_at_close() -> None:
     parser = SSEParser()
     assert parser.feed("data: y\n") == []
     assert parser.close() == []
