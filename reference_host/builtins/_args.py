@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 
-def required_string(arguments: Mapping[str, Any], name: str) -> str:
+def required_string(arguments: Mapping[str, object], name: str) -> str:
     value = arguments.get(name)
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"'{name}' is required and must be a non-empty string")
@@ -14,7 +13,7 @@ def required_string(arguments: Mapping[str, Any], name: str) -> str:
 
 
 def optional_integer(
-    arguments: Mapping[str, Any], name: str, *, default: int, minimum: int, maximum: int
+    arguments: Mapping[str, object], name: str, *, default: int, minimum: int, maximum: int
 ) -> int:
     """An optional integer: below minimum is an error, above maximum is clamped to it."""
     value = arguments.get(name)

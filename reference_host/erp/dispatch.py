@@ -25,10 +25,11 @@ import asyncio
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import NoReturn
 
 import httpx
 
+from plugin_spec.json_types import JsonMapping
 from plugin_spec.rest_handler import DispatchError, RestHandler, query_items, substitute_path
 from reference_host.tools.callbacks import ToolResult, failure
 
@@ -42,7 +43,7 @@ EXCERPT_CHARS = 300
 HEADER_VALUE = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
 
 
-def _header(value: Any, name: str) -> str:
+def _header(value: object, name: str) -> str:
     if not isinstance(value, str) or not HEADER_VALUE.match(value):
         raise DispatchError(
             f"{name} must be a non-empty printable ASCII string without control characters"
@@ -50,7 +51,7 @@ def _header(value: Any, name: str) -> str:
     return value
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
@@ -83,7 +84,7 @@ def build_request(
     client: httpx.Client | httpx.AsyncClient,
     base_url: str,
     handler: RestHandler,
-    arguments: Mapping[str, Any],
+    arguments: JsonMapping,
     *,
     tenant: str,
     actor: str,
@@ -145,7 +146,7 @@ async def dispatch(
     client: httpx.AsyncClient,
     base_url: str,
     handler: RestHandler,
-    arguments: dict[str, Any],
+    arguments: JsonMapping,
     *,
     tenant: str,
     actor: str,

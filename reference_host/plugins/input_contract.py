@@ -7,13 +7,12 @@ into a path string before the call."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from plugin_spec.filerefs import resolve_refs
+from plugin_spec.json_types import JsonMapping, ReadOnlyJson
 from plugin_spec.schema_refs import DOCUMENT_ONLY, ExternalRef, external_refs
 from plugin_spec.schema_subset import to_json_schema
 
@@ -24,12 +23,12 @@ SUBSET_REQUIREMENT = "FY-MAN-011"  # the manifest subset, which has no $ref
 class InputContract:
     """One method's inputSchema, compiled once, judging the arguments of each call."""
 
-    def __init__(self, method: str, input_schema: Mapping[str, Any]) -> None:
+    def __init__(self, method: str, input_schema: JsonMapping) -> None:
         self.method = method
         self._schema = input_schema
         self._validator: Draft202012Validator | None = None
 
-    def problem(self, arguments: Any) -> str | None:
+    def problem(self, arguments: ReadOnlyJson) -> str | None:
         """What is wrong with arguments, with its JSON pointer; None when they are valid. A
         schema that cannot be evaluated (a plugin installed without the kit's checks: a
         $ref to a file or URL, a type that does not exist) refuses every call, saying so;
