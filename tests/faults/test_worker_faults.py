@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reference_host.host import Host
 from tests.conftest import MakeHost
 from tests.faults.conftest import GOOD_TOOL, ProcessGuard
@@ -174,29 +176,40 @@ async def test_stderr_flood_neither_blocks_the_worker_nor_the_host(
     await close_and_check(host, guard, pid, again, during=good)
 
 
-async def test_frame_over_16_mib_kills_the_worker_and_the_next_call_restarts(
-    host: Host, tmp_path: Path, guard: ProcessGuard
+@pytest.mark.parametrize(
+    ("fault", "mode", "readable", "unreadable", "why"),
+    [
+        pytest.param("bigframe", "big_frame", {}, {"big": True}, "over 16 MiB", id="over-16-mib"),
+        pytest.param(
+            "deep",
+            "deep_answer",
+            {"nest": 400},
+            {"deep": 5000},
+            "nested deeper than 512 levels",
+            id="nested-too-deep",
+        ),
+    ],
+)
+async def test_an_unreadable_answer_fails_the_call_at_once_and_the_next_call_restarts(
+    host: Host,
+    tmp_path: Path,
+    guard: ProcessGuard,
+    fault: str,
+    mode: str,
+    readable: dict[str, Any],
+    unreadable: dict[str, Any],
+    why: str,
 ) -> None:
-    tool = await install_fault(host, tmp_path, "bigframe", "big_frame", tool_timeout=10)
-    first = await call_tool(host, tool, {})
-    big, good, elapsed = await during_good_calls(host, tool, {"big": True}, 5)
-    assert elapsed < 5
-    assert is_failure_envelope(big) and "over 16 MiB" in big["error"]
-    await recovers(host, guard, tool, first["pid"], good)
-
-
-async def test_an_answer_nested_too_deep_fails_the_call_at_once(
-    host: Host, tmp_path: Path, guard: ProcessGuard
-) -> None:
-    """Skipped as unreadable, a line nested 5,000 deep left its call waiting out the whole
-    tool timeout; refused at the reader, the call fails at once, naming why, and the worker
-    is killed. An answer nested 400 deep still comes through."""
-    tool = await install_fault(host, tmp_path, "deep", "deep_answer", tool_timeout=10)
-    first = await call_tool(host, tool, {"nest": 400})
+    """A frame over 16 MiB, or a line nested 5,000 deep (which, skipped as unreadable, used
+    to leave its call waiting out the whole tool timeout), is refused at the reader: the call
+    fails at once, naming why, and the worker is killed. An answer nested 400 deep still
+    comes through."""
+    tool = await install_fault(host, tmp_path, fault, mode, tool_timeout=10)
+    first = await call_tool(host, tool, readable)
     assert first["success"] is True
-    deep, good, elapsed = await during_good_calls(host, tool, {"deep": 5000}, 5)
+    failed, good, elapsed = await during_good_calls(host, tool, unreadable, 5)
     assert elapsed < 5
-    assert is_failure_envelope(deep) and "nested deeper than 512 levels" in deep["error"]
+    assert is_failure_envelope(failed) and why in failed["error"]
     await recovers(host, guard, tool, first["pid"], good)
 
 
