@@ -23,7 +23,7 @@ from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.mcp.client import Connection
 from reference_host.mcp.mount import McpMounts, McpToolCallback, mount_servers
 from reference_host.process.sandbox import support
-from reference_host.tools.callbacks import CallContext, plan_and_call
+from reference_host.tools.callbacks import CallContext, ToolResult, plan_and_call
 from tests.reference_host.stream_items import data, kinds, stream_deciding
 from tests.reference_host.test_mcp_mount import FIXTURE_SERVER, fixture_config, served_host
 
@@ -158,18 +158,23 @@ async def test_parallel_calls_of_one_chat_turn_list_once(
 # -- a server handed a folder ------------------------------------------------------------
 
 
+async def write_then_close(mounts: McpMounts, name: str, text: str) -> ToolResult:
+    """The fixture server's write tool called once in a turn, the mounts closed after it."""
+    try:
+        return await plan_and_call(
+            tool(mounts, "write"), {"name": name, "text": text}, turn("run_1")
+        )
+    finally:
+        await mounts.close()
+
+
 async def test_a_server_handed_a_folder_writes_in_it_through_the_host(tmp_path: Path) -> None:
     """As server-filesystem given an allowed folder: the folder argument is writable in the
     server's sandbox, and the file is there for the user afterwards."""
     work = tmp_path / "work"
     work.mkdir()
-    mounts = await mounted(tmp_path, "--root", str(work))
-    try:
-        write = tool(mounts, "write")
-        result = await plan_and_call(write, {"name": "note.txt", "text": "hi"}, turn("run_1"))
-        assert result.ok, result.error
-    finally:
-        await mounts.close()
+    result = await write_then_close(await mounted(tmp_path, "--root", str(work)), "note.txt", "hi")
+    assert result.ok, result.error
     assert (work / "note.txt").read_text("utf-8") == "hi"
 
 
@@ -194,20 +199,12 @@ async def test_a_root_the_host_hands_every_server_is_writable(tmp_path: Path) ->
     root.mkdir()
     config = env_config(tmp_path, root)
     mounts = await mount_servers(config, tmp_path / "h", roots=(root,))
-    try:
-        write = tool(mounts, "write")
-        result = await plan_and_call(write, {"name": "a.txt", "text": "a"}, turn("run_1"))
-        assert result.ok, result.error
-    finally:
-        await mounts.close()
+    result = await write_then_close(mounts, "a.txt", "a")
+    assert result.ok, result.error
     assert (root / "a.txt").read_text("utf-8") == "a"
     if not support().available:
         return
     mounts = await mount_servers(config, tmp_path / "h", roots=())
-    try:
-        write = tool(mounts, "write")
-        refused = await plan_and_call(write, {"name": "b.txt", "text": "b"}, turn("run_1"))
-        assert not refused.ok and refused.error and "b.txt" in refused.error  # not there
-    finally:
-        await mounts.close()
+    refused = await write_then_close(mounts, "b.txt", "b")
+    assert not refused.ok and refused.error and "b.txt" in refused.error  # not there
     assert not (root / "b.txt").exists()
