@@ -1,81 +1,47 @@
-"""The check registry: small named functions, each serving one or more requirements.
+"""Check registries: small named functions, each serving one or more requirements of a profile.
 
-A check takes a CheckContext and yields Findings. The runner keeps only the findings for the
-requirement being tested, so a check that sees many requirements at once (schema validation)
-serves each of them without special cases.
+One Registry per profile (conformance/checks/fengyu.py, erp.py, mcp.py), each typed by the
+context its checks take: a FengYu check sees a FengYuPlugin and its worker services, an MCP
+check an McpServer and its sessions, with no narrowing at run time. A registry is a value, so
+a run imports only the registries (and the checks, and what they bring) of the profiles it
+holds: a FengYu run never imports the MCP machinery (tests/conformance/test_lazy_plugin.py).
+
+A check takes its profile's context and yields Findings. The runner keeps only the findings
+for the requirement being tested, so a check that sees many requirements at once (schema
+validation) serves each of them without special cases.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from conformance.catalog import Requirement, load_catalog
-from conformance.erp.plugin import ErpPlugin, ErpTool
-from conformance.fengyu.manifest import FengYuPlugin
 from conformance.findings import Finding
-from conformance.mcp.server import McpServer
-from conformance.profiles import Plugin, Tool
 from conformance.run_store import RunStore
 
-if TYPE_CHECKING:  # services start workers and HTTP clients: only their types are needed here
-    from conformance.erp.endpoints import EndpointServices
-    from conformance.fengyu.services import WorkerServices
-    from conformance.mcp.services import McpServices
+if TYPE_CHECKING:
     from conformance.previous_version import Upgrade
+    from conformance.profiles import Plugin
 
-CheckFn = Callable[["CheckContext"], Iterable[Finding]]
+P = TypeVar("P", covariant=True)  # the profile's plugin type
+T = TypeVar("T", covariant=True)  # the profile's tool type
 
 
 @dataclass(frozen=True)
-class CheckContext:
-    """What a check may look at: the plugin, the requirement, the other plugins in the run,
-    the live services its suite needs (started on first use) and, for per-tool checks, the
-    tool. workers serves FengYu worker, tool and host checks, endpoints ERP endpoint checks,
-    upgrade the upgrade checks (None without --previous-manifest); store holds what the run
-    computes once for many items (store.once)."""
+class CheckContext(Generic[P, T]):
+    """What a check may look at: the plugin, the requirement, the other plugins in the run
+    and, for per-tool checks, the tool; upgrade is the comparison with --previous-manifest
+    (None without it) for the upgrade checks; store holds what the run computes once for many
+    items (store.once). Each profile's context adds the live services its checks use."""
 
-    plugin: Plugin
+    plugin: P
     requirement: Requirement
     peers: Sequence[Plugin] = field(default_factory=tuple)
-    workers: WorkerServices | None = None
-    tool: Tool | None = None
-    endpoints: EndpointServices | None = None
+    tool: T | None = None
     upgrade: Upgrade | None = None
     store: RunStore = field(default_factory=RunStore)
-    mcp: McpServices | None = None
-
-    @property
-    def fengyu(self) -> FengYuPlugin:
-        """The plugin of a FengYu requirement; the catalog runs those on FengYu plugins only."""
-        if not isinstance(self.plugin, FengYuPlugin):
-            profile = self.plugin.profile
-            raise TypeError(f"{self.requirement.id} checks FengYu plugins, not {profile}")
-        return self.plugin
-
-    @property
-    def erp(self) -> ErpPlugin:
-        """The plugin of an ERP requirement; the catalog runs those on ERP plugins only."""
-        if not isinstance(self.plugin, ErpPlugin):
-            profile = self.plugin.profile
-            raise TypeError(f"{self.requirement.id} checks ERP plugins, not {profile}")
-        return self.plugin
-
-    @property
-    def server(self) -> McpServer:
-        """The server of an MCP requirement; the catalog runs those on MCP servers only."""
-        if not isinstance(self.plugin, McpServer):
-            profile = self.plugin.profile
-            raise TypeError(f"{self.requirement.id} checks MCP servers, not {profile}")
-        return self.plugin
-
-    @property
-    def sessions(self) -> McpServices:
-        """The MCP server's sessions (the kit gives them to every live MCP check)."""
-        if self.mcp is None:
-            raise TypeError(f"{self.requirement.id} is given no MCP sessions")
-        return self.mcp
 
     def finding(
         self, message: str, file: str, pointer: str = "", line: int | None = None, fix: str = ""
@@ -83,58 +49,66 @@ class CheckContext:
         """A finding of the requirement being checked: a check names its id only in @check."""
         return Finding(self.requirement.id, message, file, pointer, line, fix)
 
-    def manifest_finding(self, at: str, message: str, fix: str = "") -> Finding:
-        """A finding at pointer `at` of the FengYu plugin's manifest.json, with its line."""
-        return self.fengyu.finding(self.requirement.id, at, message, fix)
 
-    def server_finding(self, message: str, at: str = "", fix: str = "") -> Finding:
-        """A finding on the MCP server, at pointer `at` of what it answered."""
-        return self.server.finding(self.requirement.id, message, at, fix)
-
-    def tool_finding(self, tool: ErpTool, at: str, message: str, fix: str = "") -> Finding:
-        """A finding at pointer `at` of one ERP tool file, with its line."""
-        return tool.finding(self.requirement.id, at, message, fix)
+C = TypeVar("C", bound=CheckContext[Any, Any])
 
 
-_CHECKS: dict[str, list[CheckFn]] = {}
-
-
-def _name(func: CheckFn) -> tuple[str, str]:
+def _name(func: Callable[..., object]) -> tuple[str, str]:
     return func.__module__, func.__qualname__
 
 
-def check(*requirement_ids: str) -> Callable[[CheckFn], CheckFn]:
-    """Register a check for the given requirement ids (each must be in the catalog)."""
-    catalog = load_catalog()
+class Registry(Generic[C]):
+    """The checks of one profile by requirement id, each taking the profile's context C.
 
-    def register(func: CheckFn) -> CheckFn:
-        for rid in requirement_ids:
-            if rid not in catalog:
-                raise KeyError(f"{func.__qualname__} names {rid}, which is not in the catalog")
-            # A check module imported again (pytester's in-process runs restore sys.modules
-            # between runs) replaces its checks rather than adding them twice.
-            checks = _CHECKS.setdefault(rid, [])
-            checks[:] = [f for f in checks if _name(f) != _name(func)] + [func]
-        return func
+    Filled by its check modules' @registry.check(...) decorators when they are imported
+    (conformance/checks/__init__.py imports a profile's modules when a run first needs them).
+    """
 
-    return register
+    def __init__(self, name: str, profiles: tuple[str, ...]) -> None:
+        self.name = name
+        self.profiles = profiles  # the catalog's profiles whose requirements it may serve
+        self._checks: dict[str, list[Callable[[C], Iterable[Finding]]]] = {}
 
+    def __repr__(self) -> str:
+        return f"Registry({self.name!r}, {len(self._checks)} requirements)"
 
-def checks_for(requirement_id: str) -> list[CheckFn]:
-    return list(_CHECKS.get(requirement_id, ()))
+    def check(
+        self, *requirement_ids: str
+    ) -> Callable[[Callable[[C], Iterable[Finding]]], Callable[[C], Iterable[Finding]]]:
+        """Register a check for the given requirement ids: each must be in the catalog, for
+        one of this registry's profiles."""
+        catalog = load_catalog()
 
+        def register(func: Callable[[C], Iterable[Finding]]) -> Callable[[C], Iterable[Finding]]:
+            for rid in requirement_ids:
+                if rid not in catalog:
+                    raise KeyError(f"{func.__qualname__} names {rid}, which is not in the catalog")
+                if not set(catalog[rid].profiles) & set(self.profiles):
+                    raise KeyError(
+                        f"{func.__qualname__} names {rid}, a requirement of "
+                        f"{', '.join(catalog[rid].profiles)}, in the {self.name} registry"
+                    )
+                # A check module imported again (pytester's in-process runs restore sys.modules
+                # between runs) replaces its checks rather than adding them twice.
+                checks = self._checks.setdefault(rid, [])
+                checks[:] = [f for f in checks if _name(f) != _name(func)] + [func]
+            return func
 
-def run_checks(context: CheckContext) -> list[Finding]:
-    """Every finding for context.requirement, from every check registered for it."""
-    rid = context.requirement.id
-    return [
-        finding
-        for func in checks_for(rid)
-        for finding in func(context)
-        if finding.requirement == rid
-    ]
+        return register
 
+    def checks_for(self, requirement_id: str) -> list[Callable[[C], Iterable[Finding]]]:
+        return list(self._checks.get(requirement_id, ()))
 
-def unchecked_requirements() -> list[str]:
-    """Catalog entries no check serves: each one is a defect of the kit."""
-    return [rid for rid in load_catalog() if rid not in _CHECKS]
+    def served(self) -> frozenset[str]:
+        """The requirement ids some check of this registry serves."""
+        return frozenset(self._checks)
+
+    def run(self, context: C) -> list[Finding]:
+        """Every finding for context.requirement, from every check registered for it."""
+        rid = context.requirement.id
+        return [
+            finding
+            for func in self.checks_for(rid)
+            for finding in func(context)
+            if finding.requirement == rid
+        ]

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.findings import printable
-from conformance.mcp.selection import SelectionError, selected_servers
 from conformance.options import KitOptions
 
 # Keys that change nothing of a kit run: they describe a test suite the kit does not collect,
@@ -101,9 +100,12 @@ def checked_folders(options: KitOptions, base: Path) -> list[Path]:
     folders += [(base / raw).resolve().parent for raw in options.mcp_configs]
     if options.mcp_commands:
         folders.append(base.resolve())
-    with contextlib.suppress(SelectionError):  # KitRun.load reports it
-        servers = selected_servers((), options.mcp_configs, options.mcp_servers, base)
-        folders += [server.root.resolve() for server in servers]
+    if options.mcp_configs:  # conformance.mcp only for a run of MCP servers
+        from conformance.mcp.selection import SelectionError, selected_servers
+
+        with contextlib.suppress(SelectionError):  # KitRun.load reports it
+            servers = selected_servers((), options.mcp_configs, options.mcp_servers, base)
+            folders += [server.root.resolve() for server in servers]
     return list(dict.fromkeys(folders))
 
 

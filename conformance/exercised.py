@@ -16,8 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
-from conformance.mcp.server import McpServer
-from conformance.profiles import Plugin
+from conformance.profiles import Plugin, is_mcp
 from plugin_spec import mcp
 
 # The requirements whose items judge that a tool's valid calls are answered: a tool whose
@@ -76,7 +75,7 @@ def claims_of(plugin: Plugin) -> list[dict[str, Any]]:
     for tool in plugin.tools:
         if not isinstance(tool.name, str):
             continue
-        if isinstance(plugin, McpServer) and hasattr(tool, "definition"):
+        if is_mcp(plugin) and hasattr(tool, "definition"):
             annotations = tool.definition.get("annotations")
             if not isinstance(annotations, dict):
                 continue

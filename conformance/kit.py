@@ -3,10 +3,12 @@
 Kept apart from the pytest hooks so that the rules (what a finding means for the outcome)
 read in one place and can be tested without pytest's machinery.
 
-Loading a run and listing its items needs only the catalog and the plugins' files: the checks
-(with hypothesis, httpx and the host they bring) are imported when the first verdict is asked
-for, the live services when the first item needs them, so that collecting, and each xdist
-worker's start, costs no more than that.
+Loading a run and listing its items needs only the catalog and the plugins' files: a
+profile's checks (with hypothesis, httpx and the host they bring) are imported when the first
+verdict on one of its plugins is asked for, the live services when the first item needs them,
+so that collecting, and each xdist worker's start, costs no more than that. The MCP machinery
+(conformance.mcp, and the MCP SDK the host's launch of a server brings) is imported only by a
+run given an MCP server.
 """
 
 from __future__ import annotations
@@ -22,12 +24,11 @@ from typing import TYPE_CHECKING, Any
 from conformance.baseline import Baseline, ExpectedFailure, load_baseline
 from conformance.call_log import CallLog
 from conformance.catalog import Level, Requirement, load_catalog
-from conformance.check_registry import CheckContext, run_checks
 from conformance.deadlines import Deadlines
-from conformance.erp.plugin import ErpPlugin
+from conformance.erp.plugin import ErpPlugin, ErpTool
 from conformance.examples_file import ExamplesError, ToolExamples, load_examples
 from conformance.exercised import claims_of
-from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
+from conformance.fengyu.manifest import FENGYU_V1, AiTool, FengYuPlugin
 from conformance.fengyu.migrate import MigrationError, migrate_v1
 from conformance.findings import (
     Finding,
@@ -36,11 +37,9 @@ from conformance.findings import (
     named_requirements,
     printable,
 )
-from conformance.mcp.selection import SelectionError, selected_servers
-from conformance.mcp.server import McpServer, load_mcp_server
 from conformance.options import KitOptions
 from conformance.previous_version import Upgrade, compare, current_manifest, read_previous
-from conformance.profiles import Plugin, Tool, load_plugin
+from conformance.profiles import Plugin, Tool, is_mcp, load_plugin
 from conformance.run_store import RunStore
 from conformance.search_settings import PropertySettings, failing_seeds
 from conformance.shards import Shard, ShardError, chosen_shard
@@ -52,6 +51,7 @@ from reference_host.process.lineage import become_subreaper
 if TYPE_CHECKING:
     from conformance.erp.endpoints import EndpointServices
     from conformance.fengyu.services import WorkerServices
+    from conformance.mcp.server import McpServer
     from conformance.mcp.services import McpServices
 
 # Where failing MCP items save their transcripts when the run writes no report.
@@ -155,12 +155,7 @@ class KitRun:
         except ExamplesError as exc:
             raise KitUsageError(f"--examples-file: {exc}") from None
         options = replace(options, worker_env=check_names(options.worker_env))
-        try:
-            servers = selected_servers(
-                options.mcp_commands, options.mcp_configs, options.mcp_servers, base
-            )
-        except SelectionError as exc:
-            raise KitUsageError(str(exc)) from None
+        servers = _servers(options, base)
         try:
             shard = chosen_shard(options.shard, options.shards)
         except ShardError as exc:
@@ -171,9 +166,12 @@ class KitRun:
             plugins = [p for p in everyone if shard.holds(p.label)]
             servers = [s for s in servers if shard.holds(s.label)]
         run = cls(plugins, baseline, options, tool_examples=examples, shard=shard)
+        loaded: list[Plugin] = []
         if servers:
+            from conformance.mcp.server import load_mcp_server
+
             run.prepare_mcp(servers)
-        loaded = [load_mcp_server(server, run.deadlines) for server in servers]
+            loaded += [load_mcp_server(server, run.deadlines) for server in servers]
         run.plugins += loaded
         run.everyone = [*everyone, *loaded]
         run.labels = _unique_labels(run.everyone)
@@ -291,22 +289,39 @@ class KitRun:
         self.store.on_close(services.close)
         return services
 
-    def context(self, target: Target) -> CheckContext:
-        """What the target's checks get: static checks nothing live, upgrade checks the
-        comparison with the previous version, the rest the plugin's live services."""
+    def findings(self, target: Target) -> list[Finding]:
+        """The findings of the target's checks, each profile's in its own context: static
+        checks get nothing live, upgrade checks the comparison with the previous version, the
+        rest the plugin's live services. A profile's registry, and its checks, are imported
+        with the first target of the profile (conformance/checks/__init__.py)."""
         plugin, requirement = target.plugin, target.requirement
-        context = CheckContext(
-            plugin, requirement, self.peers(plugin), tool=target.tool, store=self.store
-        )
-        if requirement.suite == "manifest":
-            return context
-        if requirement.suite == "upgrade":
-            return replace(context, upgrade=self.upgrade(plugin))
+        live = requirement.suite not in ("manifest", "upgrade")
+        upgrade = self.upgrade(plugin) if requirement.suite == "upgrade" else None
+        peers = self.peers(plugin)
+        if isinstance(plugin, FengYuPlugin):
+            from conformance.checks import fengyu_checks
+            from conformance.checks.fengyu import FengYuContext
+
+            tool = target.tool if isinstance(target.tool, AiTool) else None
+            workers = self.workers(plugin) if live else None
+            context = FengYuContext(plugin, requirement, peers, tool, upgrade, self.store, workers)
+            return fengyu_checks().run(context)
         if isinstance(plugin, ErpPlugin):
-            return replace(context, endpoints=self.endpoints(plugin))
-        if isinstance(plugin, McpServer):
-            return replace(context, mcp=self.mcp(plugin))
-        return replace(context, workers=self.workers(plugin))
+            from conformance.checks import erp_checks
+            from conformance.checks.erp import ErpContext
+
+            erp_tool = target.tool if isinstance(target.tool, ErpTool) else None
+            endpoints = self.endpoints(plugin) if live else None
+            erp = ErpContext(plugin, requirement, peers, erp_tool, upgrade, self.store, endpoints)
+            return erp_checks().run(erp)
+        from conformance.checks import mcp_checks
+        from conformance.checks.mcp import McpContext
+        from conformance.mcp.server import McpTool
+
+        mcp_tool = target.tool if isinstance(target.tool, McpTool) else None
+        sessions = self.mcp(plugin) if live else None
+        mcp = McpContext(plugin, requirement, peers, mcp_tool, upgrade, self.store, sessions)
+        return mcp_checks().run(mcp)
 
     def upgrade(self, plugin: Plugin) -> Upgrade | None:
         """The comparison with --previous-manifest (None without it); read once per plugin."""
@@ -352,15 +367,19 @@ class KitRun:
         return self.store.once(self._static_failures, plugin)
 
     def _static_failures(self, plugin: Plugin) -> tuple[str, ...]:
-        peers = self.peers(plugin)
         static = [
             r
             for r in self.requirements_for(plugin)
             if r.suite == "manifest" and r.level is Level.MUST and not r.provider
         ]
-        return tuple(
-            r.id for r in static if _fails(CheckContext(plugin, r, peers, store=self.store))
-        )
+        return tuple(r.id for r in static if self._fails(Target(plugin, r)))
+
+    def _fails(self, target: Target) -> bool:
+        """Whether a static check reports anything; one that cannot run blocks nothing."""
+        try:
+            return bool(self.findings(target))
+        except NotApplicable:
+            return False
 
     def blocked(self, plugin: Plugin, requirement: Requirement) -> Verdict | None:
         """The skip verdict of an item another requirement's failure keeps from running."""
@@ -399,7 +418,7 @@ class KitRun:
             return summary
         summary["claims"] = claims_of(plugin)
         summary["providers"] = provider_matrix(plugin, self.peers(plugin), self.store)
-        if isinstance(plugin, McpServer):
+        if is_mcp(plugin):
             summary["era"] = plugin.era
             summary["command"] = list(plugin.argv)
         if (upgrade := self.upgrade(plugin)) is not None:
@@ -426,10 +445,9 @@ class KitRun:
         plugin, requirement = target.plugin, target.requirement
         if blocked := self.blocked(plugin, requirement):
             return blocked
-        context = self.context(target)
         try:
             with failing_seeds() as seeds:
-                findings = _checked(context)
+                findings = self.findings(target)
         except NotApplicable as exc:
             return Verdict.skipped(exc.reason, exc.blocked_by)
         except NotExercised as exc:
@@ -467,19 +485,19 @@ class KitRun:
         )
 
 
-def _checked(context: CheckContext) -> list[Finding]:
-    """The findings of the context's checks, registering every check on the first call."""
-    import conformance.checks  # noqa: F401
+def _servers(options: KitOptions, base: Path) -> list[McpServer]:
+    """The MCP servers the options name (none without an MCP option, and then conformance.mcp
+    is not imported)."""
+    if not (options.mcp_commands or options.mcp_configs or options.mcp_servers):
+        return []
+    from conformance.mcp.selection import SelectionError, selected_servers
 
-    return run_checks(context)
-
-
-def _fails(context: CheckContext) -> bool:
-    """Whether a static check reports anything; one that cannot run blocks nothing."""
     try:
-        return bool(_checked(context))
-    except NotApplicable:
-        return False
+        return selected_servers(
+            options.mcp_commands, options.mcp_configs, options.mcp_servers, base
+        )
+    except SelectionError as exc:
+        raise KitUsageError(str(exc)) from None
 
 
 def _unique_labels(plugins: list[Plugin]) -> dict[Plugin, str]:

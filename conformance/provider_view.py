@@ -14,8 +14,7 @@ from functools import cache
 from typing import Any
 
 from conformance.erp.plugin import ErpPlugin, ErpTool, model_name
-from conformance.mcp.server import McpServer
-from conformance.profiles import Plugin
+from conformance.profiles import Plugin, is_mcp
 from conformance.run_store import RunStore
 from plugin_spec.mcp import offered_name
 from plugin_spec.providers.judge import Judgement, Noted, judge_tool, request_refusals
@@ -33,20 +32,16 @@ class Offered:
     name: str
     schema: Any
     at: str  # the schema's pointer in its file; inner pointers are appended
-    erp: ErpTool | None = None  # the tool file of an ERP tool; a FengYu tool is in the manifest
-    server: McpServer | None = None  # the server that listed an MCP tool
+    # The tool file of an ERP tool; a FengYu tool is in the manifest, an MCP tool in the
+    # server's listing.
+    erp: ErpTool | None = None
 
 
 def offered(plugin: Plugin) -> list[Offered]:
     """The tools of a plugin that has named them, as the host would offer them."""
-    if isinstance(plugin, McpServer):  # offered under the name a host mints (offered_name)
+    if is_mcp(plugin):  # offered under the name a host mints (offered_name)
         return [
-            Offered(
-                offered_name(plugin.name, t.name),
-                t.input_schema,
-                f"{t.pointer}/inputSchema",
-                server=plugin,
-            )
+            Offered(offered_name(plugin.name, t.name), t.input_schema, f"{t.pointer}/inputSchema")
             for t in plugin.tools
             if t.name is not None
         ]
@@ -70,7 +65,7 @@ def offered(plugin: Plugin) -> list[Offered]:
 def own_rules(plugin: Plugin) -> tuple[str, str]:
     """The profile's requirements on a tool's name and on its schema being an object schema:
     a tool that breaks them is their finding, so the providers do not judge it again."""
-    if isinstance(plugin, McpServer):
+    if is_mcp(plugin):
         return "MCP-TL-005", "MCP-TL-001"
     if isinstance(plugin, ErpPlugin):
         return "ERP-TOOL-009", "ERP-TOOL-012"
@@ -106,7 +101,7 @@ def request_refusals_of(
     the other plugins in the run (a name offered twice is sent once), and the reference host's
     built-ins unless the plugin is an MCP server, which other hosts mount beside their own
     built-ins: a tool count with the reference host's would fail it for that host's tools."""
-    builtins = () if isinstance(plugin, McpServer) else _builtin_judgements(provider_id)
+    builtins = () if is_mcp(plugin) else _builtin_judgements(provider_id)
     sent = {j.tool: j for j in builtins}
     for one in (plugin, *peers):
         for _, judgement in store.once(judgements, one, provider_id):

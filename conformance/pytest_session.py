@@ -37,9 +37,9 @@ from conformance.fengyu.code_first import BUILD_ADVICE
 from conformance.fengyu.manifest import FengYuPlugin
 from conformance.findings import Finding, printable
 from conformance.kit import UNCHECKED, KitRun, KitUsageError, Status, Target, Verdict
-from conformance.mcp.server import McpServer
 from conformance.options import SUITES, KitOptions, OptionError
 from conformance.previous_version import PreviousError
+from conformance.profiles import is_mcp
 from conformance.report import RunInfo, report_paths, write_reports
 from conformance.rerun import failure_text, rerun_command, rerun_key
 from conformance.slow_tools import slow_tool_hints
@@ -165,7 +165,7 @@ class KitSession:
             lines.append(warning)
         for plugin in self.kit.plugins:
             profile = plugin.profile
-            if isinstance(plugin, McpServer):
+            if is_mcp(plugin):
                 profile += f" {plugin.era or 'no session'}: {shlex.join(plugin.argv)} in"
             lines.append(f"conformance: {self.kit.label(plugin)} [{profile}] {plugin.root}")
             if isinstance(plugin, FengYuPlugin) and plugin.code_first is not None:

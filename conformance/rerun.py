@@ -15,7 +15,7 @@ from pathlib import Path
 
 from conformance.findings import Finding
 from conformance.kit import KitRun, Target
-from conformance.mcp.server import McpServer
+from conformance.profiles import is_mcp
 
 _NOT_IN_KEY = re.compile(r"[^\w.+/-]")
 
@@ -31,7 +31,7 @@ def rerun_command(kit: KitRun, target: Target, base: Path, seed: int | None) -> 
     base: the folder relative option paths were given from."""
     argv = ["pytest"]
     for plugin in kit.everyone or kit.plugins:  # every one: a check compares with peers
-        if isinstance(plugin, McpServer):
+        if is_mcp(plugin):
             argv += plugin.selection
         else:
             argv += ["--plugin-dir", str(plugin.root)]

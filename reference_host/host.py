@@ -12,7 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -29,7 +29,6 @@ from reference_host.erp.rest_tools import RestToolCallback
 from reference_host.grants.copies import COPIES, HOST_FOLDER, MAX_BYTES
 from reference_host.grants.grant_store import GrantStore
 from reference_host.grants.quota import DEFAULT_COPIES, DEFAULT_TOTAL_BYTES, CopyLimits
-from reference_host.mcp.mount import McpMounts
 from reference_host.plugins.lifecycle import (
     PluginError,
     PluginInfo,
@@ -50,6 +49,9 @@ from reference_host.stream.events import Event
 from reference_host.tools.callbacks import CallContext, ToolCallback
 from reference_host.tools.catalog_entries import from_snapshot
 from reference_host.tools.snapshot import ToolRegistry
+
+if TYPE_CHECKING:  # mounted by __main__ (--mcp-config): a host without them imports no MCP SDK
+    from reference_host.mcp.mount import McpMounts
 
 SYSTEM_PROMPT = "You are the assistant of a desktop host; use the tools when they help."
 

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.erp import ErpContext, check
 from conformance.erp.endpoints import Answer, EndpointServices
 from conformance.erp.plugin import ErpTool
 from conformance.erp.routes import NOT_FOUND, RouteCheck, route_check, valid_inputs
@@ -20,14 +20,14 @@ from conformance.strategies import ExternalRefs, GeneratorGap, InputSpace
 from plugin_spec.rest_handler import RestHandler
 
 
-def _services(ctx: CheckContext) -> EndpointServices:
+def _services(ctx: ErpContext) -> EndpointServices:
     services = ctx.endpoints
     if services is None or not services.base_url:
         raise NotApplicable("pass --plugin-base-url URL to call the plugin's endpoints")
     return services
 
 
-def _setup(ctx: CheckContext) -> tuple[EndpointServices, ErpTool, RestHandler, InputSpace]:
+def _setup(ctx: ErpContext) -> tuple[EndpointServices, ErpTool, RestHandler, InputSpace]:
     services = _services(ctx)
     if services.silence is not None:
         raise NotApplicable(f"no server answered at {services.base_url} (ERP-DYN-004)")
@@ -47,7 +47,7 @@ def _setup(ctx: CheckContext) -> tuple[EndpointServices, ErpTool, RestHandler, I
     return services, tool, handler, space
 
 
-def _routed(ctx: CheckContext) -> tuple[EndpointServices, ErpTool, RestHandler, InputSpace]:
+def _routed(ctx: ErpContext) -> tuple[EndpointServices, ErpTool, RestHandler, InputSpace]:
     """_setup, for the checks that judge what the endpoint does: with no route there is
     nothing to judge, and ERP-DYN-005 reports it once."""
     services, tool, handler, space = _setup(ctx)
@@ -64,7 +64,7 @@ def _route_of(
     return route_check(services, tool.file, handler, lambda: valid_inputs(space, services.settings))
 
 
-def _report(ctx: CheckContext, tool: ErpTool, found: Counterexample | None) -> Iterator[Finding]:
+def _report(ctx: ErpContext, tool: ErpTool, found: Counterexample | None) -> Iterator[Finding]:
     if found is None:
         return
     answer: Answer = found.outcome
@@ -75,7 +75,7 @@ def _report(ctx: CheckContext, tool: ErpTool, found: Counterexample | None) -> I
 
 
 @check("ERP-DYN-004")
-def backend_answers(ctx: CheckContext) -> Iterator[Finding]:
+def backend_answers(ctx: ErpContext) -> Iterator[Finding]:
     services = _services(ctx)
     if services.silence is not None:
         message = f"no server answered at {services.base_url}: {services.silence}"
@@ -84,13 +84,13 @@ def backend_answers(ctx: CheckContext) -> Iterator[Finding]:
 
 def _searched(
     make_attempt: Callable[[EndpointServices, RestHandler, InputSpace], Attempt],
-) -> Callable[[CheckContext], Iterator[Finding]]:
+) -> Callable[[ErpContext], Iterator[Finding]]:
     """An endpoint check that searches the routed tool's inputs for one counterexample:
     make_attempt gets the tool's services, handler and input space and gives the attempt to
     search with; what it finds is the check's one finding."""
 
     @functools.wraps(make_attempt)
-    def search(ctx: CheckContext) -> Iterator[Finding]:
+    def search(ctx: ErpContext) -> Iterator[Finding]:
         services, tool, handler, space = _routed(ctx)
         attempt = make_attempt(services, handler, space)
         yield from _report(ctx, tool, find_counterexample(attempt, services.settings))
@@ -167,7 +167,7 @@ def invalid_input_rejected(
 
 
 @check("ERP-DYN-005")
-def endpoint_exists(ctx: CheckContext) -> Iterator[Finding]:
+def endpoint_exists(ctx: ErpContext) -> Iterator[Finding]:
     services, tool, handler, space = _setup(ctx)
     route = _route_of(services, tool, handler, space)
     if route.unjudged:
@@ -176,7 +176,7 @@ def endpoint_exists(ctx: CheckContext) -> Iterator[Finding]:
         yield _missing(ctx, tool, handler, route)
 
 
-def _missing(ctx: CheckContext, tool: ErpTool, handler: RestHandler, route: RouteCheck) -> Finding:
+def _missing(ctx: ErpContext, tool: ErpTool, handler: RestHandler, route: RouteCheck) -> Finding:
     statuses = sorted({a.status for a in route.answers if a.status is not None})
     first = route.answers[0]
     lines = [

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.erp import ErpContext, check
 from conformance.checks.fengyu_manifest import offered_tool_names
 from conformance.erp.plugin import MUTATING, ErpPlugin, model_name
 from conformance.findings import Finding, shown
@@ -27,16 +27,16 @@ UNSENDABLE_PROBES = ("a/b", "/", "1/2", "..", ".", "a\\b", "..;", "\uff0e\uff0e"
 
 
 @check("ERP-TOOL-001")
-def tool_files_load(ctx: CheckContext) -> Iterator[Finding]:
-    plugin = ctx.erp
+def tool_files_load(ctx: ErpContext) -> Iterator[Finding]:
+    plugin = ctx.plugin
     if plugin.load_error is not None:
         yield ctx.finding(plugin.load_error.message, "metadata/tool/")
     yield from plugin.file_errors
 
 
 @check("ERP-TOOL-002")
-def no_duplicate_keys(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.erp.tools:
+def no_duplicate_keys(ctx: ErpContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
         for duplicate in tool.document.duplicates:
             yield ctx.tool_finding(
                 tool,
@@ -56,13 +56,13 @@ def schema_findings(plugin: ErpPlugin) -> list[Finding]:
 
 
 @check(*sorted(annotated_requirements(TOOL_SCHEMA)))
-def tool_file_schema(ctx: CheckContext) -> list[Finding]:
-    return ctx.store.once(schema_findings, ctx.erp)
+def tool_file_schema(ctx: ErpContext) -> list[Finding]:
+    return ctx.store.once(schema_findings, ctx.plugin)
 
 
 @check("ERP-TOOL-012")
-def input_schema_is_json_schema(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.erp.tools:
+def input_schema_is_json_schema(ctx: ErpContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
         schema = tool.data.get("inputSchema")
         if not isinstance(schema, dict):
             continue
@@ -88,16 +88,16 @@ def input_schema_is_json_schema(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("ERP-TOOL-005")
-def namespace_rule(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.erp.tools:
+def namespace_rule(ctx: ErpContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
         path = tool.handler.get("path")
         if isinstance(path, str) and (problem := namespace_problem(path)):
             yield ctx.tool_finding(tool, "/handlerConfig/path", f"path {path!r} {problem}")
 
 
 @check("ERP-TOOL-006")
-def params_declared(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.erp.tools:
+def params_declared(ctx: ErpContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
         path = tool.handler.get("path")
         if not isinstance(path, str):
             continue
@@ -143,10 +143,10 @@ def params_declared(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("ERP-TOOL-006")
-def placeholders_well_formed(ctx: CheckContext) -> Iterator[Finding]:
+def placeholders_well_formed(ctx: ErpContext) -> Iterator[Finding]:
     """A path the platform cannot split into text and {name} placeholders is unusable: the
     reference host refuses such a handlerConfig, so no call of the tool could ever be made."""
-    for tool in ctx.erp.tools:
+    for tool in ctx.plugin.tools:
         path = tool.handler.get("path")
         if isinstance(path, str) and (problem := placeholder_problem(path)):
             yield ctx.tool_finding(
@@ -159,9 +159,9 @@ def placeholders_well_formed(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("ERP-TOOL-007")
-def unique_tool_codes(ctx: CheckContext) -> Iterator[Finding]:
+def unique_tool_codes(ctx: ErpContext) -> Iterator[Finding]:
     first: dict[str, str] = {}
-    for tool in ctx.erp.tools:
+    for tool in ctx.plugin.tools:
         if isinstance(tool.code, str):
             if tool.code in first:
                 yield ctx.tool_finding(
@@ -173,8 +173,8 @@ def unique_tool_codes(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("ERP-TOOL-008")
-def namespaced_tool_code(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.erp.tools:
+def namespaced_tool_code(ctx: ErpContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
         code, app = tool.code, tool.data.get("applicationCode")
         if not isinstance(code, str) or not isinstance(app, str):
             continue
@@ -192,11 +192,11 @@ def namespaced_tool_code(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("ERP-TOOL-009")
-def model_facing_names(ctx: CheckContext) -> Iterator[Finding]:
-    offered = offered_tool_names(ctx)
+def model_facing_names(ctx: ErpContext) -> Iterator[Finding]:
+    offered = offered_tool_names(ctx.peers)
     seen: dict[str, str] = {}
     codes: set[str] = set()
-    for tool in ctx.erp.tools:
+    for tool in ctx.plugin.tools:
         if not isinstance(tool.code, str) or tool.code in codes:
             continue  # a repeated toolCode is ERP-TOOL-007's finding
         codes.add(tool.code)
@@ -224,8 +224,8 @@ def model_facing_names(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("ERP-TOOL-010")
-def mutating_tools_not_low_risk(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.erp.tools:
+def mutating_tools_not_low_risk(ctx: ErpContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
         method = tool.handler.get("method")
         if method in MUTATING and tool.data.get("riskLevel") == "LOW":
             yield ctx.tool_finding(
@@ -236,8 +236,8 @@ def mutating_tools_not_low_risk(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("ERP-TOOL-011")
-def high_risk_is_strict(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.erp.tools:
+def high_risk_is_strict(ctx: ErpContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
         strict = tool.data.get("strictPermissionCheck")
         if tool.data.get("riskLevel") == "HIGH" and strict is not True:
             yield ctx.tool_finding(
@@ -249,10 +249,10 @@ def high_risk_is_strict(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("ERP-TOOL-013")
-def path_params_exclude_separators(ctx: CheckContext) -> Iterator[Finding]:
+def path_params_exclude_separators(ctx: ErpContext) -> Iterator[Finding]:
     """A value the schema admits but the host will not put in a path fails at run time,
     after the model chose it; the schema should rule it out up front."""
-    for tool in ctx.erp.tools:
+    for tool in ctx.plugin.tools:
         schema = tool.data.get("inputSchema")
         properties = schema.get("properties") if isinstance(schema, dict) else None
         if not isinstance(properties, dict):

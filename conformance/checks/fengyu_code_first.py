@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu import FengYuContext, check
 from conformance.fengyu.code_first import BASE_MANIFEST, CONTRACT_KEYS, SIDECARS
 from conformance.fengyu.manifest import MANIFEST
 from conformance.findings import Finding, NotApplicable
@@ -13,8 +13,8 @@ from conformance.sources import pointer
 
 
 @check("FY-MAN-016")
-def one_authoring_source(ctx: CheckContext) -> Iterator[Finding]:
-    plugin = ctx.fengyu
+def one_authoring_source(ctx: FengYuContext) -> Iterator[Finding]:
+    plugin = ctx.plugin
     if plugin.code_first is None and (plugin.root / BASE_MANIFEST).exists():
         yield ctx.finding(
             f"found both {MANIFEST} and {BASE_MANIFEST}; FengYu allows exactly one authoring "
@@ -26,8 +26,8 @@ def one_authoring_source(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-MAN-017")
-def base_declares_no_contract(ctx: CheckContext) -> Iterator[Finding]:
-    plugin = ctx.fengyu
+def base_declares_no_contract(ctx: FengYuContext) -> Iterator[Finding]:
+    plugin = ctx.plugin
     if plugin.code_first is None:
         raise NotApplicable(f"a manifest-first folder: there is no {BASE_MANIFEST}")
     where = {
@@ -47,8 +47,8 @@ def base_declares_no_contract(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-MAN-018")
-def sidecar_layout(ctx: CheckContext) -> Iterator[Finding]:
-    code_first = ctx.fengyu.code_first
+def sidecar_layout(ctx: FengYuContext) -> Iterator[Finding]:
+    code_first = ctx.plugin.code_first
     if code_first is None:
         raise NotApplicable(f"a manifest-first folder: there is no {BASE_MANIFEST}")
     for file, message, fix in code_first.layout:

@@ -9,7 +9,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu import FengYuContext, check
 from conformance.fengyu.schema_walk import plugin_schema_nodes
 from conformance.fengyu.version_range import range_problem
 from conformance.findings import Finding, NotApplicable, shown
@@ -24,13 +24,13 @@ SUBSET_TYPES = {"object", "array", "string", "integer", "number", "boolean"}
 
 
 @check("FY-MAN-019")
-def read_write_needs_files_write(ctx: CheckContext) -> Iterator[Finding]:
+def read_write_needs_files_write(ctx: FengYuContext) -> Iterator[Finding]:
     asking = [
-        at for at, node in plugin_schema_nodes(ctx.fengyu) if node.get(FILE_ACCESS) == "read-write"
+        at for at, node in plugin_schema_nodes(ctx.plugin) if node.get(FILE_ACCESS) == "read-write"
     ]
     if not asking:
         raise NotApplicable(f"no method schema asks for {FILE_ACCESS} read-write")
-    permissions = ctx.fengyu.data.get("permissions")
+    permissions = ctx.plugin.data.get("permissions")
     if isinstance(permissions, list) and "files.write" in permissions:
         return
     for at in asking:
@@ -43,8 +43,8 @@ def read_write_needs_files_write(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-MAN-020")
-def defaults_fit_their_property(ctx: CheckContext) -> Iterator[Finding]:
-    defaults = [(at, node) for at, node in plugin_schema_nodes(ctx.fengyu) if "default" in node]
+def defaults_fit_their_property(ctx: FengYuContext) -> Iterator[Finding]:
+    defaults = [(at, node) for at, node in plugin_schema_nodes(ctx.plugin) if "default" in node]
     if not defaults:
         raise NotApplicable("no method schema declares a default")
     for at, node in defaults:
@@ -82,8 +82,8 @@ def _own_schema(node: dict[str, Any]) -> dict[str, Any] | None:
 
 
 @check("FY-MAN-021")
-def engines_range(ctx: CheckContext) -> Iterator[Finding]:
-    engines = ctx.fengyu.data.get("engines")
+def engines_range(ctx: FengYuContext) -> Iterator[Finding]:
+    engines = ctx.plugin.data.get("engines")
     text = engines.get("fengyu") if isinstance(engines, dict) else None
     if engines is None:
         raise NotApplicable("the manifest declares no engines.fengyu range")
@@ -100,8 +100,8 @@ def engines_range(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-MAN-026")
-def official_ids(ctx: CheckContext) -> Iterator[Finding]:
-    data = ctx.fengyu.data
+def official_ids(ctx: FengYuContext) -> Iterator[Finding]:
+    data = ctx.plugin.data
     if data.get("official") is not True:
         raise NotApplicable("the manifest does not say official: true")
     plugin_id = data.get("id")
@@ -115,8 +115,8 @@ def official_ids(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-MAN-027")
-def backend_has_methods(ctx: CheckContext) -> Iterator[Finding]:
-    data = ctx.fengyu.data
+def backend_has_methods(ctx: FengYuContext) -> Iterator[Finding]:
+    data = ctx.plugin.data
     if "backend" not in data:
         raise NotApplicable("the manifest declares no backend (a UI-only plugin)")
     rpc = data.get("rpc")
@@ -131,8 +131,8 @@ def backend_has_methods(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-MAN-028")
-def permissions_once(ctx: CheckContext) -> Iterator[Finding]:
-    permissions = ctx.fengyu.data.get("permissions")
+def permissions_once(ctx: FengYuContext) -> Iterator[Finding]:
+    permissions = ctx.plugin.data.get("permissions")
     if not isinstance(permissions, list) or not permissions:
         raise NotApplicable("the manifest lists no permissions")
     seen: dict[str, int] = {}

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from hypothesis import strategies as st
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu import FengYuContext, check
 from conformance.checks.fengyu_tools import ToolRun
 from conformance.fengyu.attribution import Unattributed
 from conformance.fengyu.effects import Observation
@@ -30,7 +30,7 @@ REFUSED_NOTE = (
 )
 
 
-def effect_run(ctx: CheckContext, effects: tuple[str, ...]) -> ToolRun:
+def effect_run(ctx: FengYuContext, effects: tuple[str, ...]) -> ToolRun:
     """The tool's run, when it declares one of effects (a missing effect counts as external,
     spec: host.md#approval-by-effect); otherwise there is nothing to hold it to."""
     tool = ctx.tool
@@ -109,13 +109,13 @@ def _changed(run: ToolRun, declared: str, what: str) -> Iterator[Finding]:
 
 
 @check("FY-EFF-001")
-def read_tools_change_no_file(ctx: CheckContext) -> Iterator[Finding]:
+def read_tools_change_no_file(ctx: FengYuContext) -> Iterator[Finding]:
     run = effect_run(ctx, ("read",))
     yield from _changed(run, "read", "changed or tried to change files outside its data folder")
 
 
 @check("FY-EFF-002")
-def write_tools_change_only_grants(ctx: CheckContext) -> Iterator[Finding]:
+def write_tools_change_only_grants(ctx: FengYuContext) -> Iterator[Finding]:
     run = effect_run(ctx, ("write",))
     yield from _changed(
         run, "write", "changed or tried to change files outside its writable grants and data folder"
@@ -123,7 +123,7 @@ def write_tools_change_only_grants(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-EFF-003")
-def read_and_write_tools_stay_offline(ctx: CheckContext) -> Iterator[Finding]:
+def read_and_write_tools_stay_offline(ctx: FengYuContext) -> Iterator[Finding]:
     run = effect_run(ctx, ("read", "write"))
     declared = str(run.tool.effect)
     calls = observed(run)
@@ -154,7 +154,7 @@ def _forbids(effect: str) -> bool:
 
 
 @check("FY-EFF-004")
-def effects_belong_to_a_call(ctx: CheckContext) -> Iterator[Finding]:
+def effects_belong_to_a_call(ctx: FengYuContext) -> Iterator[Finding]:
     workers = ctx.workers
     if workers is None or not workers.declared:
         raise NotApplicable("the plugin declares no worker")
@@ -183,7 +183,7 @@ def effects_belong_to_a_call(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _unattributed_finding(
-    ctx: CheckContext, found: list[Unattributed], declared: dict[str, str]
+    ctx: FengYuContext, found: list[Unattributed], declared: dict[str, str]
 ) -> Finding:
     suspects = list(dict.fromkeys(t for u in found for t in u.suspects))
     named = ", ".join(f"{t!r} (effect {declared.get(t, 'external')!r})" for t in suspects)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TypeVar
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu import FengYuContext, check
 from conformance.fengyu.file_parameters import (
     FileParameter,
     PathLikeParameter,
@@ -19,8 +19,8 @@ from plugin_spec.filerefs import FILE_ACCESS, FileClass
 
 
 @check("FY-FILE-001")
-def file_parameters_typed_as_paths(ctx: CheckContext) -> Iterator[Finding]:
-    for parameter in _once_per_schema(file_parameters(ctx.fengyu)):
+def file_parameters_typed_as_paths(ctx: FengYuContext) -> Iterator[Finding]:
+    for parameter in _once_per_schema(file_parameters(ctx.plugin)):
         expected = "array of string" if parameter.file_class is FileClass.FILE_LIST else "string"
         actual = _type_of(parameter.schema)
         if actual != expected:
@@ -34,8 +34,8 @@ def file_parameters_typed_as_paths(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-FILE-002")
-def writing_tools_need_approval(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.fengyu.tools:
+def writing_tools_need_approval(ctx: FengYuContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
         writes = [name for name, cls in file_classes(tool).items() if cls.writes]
         if writes and tool.effect == "read":
             yield ctx.manifest_finding(
@@ -46,11 +46,11 @@ def writing_tools_need_approval(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-FILE-003")
-def file_permissions_declared(ctx: CheckContext) -> Iterator[Finding]:
-    declared = ctx.fengyu.data.get("permissions")
+def file_permissions_declared(ctx: FengYuContext) -> Iterator[Finding]:
+    declared = ctx.plugin.data.get("permissions")
     declared = declared if isinstance(declared, list) else []
     needs: dict[str, str] = {}
-    for parameter in file_parameters(ctx.fengyu):
+    for parameter in file_parameters(ctx.plugin):
         permission = "files.write" if parameter.file_class.writes else "files.read"
         needs.setdefault(permission, f"{parameter.tool}.{parameter.parameter}")
     for permission, example in sorted(needs.items()):
@@ -66,8 +66,8 @@ P = TypeVar("P", "FileParameter", "PathLikeParameter")
 
 
 @check("FY-FILE-004")
-def path_like_parameters_are_file_class(ctx: CheckContext) -> Iterator[Finding]:
-    for parameter in _once_per_schema(path_like_parameters(ctx.fengyu)):
+def path_like_parameters_are_file_class(ctx: FengYuContext) -> Iterator[Finding]:
+    for parameter in _once_per_schema(path_like_parameters(ctx.plugin)):
         yield ctx.manifest_finding(
             parameter.schema_pointer,
             f"{parameter.tool}.{parameter.parameter} looks like a path ({parameter.because}) "

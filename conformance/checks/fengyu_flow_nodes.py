@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu import FengYuContext, check
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.fengyu.schema_walk import input_properties
 from conformance.findings import Finding, NotApplicable, shown
@@ -55,9 +55,9 @@ def _names(properties: dict[str, Any] | None) -> str:
 
 
 @check("FY-MAN-022")
-def flow_ports_resolve(ctx: CheckContext) -> Iterator[Finding]:
-    tools = _tools(ctx.fengyu)
-    for at, node in _nodes(ctx.fengyu):
+def flow_ports_resolve(ctx: FengYuContext) -> Iterator[Finding]:
+    tools = _tools(ctx.plugin)
+    for at, node in _nodes(ctx.plugin):
         name = node.get("tool")
         tool = tools.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -74,7 +74,7 @@ def flow_ports_resolve(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _inputs_resolve(
-    ctx: CheckContext, at: str, node: dict[str, Any], tool: AiTool
+    ctx: FengYuContext, at: str, node: dict[str, Any], tool: AiTool
 ) -> Iterator[Finding]:
     if tool.input_schema is None:
         return  # no input schema to resolve against: FY-MAN-004/FY-MAN-010's finding
@@ -96,7 +96,7 @@ def _inputs_resolve(
 
 
 def _fields_resolve(
-    ctx: CheckContext, where: str, port: dict[str, Any], prop: Any
+    ctx: FengYuContext, where: str, port: dict[str, Any], prop: Any
 ) -> Iterator[Finding]:
     fields = _ports(port, "fields")
     if not fields:
@@ -123,7 +123,7 @@ def _fields_resolve(
 
 
 def _outputs_resolve(
-    ctx: CheckContext, at: str, node: dict[str, Any], tool: AiTool
+    ctx: FengYuContext, at: str, node: dict[str, Any], tool: AiTool
 ) -> Iterator[Finding]:
     outputs = _ports(node, "outputs")
     if not outputs:
@@ -154,10 +154,10 @@ def _outputs_resolve(
 
 
 @check("FY-MAN-023")
-def flow_widgets_fit(ctx: CheckContext) -> Iterator[Finding]:
-    tools = _tools(ctx.fengyu)
+def flow_widgets_fit(ctx: FengYuContext) -> Iterator[Finding]:
+    tools = _tools(ctx.plugin)
     widgets = 0
-    for at, node in _nodes(ctx.fengyu):
+    for at, node in _nodes(ctx.plugin):
         tool = tools.get(str(node.get("tool")))
         properties = input_properties(tool.input_schema.data) if tool and tool.input_schema else {}
         for index, port in _ports(node, "inputs"):
@@ -191,10 +191,10 @@ def _widgets_for(kind: Any) -> str:
 
 
 @check("FY-MAN-024")
-def flow_methods_exist(ctx: CheckContext) -> Iterator[Finding]:
-    methods = _methods(ctx.fengyu)
+def flow_methods_exist(ctx: FengYuContext) -> Iterator[Finding]:
+    methods = _methods(ctx.plugin)
     calls = 0
-    for at, node in _nodes(ctx.fengyu):
+    for at, node in _nodes(ctx.plugin):
         for index, port in _ports(node, "inputs"):
             for key in ("context", "source"):
                 block = port.get(key)
@@ -217,7 +217,7 @@ def flow_methods_exist(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _params_resolve(
-    ctx: CheckContext, where: str, block: dict[str, Any], name: str, method: Any
+    ctx: FengYuContext, where: str, block: dict[str, Any], name: str, method: Any
 ) -> Iterator[Finding]:
     params = block.get("params")
     if not isinstance(params, dict) or not isinstance(method, dict):
@@ -234,12 +234,12 @@ def _params_resolve(
 
 
 @check("FY-MAN-025")
-def i18n_keys_exist(ctx: CheckContext) -> Iterator[Finding]:
-    i18n = ctx.fengyu.data.get("i18n")
+def i18n_keys_exist(ctx: FengYuContext) -> Iterator[Finding]:
+    i18n = ctx.plugin.data.get("i18n")
     if not isinstance(i18n, dict) or not i18n:
         raise NotApplicable("the manifest declares no i18n overrides")
-    tools = set(_tools(ctx.fengyu))
-    raw_nodes = ctx.fengyu.data.get("flowNodes")
+    tools = set(_tools(ctx.plugin))
+    raw_nodes = ctx.plugin.data.get("flowNodes")
     nodes = {
         n["tool"]: n
         for n in (raw_nodes if isinstance(raw_nodes, list) else [])
@@ -262,7 +262,7 @@ def i18n_keys_exist(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _keys_exist(
-    ctx: CheckContext, at: str, overrides: Any, known: set[Any], what: str
+    ctx: FengYuContext, at: str, overrides: Any, known: set[Any], what: str
 ) -> Iterator[Finding]:
     if not isinstance(overrides, dict):
         return

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu import FengYuContext, check
 from conformance.fengyu.host_session import HostSession
 from conformance.fengyu.manifest import AiTool
 from conformance.fengyu.services import WorkerServices
@@ -19,11 +19,11 @@ from plugin_spec.filerefs import FileClass, classify_parameters
 from reference_host.tools.callbacks import CallContext, plan_and_call
 
 
-def session(ctx: CheckContext) -> HostSession:
+def session(ctx: FengYuContext) -> HostSession:
     return _workers(ctx).host_session()
 
 
-def _workers(ctx: CheckContext) -> WorkerServices:
+def _workers(ctx: FengYuContext) -> WorkerServices:
     """The plugin's worker services, when its worker starts and answers."""
     workers = ctx.workers
     if workers is None:
@@ -32,13 +32,13 @@ def _workers(ctx: CheckContext) -> WorkerServices:
     return workers
 
 
-def finding(ctx: CheckContext, message: str) -> Finding:
+def finding(ctx: FengYuContext, message: str) -> Finding:
     return ctx.manifest_finding("", message)
 
 
 @check("FY-HOST-001")
-def works_inside_a_host(ctx: CheckContext) -> Iterator[Finding]:
-    simplest = _simplest_tool(ctx.fengyu.tools)
+def works_inside_a_host(ctx: FengYuContext) -> Iterator[Finding]:
+    simplest = _simplest_tool(ctx.plugin.tools)
     if simplest is None:
         raise NotApplicable("the plugin declares no tools: there is nothing for a host to offer")
     _workers(ctx).require_answering(simplest, ctx.requirement.id)
@@ -53,11 +53,11 @@ def works_inside_a_host(ctx: CheckContext) -> Iterator[Finding]:
         )
         return
     snapshot = host.host.registry.snapshot()
-    for declared in ctx.fengyu.tools:
+    for declared in ctx.plugin.tools:
         offered = snapshot.get(str(declared.name))
         if offered is None or offered.definition.description != declared.entry.get("description"):
             yield finding(ctx, f"tool {declared.name!r} is not in the host's snapshot as declared")
-    tool = _simplest_tool(ctx.fengyu.tools)
+    tool = _simplest_tool(ctx.plugin.tools)
     if tool is not None:
         events = host.run(str(tool.name), _arguments(tool), "kit-host-001")
         phases = [(e.data.get("phase"), e.data.get("id")) for e in events if e.type == "tool"]
@@ -68,7 +68,7 @@ def works_inside_a_host(ctx: CheckContext) -> Iterator[Finding]:
                 f"events {phases}, not one call and its result",
             )
     host.loop.run(host.host.disable(host.info.id))
-    left = set(host.host.registry.snapshot().names()) & set(ctx.fengyu.tool_names())
+    left = set(host.host.registry.snapshot().names()) & set(ctx.plugin.tool_names())
     if left:
         yield finding(ctx, f"after disable the snapshot still has {sorted(left)}")
     old = snapshot.get(str(tool.name)) if tool is not None else None
@@ -81,8 +81,8 @@ def works_inside_a_host(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-HOST-002")
-def route_b_injection_accepted(ctx: CheckContext) -> Iterator[Finding]:
-    candidates = [t for t in ctx.fengyu.tools if len(_classes(t)) == 1]
+def route_b_injection_accepted(ctx: FengYuContext) -> Iterator[Finding]:
+    candidates = [t for t in ctx.plugin.tools if len(_classes(t)) == 1]
     if not candidates:
         raise NotApplicable("no tool has exactly one file-class parameter")
     workers = _workers(ctx)

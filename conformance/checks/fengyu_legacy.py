@@ -5,27 +5,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu import FengYuContext, check
 from conformance.fengyu.manifest import FENGYU_V1
 from conformance.findings import Finding
 from conformance.schema_messages import label
 
 
 @check("FY-LEG-001")
-def manifest_is_v2(ctx: CheckContext) -> Iterator[Finding]:
-    if ctx.fengyu.profile != FENGYU_V1:
+def manifest_is_v2(ctx: FengYuContext) -> Iterator[Finding]:
+    if ctx.plugin.profile != FENGYU_V1:
         return
     yield ctx.manifest_finding(
         "/schemaVersion",
         "schemaVersion 1 is the legacy format (schemas as escaped strings on aiTools, "
-        f"backend.command); `python -m conformance migrate {ctx.fengyu.root}` prints the "
+        f"backend.command); `python -m conformance migrate {ctx.plugin.root}` prints the "
         "equivalent v2 manifest",
     )
 
 
 @check("FY-LEG-002")
-def schema_strings_parse(ctx: CheckContext) -> Iterator[Finding]:
-    for at, message in ctx.fengyu.embedded_errors:
+def schema_strings_parse(ctx: FengYuContext) -> Iterator[Finding]:
+    for at, message in ctx.plugin.embedded_errors:
         yield ctx.manifest_finding(
             at,
             message,
@@ -35,8 +35,8 @@ def schema_strings_parse(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-LEG-003")
-def tools_declare_effect(ctx: CheckContext) -> Iterator[Finding]:
-    for tool in ctx.fengyu.tools:
+def tools_declare_effect(ctx: FengYuContext) -> Iterator[Finding]:
+    for tool in ctx.plugin.tools:
         if "effect" not in tool.entry:
             yield ctx.manifest_finding(
                 f"{tool.pointer}/effect",

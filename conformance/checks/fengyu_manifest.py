@@ -3,12 +3,13 @@ get right."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu import FengYuContext, check
 from conformance.fengyu.code_first import Sidecar
 from conformance.fengyu.manifest import FENGYU_V1, SCHEMA_FILES, FengYuPlugin
 from conformance.findings import Finding
+from conformance.profiles import Plugin
 from conformance.schema_validation import (
     SchemaError,
     annotated_requirements,
@@ -26,25 +27,25 @@ OVERRIDE_FIELDS = ("name", "description", "aiTools", "flowNodes")
 
 
 @check("FY-MAN-001")
-def manifest_loads(ctx: CheckContext) -> Iterator[Finding]:
-    error = ctx.fengyu.load_error
+def manifest_loads(ctx: FengYuContext) -> Iterator[Finding]:
+    error = ctx.plugin.load_error
     if error is not None:
-        yield ctx.finding(error.message, ctx.fengyu.source_file, error.pointer, error.line)
-    for sidecar in _sidecars(ctx.fengyu):
+        yield ctx.finding(error.message, ctx.plugin.source_file, error.pointer, error.line)
+    for sidecar in _sidecars(ctx.plugin):
         if sidecar.error is not None:
             told = sidecar.error
             yield ctx.finding(told.message, sidecar.display, told.pointer, told.line)
 
 
 @check("FY-MAN-002")
-def no_duplicate_keys(ctx: CheckContext) -> Iterator[Finding]:
-    for duplicate in ctx.fengyu.duplicates:
+def no_duplicate_keys(ctx: FengYuContext) -> Iterator[Finding]:
+    for duplicate in ctx.plugin.duplicates:
         yield ctx.manifest_finding(
             duplicate.pointer,
             _twice(duplicate.key),
             f"remove one of the two {duplicate.key!r} keys, or rename one",
         )
-    for sidecar in _sidecars(ctx.fengyu):
+    for sidecar in _sidecars(ctx.plugin):
         document = sidecar.document
         for duplicate in document.duplicates if document else ():
             yield ctx.finding(
@@ -116,19 +117,19 @@ def _locale_left_out(errors: list[SchemaError]) -> list[SchemaError]:
 
 
 @check(*sorted(set().union(*(annotated_requirements(f) for f in SCHEMA_FILES.values()))))
-def manifest_schema(ctx: CheckContext) -> list[Finding]:
-    return ctx.store.once(schema_findings, ctx.fengyu)
+def manifest_schema(ctx: FengYuContext) -> list[Finding]:
+    return ctx.store.once(schema_findings, ctx.plugin)
 
 
 @check("FY-MAN-004")
-def ai_tool_methods_resolve(ctx: CheckContext) -> Iterator[Finding]:
-    rpc = ctx.fengyu.data.get("rpc")
+def ai_tool_methods_resolve(ctx: FengYuContext) -> Iterator[Finding]:
+    rpc = ctx.plugin.data.get("rpc")
     methods = rpc.get("methods", {}) if isinstance(rpc, dict) else {}
     if not isinstance(methods, dict):
         return  # a malformed method table is the schema's finding (FY-MAN-003), not ours
     declared = set(methods)  # a set: one lookup per tool, not a scan of every method
     known = _known_methods(methods)
-    for tool in ctx.fengyu.tools:
+    for tool in ctx.plugin.tools:
         if isinstance(tool.method, str) and tool.method not in declared:
             yield ctx.manifest_finding(
                 f"{tool.pointer}/method",
@@ -137,9 +138,9 @@ def ai_tool_methods_resolve(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-MAN-007")
-def tool_names_unique(ctx: CheckContext) -> Iterator[Finding]:
+def tool_names_unique(ctx: FengYuContext) -> Iterator[Finding]:
     first: dict[str, str] = {}
-    for tool in ctx.fengyu.tools:
+    for tool in ctx.plugin.tools:
         if not isinstance(tool.name, str):
             continue
         if tool.name in first:
@@ -151,20 +152,20 @@ def tool_names_unique(ctx: CheckContext) -> Iterator[Finding]:
             first[tool.name] = tool.pointer
 
 
-def offered_tool_names(ctx: CheckContext) -> dict[str, str]:
+def offered_tool_names(peers: Sequence[Plugin]) -> dict[str, str]:
     """The tool names a host offers beside the plugin's, each with who offers it: its
-    built-in tools, then the other plugins checked in the same run."""
+    built-in tools, then the other plugins checked in the same run (peers)."""
     offered_by = {name: "the host's built-in tools" for name in BUILTIN_TOOL_NAMES}
-    for peer in ctx.peers:
+    for peer in peers:
         for name in peer.tool_names():
             offered_by.setdefault(name, f"plugin {peer.label} ({peer.root})")
     return offered_by
 
 
 @check("FY-MAN-008")
-def tool_names_do_not_clash(ctx: CheckContext) -> Iterator[Finding]:
-    offered_by = offered_tool_names(ctx)
-    for tool in ctx.fengyu.tools:
+def tool_names_do_not_clash(ctx: FengYuContext) -> Iterator[Finding]:
+    offered_by = offered_tool_names(ctx.peers)
+    for tool in ctx.plugin.tools:
         if isinstance(tool.name, str) and tool.name in offered_by:
             site, fix = _clash(ctx, tool.name)
             yield ctx.manifest_finding(
@@ -174,7 +175,7 @@ def tool_names_do_not_clash(ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
-def _clash(ctx: CheckContext, name: str) -> tuple[str, str]:
+def _clash(ctx: FengYuContext, name: str) -> tuple[str, str]:
     """Where another FengYu plugin of the run declares name (its file and pointer), and the
     fix: rename one of the two, where a prefix (which both names already share when they
     have one) does not tell them apart. ("", "") for a built-in or another kind of plugin:

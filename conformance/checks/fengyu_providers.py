@@ -6,6 +6,9 @@ the model then sends what the rewritten schema admits: under OpenAI's strict mod
 every optional property it leaves out (FY-PROV-004), under Anthropic's a value that breaks a
 constraint the SDK moved into the description (FY-PROV-005). Both are hypothesis properties
 like FY-TOOL-001, run through the same ToolRun.
+
+It also registers FY-PROV-001 to FY-PROV-003 (will the providers take the tools: the judging
+is providers.py's), with a rejected tool's finding at its schema in the manifest.
 """
 
 from __future__ import annotations
@@ -20,11 +23,13 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from jsonschema.protocols import Validator
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu import FengYuContext, check
 from conformance.checks.fengyu_tools import ToolRun
+from conformance.checks.providers import provider_findings
 from conformance.fengyu.harness import CallOutcome
 from conformance.findings import Finding, NotApplicable
 from conformance.properties import Counterexample, find_counterexample
+from conformance.provider_view import Offered
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec.filerefs import by_id, resolve_refs
 from plugin_spec.providers.judge import Judgement, Noted, judge_tool
@@ -66,7 +71,7 @@ JSON_TEXT = re.compile(r'"(?:[^"\\]|\\.)*"')  # a moved value's strings may hold
 
 
 @check("FY-PROV-004")
-def null_taken_as_omitted(ctx: CheckContext) -> Iterator[Finding]:
+def null_taken_as_omitted(ctx: FengYuContext) -> Iterator[Finding]:
     run = ToolRun(ctx)
     assert run.tool.input_schema is not None  # ToolRun has an input space
     schema = run.tool.input_schema.data
@@ -115,7 +120,7 @@ def null_taken_as_omitted(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-PROV-005")
-def dropped_constraints_answered(ctx: CheckContext) -> Iterator[Finding]:
+def dropped_constraints_answered(ctx: FengYuContext) -> Iterator[Finding]:
     run = ToolRun(ctx)
     assert run.tool.input_schema is not None  # ToolRun has an input space
     schema = run.tool.input_schema.data
@@ -242,3 +247,27 @@ def _answer(outcome: CallOutcome) -> str:
     if outcome.kind == "result" and isinstance(value, dict):
         return f"success false ({value.get('summary')!r})"
     return f"{outcome.kind}: {outcome.message}"
+
+
+def _rejected(ctx: FengYuContext, provider_id: str) -> Iterator[Finding]:
+    """The provider's rejections (providers.py), a tool's at its schema in the manifest."""
+
+    def at_tool(tool: Offered, at: str, message: str, fix: str) -> Finding:
+        return ctx.manifest_finding(at, message, fix)
+
+    return provider_findings(ctx, provider_id, at_tool)
+
+
+@check("FY-PROV-001")
+def openai_takes_the_tools(ctx: FengYuContext) -> Iterator[Finding]:
+    yield from _rejected(ctx, "openai")
+
+
+@check("FY-PROV-002")
+def anthropic_takes_the_tools(ctx: FengYuContext) -> Iterator[Finding]:
+    yield from _rejected(ctx, "anthropic")
+
+
+@check("FY-PROV-003")
+def gemini_takes_the_tools(ctx: FengYuContext) -> Iterator[Finding]:
+    yield from _rejected(ctx, "gemini")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu import FengYuContext, check
 from conformance.fengyu.resource_watch import KIT_INTERVAL, SeenOverrun
 from conformance.findings import Finding, NotApplicable
 
@@ -19,7 +19,7 @@ SETTLE_SAMPLES = 3  # samples after the last call, so an overrun it caused is se
 
 
 @check("FY-WRK-020")
-def declared_resources_kept(ctx: CheckContext) -> Iterator[Finding]:
+def declared_resources_kept(ctx: FengYuContext) -> Iterator[Finding]:
     workers = ctx.workers
     if workers is None or not workers.declared:
         raise NotApplicable("the plugin declares no worker")
@@ -36,7 +36,7 @@ def declared_resources_kept(ctx: CheckContext) -> Iterator[Finding]:
         yield _finding(ctx, seen)
 
 
-def _finding(ctx: CheckContext, seen: SeenOverrun) -> Finding:
+def _finding(ctx: FengYuContext, seen: SeenOverrun) -> Finding:
     overrun = seen.what
     if overrun.limit == "memory":
         what = f"{overrun.seen} MiB resident, {overrun.declared} MiB declared"

@@ -21,7 +21,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu import FengYuContext, check
 from conformance.checks.fengyu_tools import ToolRun
 from conformance.fengyu.harness import CallOutcome, ToolHarness
 from conformance.fengyu.manifest import AiTool
@@ -81,7 +81,7 @@ class Leak:
 
 
 @check("FY-TOOL-004")
-def sensitive_inputs_kept_secret(ctx: CheckContext) -> Iterator[Finding]:
+def sensitive_inputs_kept_secret(ctx: FengYuContext) -> Iterator[Finding]:
     tool = ctx.tool
     schema = tool.input_schema.data if isinstance(tool, AiTool) and tool.input_schema else None
     if isinstance(tool, AiTool) and not any(True for _ in sensitive_pointers(schema)):
@@ -215,7 +215,7 @@ def _how(match: Match) -> str:
     return "" if match.plain else f"{match.encoding} "
 
 
-def _finding(ctx: CheckContext, run: ToolRun, leak: Leak, request: Any, fix: str) -> Finding:
+def _finding(ctx: FengYuContext, run: ToolRun, leak: Leak, request: Any, fix: str) -> Finding:
     lines = [
         f"tool {run.tool.name!r}: the canary sent in its sensitive parameter "
         f"{leak.target.name!r} ({leak.target.schema_pointer}) came back {leak.where}: "

@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from conformance.call_log import unexercised
-from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu import FengYuContext, check
 from conformance.fengyu.harness import CallOutcome, CancelOutcome
 from conformance.fengyu.manifest import AiTool
 from conformance.fengyu.services import unreadable
@@ -76,7 +76,7 @@ HANG_FIX = (
 class ToolRun:
     """One tool's check run: its input space, files, worker harness and timeout."""
 
-    def __init__(self, ctx: CheckContext) -> None:
+    def __init__(self, ctx: FengYuContext) -> None:
         tool = ctx.tool
         workers = ctx.workers
         if not isinstance(tool, AiTool) or workers is None:
@@ -170,7 +170,7 @@ class ToolRun:
 
 
 @check("FY-TOOL-001")
-def valid_inputs_answered(ctx: CheckContext) -> Iterator[Finding]:
+def valid_inputs_answered(ctx: FengYuContext) -> Iterator[Finding]:
     run = ToolRun(ctx)
     validator = _output_validator(run.tool)
     outcomes: list[CallOutcome] = []
@@ -263,7 +263,7 @@ def _output_validator(tool: AiTool) -> Draft202012Validator | None:
 
 
 @check("FY-TOOL-002")
-def invalid_inputs_rejected(ctx: CheckContext) -> Iterator[Finding]:
+def invalid_inputs_rejected(ctx: FengYuContext) -> Iterator[Finding]:
     run = ToolRun(ctx)
 
     def attempt(data: st.DataObject) -> Counterexample | None:
@@ -292,7 +292,7 @@ def invalid_inputs_rejected(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-TOOL-003")
-def unresolved_refs_rejected(ctx: CheckContext) -> Iterator[Finding]:
+def unresolved_refs_rejected(ctx: FengYuContext) -> Iterator[Finding]:
     run = ToolRun(ctx)
     if not run.classes:
         raise NotApplicable("the tool has no file-class parameter")
@@ -359,7 +359,7 @@ def _accepted(outcome: CallOutcome, problem: str) -> Counterexample | None:
 
 
 @check("FY-TOOL-005")
-def cancelled_calls_answered(ctx: CheckContext) -> Iterator[Finding]:
+def cancelled_calls_answered(ctx: FengYuContext) -> Iterator[Finding]:
     run = ToolRun(ctx)
     spec = run.workers.spec
     if spec is None or spec.protocol_version is None:

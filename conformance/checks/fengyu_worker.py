@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.fengyu import FengYuContext, check
 from conformance.fengyu.artifact_candidates import rename_fix
 from conformance.fengyu.probe import (
     BIG_FRAME_ID,
@@ -44,7 +44,7 @@ from reference_host.process.connection import NO_RESULT
 from reference_host.process.launch import EXECUTABLE, artifact_problem
 
 
-def transcript(ctx: CheckContext, *, need_start: bool = True) -> Transcript:
+def transcript(ctx: FengYuContext, *, need_start: bool = True) -> Transcript:
     """The plugin's probe transcript; NotApplicable when there is no worker to check."""
     workers = _workers(ctx)
     if workers.launch_error is not None:
@@ -57,7 +57,7 @@ def transcript(ctx: CheckContext, *, need_start: bool = True) -> Transcript:
     return result
 
 
-def _workers(ctx: CheckContext) -> WorkerServices:
+def _workers(ctx: FengYuContext) -> WorkerServices:
     if ctx.workers is None or not ctx.workers.declared:
         raise NotApplicable("the plugin declares no worker")
     return ctx.workers
@@ -67,14 +67,14 @@ class _LaunchFailed(Exception):
     pass
 
 
-def finding(ctx: CheckContext, problem: str, exchange: Exchange | None, fix: str = "") -> Finding:
+def finding(ctx: FengYuContext, problem: str, exchange: Exchange | None, fix: str = "") -> Finding:
     detail = f"{problem}\n{exchange.describe()}" if exchange else problem
     workers = _workers(ctx)
     return ctx.finding(f"{detail}\nworker: {workers.command}", workers.display, fix=fix)
 
 
 @check("FY-WRK-001")
-def worker_starts(ctx: CheckContext) -> Iterator[Finding]:
+def worker_starts(ctx: FengYuContext) -> Iterator[Finding]:
     if _workers(ctx).missing_artifact:
         raise NotApplicable(_workers(ctx).start_failure())
     try:
@@ -106,7 +106,7 @@ def _start_fix(start: Exchange) -> str:
 
 
 def _single_error(
-    ctx: CheckContext, name: Step, codes: tuple[int | str, ...], ids: tuple[Any, ...] | None
+    ctx: FengYuContext, name: Step, codes: tuple[int | str, ...], ids: tuple[Any, ...] | None
 ) -> Iterator[Finding]:
     """One error response with one of ids (None: any id, or none) and one of codes: a
     JSON-RPC code, or a string that its `data.code` may carry instead (FengYu's Python SDK
@@ -139,7 +139,7 @@ def _single_error(
 
 
 @check("FY-WRK-002")
-def parse_error(ctx: CheckContext) -> Iterator[Finding]:
+def parse_error(ctx: FengYuContext) -> Iterator[Finding]:
     # FengYu's Python SDK answers unparsable input with -32600, as an invalid request, and
     # with the id of the request before it; its Go SDK leaves the null id out (omitempty).
     # FengYu never sends such a line: the id is FY-WRK-022's, a SHOULD.
@@ -147,7 +147,7 @@ def parse_error(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-WRK-003")
-def invalid_request(ctx: CheckContext) -> Iterator[Finding]:
+def invalid_request(ctx: FengYuContext) -> Iterator[Finding]:
     # FengYu's Go SDK leaves the id out (omitempty); FengYu never sends such a request, and
     # logs and ignores an answer without id: a left-out id is FY-WRK-022's, a SHOULD.
     yield from _single_error(
@@ -174,7 +174,7 @@ ERROR_ID_FIXES = {
 
 
 @check("FY-WRK-022")
-def error_ids(ctx: CheckContext) -> Iterator[Finding]:
+def error_ids(ctx: FengYuContext) -> Iterator[Finding]:
     """The id of the error to an unreadable line or an invalid request, as JSON-RPC asks:
     present, null where the request's id cannot be read. FengYu never sends such lines, so a
     wrong id costs nothing there: FY-WRK-002 and FY-WRK-003 accept any, this warns."""
@@ -205,13 +205,13 @@ def error_ids(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-WRK-004")
-def unknown_method(ctx: CheckContext) -> Iterator[Finding]:
+def unknown_method(ctx: FengYuContext) -> Iterator[Finding]:
     yield from _single_error(
         ctx, Step.UNKNOWN_METHOD, (METHOD_NOT_FOUND, METHOD_NOT_FOUND_CODE), (UNKNOWN_METHOD_ID,)
     )
 
 
-def _silent(ctx: CheckContext, name: Step, what: str, fix: str = "") -> Iterator[Finding]:
+def _silent(ctx: FengYuContext, name: Step, what: str, fix: str = "") -> Iterator[Finding]:
     exchange = transcript(ctx).exchanges[name]
     if exchange.replies or not exchange.answered:
         yield finding(
@@ -223,13 +223,13 @@ def _silent(ctx: CheckContext, name: Step, what: str, fix: str = "") -> Iterator
 
 
 @check("FY-WRK-005")
-def no_reply_to_cancel(ctx: CheckContext) -> Iterator[Finding]:
+def no_reply_to_cancel(ctx: FengYuContext) -> Iterator[Finding]:
     """The notifications FengYu sends: `$/cancelRequest` here, setLevel under FY-WRK-009."""
     yield from _silent(ctx, Step.CANCEL, f"{CANCEL_METHOD}, a notification FengYu sends,")
 
 
 @check("FY-WRK-024")
-def no_reply_to_other_notifications(ctx: CheckContext) -> Iterator[Finding]:
+def no_reply_to_other_notifications(ctx: FengYuContext) -> Iterator[Finding]:
     """Notifications FengYu never sends: FengYu's Go SDK answers them (-32601 for an unknown
     method, -32000 for a failing handler), and FengYu would log and drop the answer."""
     yield from _silent(
@@ -243,7 +243,7 @@ def no_reply_to_other_notifications(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-WRK-009")
-def reserved_set_level(ctx: CheckContext) -> Iterator[Finding]:
+def reserved_set_level(ctx: FengYuContext) -> Iterator[Finding]:
     yield from _silent(ctx, Step.SET_LEVEL, SET_LEVEL_METHOD)
 
 
@@ -263,7 +263,7 @@ def _as_double(value: Any) -> Any:
 
 
 @check("FY-WRK-006")
-def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
+def ids_echoed(ctx: FengYuContext) -> Iterator[Finding]:
     """Answers are matched by id, not by order: JSON-RPC allows any order, and FengYu's Go
     SDK answers each request from its own goroutine. An integer beyond 2^53 may come back
     rounded to a double here: FengYu's ids are strings, FY-WRK-023 warns of it."""
@@ -286,7 +286,7 @@ BIG_ID = next(i for i in PROBE_IDS if isinstance(i, int) and i > 2**53)
 
 
 @check("FY-WRK-023")
-def big_ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
+def big_ids_echoed(ctx: FengYuContext) -> Iterator[Finding]:
     exchange = transcript(ctx).exchanges[Step.IDS]
     got = _ids_got(exchange)
     if any(id_key(i) == id_key(BIG_ID) for i in got):
@@ -322,7 +322,7 @@ ID_LESS_ERROR_EXCHANGES = {Step.PARSE_ERROR, Step.INVALID_REQUEST}
 
 
 @check("FY-WRK-007")
-def stdout_discipline(ctx: CheckContext) -> Iterator[Finding]:
+def stdout_discipline(ctx: FengYuContext) -> Iterator[Finding]:
     """Every stdout line from start to exit, in every suite: the probe's, then those the tool
     and host workers wrote (services.py), which is why this item runs last. Those are many
     calls: each distinct line is reported once, where it was first seen, the first few only."""
@@ -366,7 +366,7 @@ NO_RESULT_FIX = (
 
 
 @check("FY-WRK-021")
-def responses_carry_result(ctx: CheckContext) -> Iterator[Finding]:
+def responses_carry_result(ctx: FengYuContext) -> Iterator[Finding]:
     """Responses with neither result nor error, from the probe and the tool and host
     workers alike (after FY-WRK-007 in the catalog: the same lines, its workers ended);
     a reply to a notification is the notification items' finding."""
@@ -393,13 +393,13 @@ def responses_carry_result(ctx: CheckContext) -> Iterator[Finding]:
         yield finding(ctx, f"and {rest} more distinct responses without result", None)
 
 
-def _stray(ctx: CheckContext, where: str, problem: str, text: str, again: str = "") -> Finding:
+def _stray(ctx: FengYuContext, where: str, problem: str, text: str, again: str = "") -> Finding:
     fix = DEEP_FIX if problem == TOO_DEEP else ""
     return finding(ctx, f"in the {where}: {problem}: {text[:300]!r}{again}", None, fix)
 
 
 @check("FY-WRK-008")
-def exits_on_eof(ctx: CheckContext) -> Iterator[Finding]:
+def exits_on_eof(ctx: FengYuContext) -> Iterator[Finding]:
     result = transcript(ctx)
     if result.exit_after_eof is None:
         waited = f"{result.eof_wait:g} s after its stdin closed"
@@ -407,7 +407,7 @@ def exits_on_eof(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-WRK-010")
-def framing(ctx: CheckContext) -> Iterator[Finding]:
+def framing(ctx: FengYuContext) -> Iterator[Finding]:
     exchanges = transcript(ctx).exchanges
     for name, request_id, what in (
         (Step.CRLF, CRLF_ID, "a request ending in \\r\\n"),
@@ -420,7 +420,7 @@ def framing(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-WRK-011")
-def declared_methods_implemented(ctx: CheckContext) -> Iterator[Finding]:
+def declared_methods_implemented(ctx: FengYuContext) -> Iterator[Finding]:
     for name, exchange in transcript(ctx).exchanges.items():
         method = step_method(name)
         if method is None:
@@ -480,7 +480,7 @@ def _json_rpc_object(line: Line) -> bool:
 
 
 @check("FY-WRK-012")
-def runtime_artifact(ctx: CheckContext) -> Iterator[Finding]:
+def runtime_artifact(ctx: FengYuContext) -> Iterator[Finding]:
     workers = _workers(ctx)
     try:
         launch = fengyu_launch(workers.plugin.data, os.environ)
@@ -510,7 +510,7 @@ def runtime_artifact(ctx: CheckContext) -> Iterator[Finding]:
     yield ctx.manifest_finding(at, f"{problem}; {instead}", fix=fix)
 
 
-def _greeting(ctx: CheckContext) -> tuple[Exchange, Any]:
+def _greeting(ctx: FengYuContext) -> tuple[Exchange, Any]:
     """The handshake exchange and its result; NotApplicable when FengYu sends none or the
     answer is not there to judge (naming FY-WRK-013)."""
     workers = _workers(ctx)
@@ -525,7 +525,7 @@ def _greeting(ctx: CheckContext) -> tuple[Exchange, Any]:
     return exchange, handshake_result(exchange)
 
 
-def _handshake_problem(ctx: CheckContext, field: str) -> Iterator[Finding]:
+def _handshake_problem(ctx: FengYuContext, field: str) -> Iterator[Finding]:
     exchange, (answered, result) = _greeting(ctx)
     if not answered:
         raise NotApplicable(f"the worker does not answer {HANDSHAKE_METHOD} (FY-WRK-013)")
@@ -537,7 +537,7 @@ def _handshake_problem(ctx: CheckContext, field: str) -> Iterator[Finding]:
 
 
 @check("FY-WRK-013")
-def handshake_answered(ctx: CheckContext) -> Iterator[Finding]:
+def handshake_answered(ctx: FengYuContext) -> Iterator[Finding]:
     exchange, (answered, result) = _greeting(ctx)
     if not answered:
         got = f"error {shown(result)}" if result is not None else "no answer"
@@ -552,17 +552,17 @@ def handshake_answered(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("FY-WRK-014")
-def handshake_version(ctx: CheckContext) -> Iterator[Finding]:
+def handshake_version(ctx: FengYuContext) -> Iterator[Finding]:
     yield from _handshake_problem(ctx, "protocolVersion")
 
 
 @check("FY-WRK-015")
-def handshake_runtime(ctx: CheckContext) -> Iterator[Finding]:
+def handshake_runtime(ctx: FengYuContext) -> Iterator[Finding]:
     yield from _handshake_problem(ctx, "runtime")
 
 
 @check("FY-WRK-016")
-def structured_logs(ctx: CheckContext) -> Iterator[Finding]:
+def structured_logs(ctx: FengYuContext) -> Iterator[Finding]:
     logs = transcript(ctx).logs
     if not logs.seen:
         raise NotApplicable(f"the worker wrote no {LOG_PREFIX} line to stderr during the probe")

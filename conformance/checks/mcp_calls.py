@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from conformance.call_log import unexercised
-from conformance.check_registry import CheckContext, check
+from conformance.checks.mcp import McpContext, check
 from conformance.findings import Finding, NotApplicable, NotExercised, shown
 from conformance.mcp.refusal import refusal
 from conformance.mcp.server import McpTool
@@ -45,7 +45,7 @@ HANG_FIX = (
 )
 
 
-def _tool(ctx: CheckContext) -> McpTool:
+def _tool(ctx: McpContext) -> McpTool:
     ctx.sessions.require_session()
     tool = ctx.tool
     if not isinstance(tool, McpTool) or tool.name is None:
@@ -59,7 +59,7 @@ def _tool(ctx: CheckContext) -> McpTool:
     return tool
 
 
-def _space(ctx: CheckContext, tool: McpTool) -> InputSpace:
+def _space(ctx: McpContext, tool: McpTool) -> InputSpace:
     try:
         return ctx.sessions.input_space(tool)
     except GeneratorGap as exc:
@@ -85,7 +85,7 @@ def result_problem(reply: Reply) -> str:
     return ""
 
 
-def _reproduction(ctx: CheckContext, tool: McpTool, arguments: Any, got: str) -> str:
+def _reproduction(ctx: McpContext, tool: McpTool, arguments: Any, got: str) -> str:
     """The call, how its answer began (Reply.describe) and its session's transcript."""
     request = {"name": tool.name, "arguments": arguments}
     note = ctx.sessions.transcript_note(
@@ -96,7 +96,7 @@ def _reproduction(ctx: CheckContext, tool: McpTool, arguments: Any, got: str) ->
 
 
 def _search(
-    ctx: CheckContext, tool: McpTool, judge: Callable[[Reply], str], *, invalid: bool = False
+    ctx: McpContext, tool: McpTool, judge: Callable[[Reply], str], *, invalid: bool = False
 ) -> Iterator[Finding]:
     space = _space(ctx, tool)
     services = ctx.sessions
@@ -169,7 +169,7 @@ def _search(
 
 
 @check("MCP-CALL-001")
-def valid_calls_answered(ctx: CheckContext) -> Iterator[Finding]:
+def valid_calls_answered(ctx: McpContext) -> Iterator[Finding]:
     """A tool whose every answer was a refusal is not exercised (exercised.py), not a pass."""
     tool = _tool(ctx)
     services = ctx.sessions
@@ -214,7 +214,7 @@ def valid_calls_answered(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-CALL-002")
-def structured_output_conforms(ctx: CheckContext) -> Iterator[Finding]:
+def structured_output_conforms(ctx: McpContext) -> Iterator[Finding]:
     tool = _tool(ctx)
     schema = tool.output_schema
     if not isinstance(schema, dict):
@@ -251,7 +251,7 @@ def structured_output_conforms(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-CALL-003")
-def invalid_arguments_refused(ctx: CheckContext) -> Iterator[Finding]:
+def invalid_arguments_refused(ctx: McpContext) -> Iterator[Finding]:
     tool = _tool(ctx)
     yield from _search(
         ctx,
@@ -262,7 +262,7 @@ def invalid_arguments_refused(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-CALL-004")
-def input_errors_as_results(ctx: CheckContext) -> Iterator[Finding]:
+def input_errors_as_results(ctx: McpContext) -> Iterator[Finding]:
     tool = _tool(ctx)
     yield from _search(
         ctx,
@@ -277,7 +277,7 @@ def input_errors_as_results(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-CALL-005")
-def unknown_tool_refused(ctx: CheckContext) -> Iterator[Finding]:
+def unknown_tool_refused(ctx: McpContext) -> Iterator[Finding]:
     ctx.sessions.require_session()
     reply = ctx.sessions.unknown_tool
     if reply is None:
@@ -291,7 +291,7 @@ def unknown_tool_refused(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-CALL-006")
-def unknown_tool_is_a_protocol_error(ctx: CheckContext) -> Iterator[Finding]:
+def unknown_tool_is_a_protocol_error(ctx: McpContext) -> Iterator[Finding]:
     ctx.sessions.require_session()
     reply = ctx.sessions.unknown_tool
     if reply is None:
@@ -309,7 +309,7 @@ def unknown_tool_is_a_protocol_error(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-CALL-007")
-def working_calls_end(ctx: CheckContext) -> Iterator[Finding]:
+def working_calls_end(ctx: McpContext) -> Iterator[Finding]:
     tool = _tool(ctx)
     services = ctx.sessions
     if not any(c.tool == tool.name for c in services.results):
@@ -328,9 +328,9 @@ def working_calls_end(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-SEC-003")
-def secrets_stay_in(ctx: CheckContext) -> Iterator[Finding]:
+def secrets_stay_in(ctx: McpContext) -> Iterator[Finding]:
     tool = _tool(ctx)
-    given = ctx.server.secrets()
+    given = ctx.plugin.secrets()
     if not given:
         raise NotApplicable(
             "the server is given no secret to keep: its env has no credential-like variable "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.mcp import McpContext, check
 from conformance.checks.mcp_calls import _search, _tool
 from conformance.fengyu.attribution import Unattributed
 from conformance.findings import Finding, NotApplicable, NotExercised, shown
@@ -27,7 +27,7 @@ def _forbidden(tool: McpTool, kind: str) -> bool:
 
 
 @check("MCP-ANN-001")
-def read_only_holds(ctx: CheckContext) -> Iterator[Finding]:
+def read_only_holds(ctx: McpContext) -> Iterator[Finding]:
     tool = _tool(ctx)
     name = tool.name or ""
     if not mcp.annotation(tool.definition, "readOnlyHint"):
@@ -58,12 +58,12 @@ def read_only_holds(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-ANN-002")
-def effects_belong_to_a_call(ctx: CheckContext) -> Iterator[Finding]:
+def effects_belong_to_a_call(ctx: McpContext) -> Iterator[Finding]:
     ctx.sessions.require_session()
     services = ctx.sessions
     if services.call_effects.unseen:
         raise NotApplicable(services.call_effects.unseen)
-    tools = {t.name: t for t in ctx.server.tools if isinstance(t.name, str)}
+    tools = {t.name: t for t in ctx.plugin.tools if isinstance(t.name, str)}
     if not any(services.call_effects.called(n) for n in tools):
         raise NotApplicable("no tool of the server was called in this run")
     _, unattributed = services.call_effects_judged().judged()

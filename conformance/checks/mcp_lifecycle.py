@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.mcp import McpContext, check
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.mcp.services import PROBE_IDS, UNKNOWN_VERSION, Probe
 from conformance.mcp.wire import Reply, Wire, same_id
@@ -30,18 +30,18 @@ LONG_FIX = (
 )
 
 
-def _probe(ctx: CheckContext) -> Probe:
+def _probe(ctx: McpContext) -> Probe:
     ctx.sessions.require_session()
     return ctx.sessions.probe
 
 
-def _note(ctx: CheckContext, probe: Probe) -> str:
+def _note(ctx: McpContext, probe: Probe) -> str:
     return ctx.sessions.transcript_note(probe.wire, ctx.requirement.id)
 
 
 @check("MCP-LIF-001")
-def session_opens(ctx: CheckContext) -> Iterator[Finding]:
-    server = ctx.server
+def session_opens(ctx: McpContext) -> Iterator[Finding]:
+    server = ctx.plugin
     if server.load_error is not None:
         yield ctx.server_finding(server.load_error.message, fix=server.load_error.fix)
         return
@@ -68,7 +68,7 @@ def session_opens(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-LIF-002")
-def version_negotiated(ctx: CheckContext) -> Iterator[Finding]:
+def version_negotiated(ctx: McpContext) -> Iterator[Finding]:
     services = ctx.sessions
     services.require_session()
     legacy = services.require_legacy()
@@ -94,8 +94,8 @@ def version_negotiated(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-LIF-003")
-def capabilities_declared(ctx: CheckContext) -> Iterator[Finding]:
-    server = ctx.server
+def capabilities_declared(ctx: McpContext) -> Iterator[Finding]:
+    server = ctx.plugin
     probe = _probe(ctx)
     capabilities = probe.opening.capabilities
     if server.tools and not isinstance(capabilities.get("tools"), dict):
@@ -113,7 +113,7 @@ def capabilities_declared(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-LIF-004")
-def exits_on_eof(ctx: CheckContext) -> Iterator[Finding]:
+def exits_on_eof(ctx: McpContext) -> Iterator[Finding]:
     probe = _probe(ctx)
     shutdown = probe.shutdown
     if shutdown is not None and shutdown.by != "eof":
@@ -121,8 +121,8 @@ def exits_on_eof(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-ERA-001")
-def survives_the_probe(ctx: CheckContext) -> Iterator[Finding]:
-    server = ctx.server
+def survives_the_probe(ctx: McpContext) -> Iterator[Finding]:
+    server = ctx.plugin
     if server.era == mcp.MODERN:
         raise NotApplicable("the server speaks 2026-07-28: it answered server/discover")
     if server.probe_killed is not None:
@@ -133,8 +133,8 @@ def survives_the_probe(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-ERA-002")
-def modern_envelope(ctx: CheckContext) -> Iterator[Finding]:
-    server, services = ctx.server, ctx.sessions
+def modern_envelope(ctx: McpContext) -> Iterator[Finding]:
+    server, services = ctx.plugin, ctx.sessions
     services.require_session()
     if server.era != mcp.MODERN:
         raise NotApplicable("the server speaks 2025-11-25 only: no 2026-07-28 envelope to check")
@@ -167,7 +167,7 @@ def modern_envelope(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-STD-001")
-def stdout_carries_only_messages(ctx: CheckContext) -> Iterator[Finding]:
+def stdout_carries_only_messages(ctx: McpContext) -> Iterator[Finding]:
     probe = _probe(ctx)
     wire = probe.wire
     if wire.stray_count:
@@ -193,7 +193,7 @@ def stdout_carries_only_messages(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-STD-002")
-def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
+def ids_echoed(ctx: McpContext) -> Iterator[Finding]:
     probe = _probe(ctx)
     for kind, reply in probe.ids.items():
         if reply.response is None:
@@ -208,7 +208,7 @@ def ids_echoed(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-STD-003")
-def notifications_unanswered(ctx: CheckContext) -> Iterator[Finding]:
+def notifications_unanswered(ctx: McpContext) -> Iterator[Finding]:
     probe = _probe(ctx)
     wire = probe.wire
     answers = _unrequested_responses(wire)
@@ -226,7 +226,7 @@ def notifications_unanswered(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-STD-004")
-def results_match_the_schema(ctx: CheckContext) -> Iterator[Finding]:
+def results_match_the_schema(ctx: McpContext) -> Iterator[Finding]:
     from mcp_types.methods import validate_server_result
     from pydantic import ValidationError
 
@@ -293,7 +293,7 @@ def _first_error(method: str, exc: Exception) -> str:
 
 
 @check("MCP-UTL-001")
-def ping_answered(ctx: CheckContext) -> Iterator[Finding]:
+def ping_answered(ctx: McpContext) -> Iterator[Finding]:
     ctx.sessions.require_session()
     session = ctx.sessions.require_legacy()
     reply = session.request(mcp.PING)
@@ -305,7 +305,7 @@ def ping_answered(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-UTL-002")
-def log_levels_checked(ctx: CheckContext) -> Iterator[Finding]:
+def log_levels_checked(ctx: McpContext) -> Iterator[Finding]:
     ctx.sessions.require_session()
     session = ctx.sessions.require_legacy()
     if not isinstance(session.opening.capabilities.get("logging"), dict):
@@ -326,7 +326,7 @@ def log_levels_checked(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-UTL-003")
-def cancellation_survived(ctx: CheckContext) -> Iterator[Finding]:
+def cancellation_survived(ctx: McpContext) -> Iterator[Finding]:
     probe = _probe(ctx)
     reply = probe.after_cancel
     if reply is not None and not reply.ok:
@@ -337,7 +337,7 @@ def cancellation_survived(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-UTL-004")
-def progress_well_formed(ctx: CheckContext) -> Iterator[Finding]:
+def progress_well_formed(ctx: McpContext) -> Iterator[Finding]:
     services = ctx.sessions
     services.require_session()
     progress = services.progress_seen()

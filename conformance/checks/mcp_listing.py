@@ -17,7 +17,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, SchemaError
 from jsonschema.validators import validator_for
 
-from conformance.check_registry import CheckContext, check
+from conformance.checks.mcp import McpContext, check
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.mcp.server import McpServer, McpTool
 from conformance.sources import strings_in
@@ -31,15 +31,15 @@ KNOWN_DIALECTS = frozenset(
 ) | frozenset(f"https://json-schema.org/draft/{n}/schema" for n in ("2019-09", "2020-12"))
 
 
-def _tools(ctx: CheckContext) -> list[McpTool]:
-    if not ctx.server.tools:
+def _tools(ctx: McpContext) -> list[McpTool]:
+    if not ctx.plugin.tools:
         raise NotApplicable("the server lists no tools")
-    return ctx.server.tools
+    return ctx.plugin.tools
 
 
 @check("MCP-TL-001")
-def tool_shape(ctx: CheckContext) -> Iterator[Finding]:
-    server = ctx.server
+def tool_shape(ctx: McpContext) -> Iterator[Finding]:
+    server = ctx.plugin
     era = server.era
     for tool in _tools(ctx):
         d, at = tool.definition, tool.pointer
@@ -66,7 +66,7 @@ def tool_shape(ctx: CheckContext) -> Iterator[Finding]:
             yield from _annotation_problems(ctx, tool, annotations)
 
 
-def _annotation_problems(ctx: CheckContext, tool: McpTool, annotations: Any) -> Iterator[Finding]:
+def _annotation_problems(ctx: McpContext, tool: McpTool, annotations: Any) -> Iterator[Finding]:
     at = f"{tool.pointer}/annotations"
     if not isinstance(annotations, dict):
         yield ctx.server_finding(
@@ -84,7 +84,7 @@ def _annotation_problems(ctx: CheckContext, tool: McpTool, annotations: Any) -> 
 
 
 @check("MCP-TL-002")
-def schemas_valid(ctx: CheckContext) -> Iterator[Finding]:
+def schemas_valid(ctx: McpContext) -> Iterator[Finding]:
     for tool in _tools(ctx):
         for key in ("inputSchema", "outputSchema"):
             schema = tool.definition.get(key)
@@ -117,15 +117,15 @@ def schema_problem(schema: dict[str, Any]) -> str:
 
 
 @check("MCP-TL-003")
-def pagination_ends(ctx: CheckContext) -> Iterator[Finding]:
-    listing = ctx.server.listing
+def pagination_ends(ctx: McpContext) -> Iterator[Finding]:
+    listing = ctx.plugin.listing
     if listing is None:
         raise NotApplicable("the server was not listed")
     if listing.problem:
         yield ctx.server_finding(
             f"tools/list did not reach a last page: {listing.problem}", "/nextCursor"
         )
-    repeated = [n for n, k in Counter(_names(ctx.server)).items() if k > 1]
+    repeated = [n for n, k in Counter(_names(ctx.plugin)).items() if k > 1]
     if repeated and len(listing.pages) > 1:
         yield ctx.server_finding(
             f"tools/list pages repeat tool(s) {', '.join(map(repr, repeated))}", "/tools"
@@ -133,8 +133,8 @@ def pagination_ends(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-TL-004")
-def bad_cursors_refused(ctx: CheckContext) -> Iterator[Finding]:
-    listing = ctx.server.listing
+def bad_cursors_refused(ctx: McpContext) -> Iterator[Finding]:
+    listing = ctx.plugin.listing
     if listing is None or len(listing.pages) < 2:
         raise NotApplicable("the server lists its tools on one page: it issues no cursor")
     reply = ctx.sessions.session.request(mcp.TOOLS_LIST, {"cursor": BAD_CURSOR})
@@ -147,7 +147,7 @@ def bad_cursors_refused(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-TL-005")
-def tool_names(ctx: CheckContext) -> Iterator[Finding]:
+def tool_names(ctx: McpContext) -> Iterator[Finding]:
     for tool in _tools(ctx):
         name = tool.name
         if name is not None and not mcp.TOOL_NAME.fullmatch(name):
@@ -158,18 +158,18 @@ def tool_names(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-TL-006")
-def unique_names(ctx: CheckContext) -> Iterator[Finding]:
+def unique_names(ctx: McpContext) -> Iterator[Finding]:
     _tools(ctx)
-    listing = ctx.server.listing
+    listing = ctx.plugin.listing
     if listing is not None and listing.problem:
         raise NotApplicable("the listing did not end (MCP-TL-003)", ("MCP-TL-003",))
-    for name, count in Counter(_names(ctx.server)).items():
+    for name, count in Counter(_names(ctx.plugin)).items():
         if count > 1:
             yield ctx.server_finding(f"{count} tools are named {name!r}", "/tools")
 
 
 @check("MCP-TL-007")
-def tools_described(ctx: CheckContext) -> Iterator[Finding]:
+def tools_described(ctx: McpContext) -> Iterator[Finding]:
     for tool in _tools(ctx):
         description = tool.definition.get("description")
         if not isinstance(description, str) or not description.strip():
@@ -180,9 +180,9 @@ def tools_described(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-TL-008")
-def stable_listing(ctx: CheckContext) -> Iterator[Finding]:
+def stable_listing(ctx: McpContext) -> Iterator[Finding]:
     _tools(ctx)
-    first = _names(ctx.server)
+    first = _names(ctx.plugin)
     services = ctx.sessions
     again = services.session.list_tools()
     services.progress_seen()  # calls each tool once
@@ -196,7 +196,7 @@ def stable_listing(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @check("MCP-SEC-001")
-def no_hidden_characters(ctx: CheckContext) -> Iterator[Finding]:
+def no_hidden_characters(ctx: McpContext) -> Iterator[Finding]:
     for tool in _tools(ctx):
         for at, text in strings_in(tool.definition, tool.pointer):
             hidden = [c for c in text if is_hidden(c)]
@@ -223,7 +223,7 @@ def is_hidden(char: str) -> bool:
 
 
 @check("MCP-SEC-002")
-def no_rug_pull(ctx: CheckContext) -> Iterator[Finding]:
+def no_rug_pull(ctx: McpContext) -> Iterator[Finding]:
     tools = _tools(ctx)
     first: dict[str, dict[str, Any]] = {t.name: t.definition for t in tools if t.name is not None}
     services = ctx.sessions

@@ -7,18 +7,20 @@ The whole request is judged too: this plugin's tools, the other plugins of the r
 host's built-ins (not for an MCP server: other hosts mount it beside their own), as one
 snapshot. An MCP server is judged only for the providers --conformance-provider names: it is
 written for any client and model, and a provider's limits are its host's choice.
+
+The judging is shared; each profile registers it for its own requirement ids, saying where a
+rejected tool's finding points: fengyu_providers.py, erp_providers.py, mcp_providers.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
-from conformance.catalog import Level
-from conformance.check_registry import CheckContext, check
+from conformance.check_registry import CheckContext
 from conformance.fengyu.manifest import FengYuPlugin
 from conformance.findings import Finding, NotApplicable
-from conformance.mcp.server import McpServer
-from conformance.profiles import Plugin
+from conformance.profiles import Plugin, is_mcp
 from conformance.provider_view import (
     Offered,
     judgeable,
@@ -59,31 +61,26 @@ def _fix(noted: Noted) -> str:
     return f"{noted.rule.id}: {noted.rule.text}"
 
 
-def provider_findings(ctx: CheckContext, provider_id: str) -> Iterator[Finding]:
+# Where the finding on a rejected tool points: (tool, pointer, message, fix) -> Finding.
+ToolFinding = Callable[[Offered, str, str, str], Finding]
+
+
+def provider_findings(
+    ctx: CheckContext[Plugin, Any], provider_id: str, tool_finding: ToolFinding
+) -> Iterator[Finding]:
+    """The provider's rejections of the plugin's tools, each where tool_finding puts it, and
+    of the whole request that carries them."""
     provider = load_provider(provider_id)
-    # The run makes the requirements of the providers --conformance-provider names MUST
-    # (KitRun.requirements_for): a SHOULD here is a provider the run did not name.
-    if isinstance(ctx.plugin, McpServer) and ctx.requirement.level is not Level.MUST:
-        raise NotApplicable(
-            f"an MCP server is judged against {provider.title}'s rules only when the run names "
-            f"the provider: --conformance-provider {provider_id}",
-            blocked_by=(),
-        )
     judged(ctx.plugin)  # nothing to judge is a skip, not a pass
     for tool, judgement in ctx.store.once(judgements, ctx.plugin, provider_id):
         if not judgeable(tool):
             continue
         for noted in judgement.rejections:
             message, at = _message(provider, tool.name, noted), tool.at + noted.hit.pointer
-            if tool.erp is not None:
-                yield ctx.tool_finding(tool.erp, at, message, _fix(noted))
-            elif tool.server is not None:
-                yield tool.server.finding(ctx.requirement.id, message, at, _fix(noted))
-            else:
-                yield ctx.manifest_finding(at, message, _fix(noted))
+            yield tool_finding(tool, at, message, _fix(noted))
     whole = "/aiTools" if isinstance(ctx.plugin, FengYuPlugin) else ""
     file = {"mcp": "tools/list", "erp": "metadata/tool"}.get(ctx.plugin.profile, "manifest.json")
-    carried = "" if isinstance(ctx.plugin, McpServer) else " and the host's built-ins"
+    carried = "" if is_mcp(ctx.plugin) else " and the host's built-ins"
     for noted in request_refusals_of(ctx.plugin, ctx.peers, provider_id, ctx.store):
         yield ctx.finding(
             f"{provider.title} rejects the request that carries this plugin's tools and the "
@@ -94,18 +91,3 @@ def provider_findings(ctx: CheckContext, provider_id: str) -> Iterator[Finding]:
             whole,
             fix=_fix(noted),
         )
-
-
-@check("FY-PROV-001", "ERP-PROV-001", "MCP-PROV-001")
-def openai_takes_the_tools(ctx: CheckContext) -> Iterator[Finding]:
-    yield from provider_findings(ctx, "openai")
-
-
-@check("FY-PROV-002", "ERP-PROV-002", "MCP-PROV-002")
-def anthropic_takes_the_tools(ctx: CheckContext) -> Iterator[Finding]:
-    yield from provider_findings(ctx, "anthropic")
-
-
-@check("FY-PROV-003", "ERP-PROV-003", "MCP-PROV-003")
-def gemini_takes_the_tools(ctx: CheckContext) -> Iterator[Finding]:
-    yield from provider_findings(ctx, "gemini")

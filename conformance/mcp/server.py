@@ -34,7 +34,7 @@ from reference_host.process.bounds import DEFAULT_LIMITS, WorkerLimits
 from reference_host.process.environment import SECRET_LOOKING
 from reference_host.process.launch import WorkerSpec
 
-MCP = "mcp"
+MCP = "mcp"  # the profile (conformance.profiles.MCP, which imports no MCP module)
 LOAD_REQUIREMENT = "MCP-LIF-001"
 SHORTEST_SECRET = SHORTEST_ENCODED  # MCP-SEC-003: a shorter one would turn up by chance
 

@@ -16,7 +16,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.catalog import Level, load_catalog, requirement
-from conformance.check_registry import CheckContext
+from conformance.checks.fengyu import FengYuContext
 from conformance.checks.fengyu_worker import (
     no_reply_to_cancel,
     no_reply_to_other_notifications,
@@ -267,15 +267,15 @@ def test_replies_to_notifications_are_not_also_stdout_noise() -> None:
     log = Line.parse(b"worker: got a notification\n")
     for name in ("notifications", "set-level", "cancel"):
         transcript.exchanges[name] = Exchange(name, [], [reply, log], answered=True)
-    ctx = CheckContext(SAMPLE, requirement("FY-WRK-007"), workers=_Workers(transcript))
+    ctx = FengYuContext(SAMPLE, requirement("FY-WRK-007"), workers=_Workers(transcript))
 
     problems = [f.message.splitlines()[0] for f in stdout_discipline(ctx)]
 
     assert len(problems) == 3
     assert all("not a JSON object" in p for p in problems)
-    cancelled = CheckContext(SAMPLE, requirement("FY-WRK-005"), workers=_Workers(transcript))
+    cancelled = FengYuContext(SAMPLE, requirement("FY-WRK-005"), workers=_Workers(transcript))
     assert len(list(no_reply_to_cancel(cancelled))) == 1
-    notified = CheckContext(SAMPLE, requirement("FY-WRK-024"), workers=_Workers(transcript))
+    notified = FengYuContext(SAMPLE, requirement("FY-WRK-024"), workers=_Workers(transcript))
     assert len(list(no_reply_to_other_notifications(notified))) == 1
 
 

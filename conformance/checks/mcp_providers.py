@@ -1,0 +1,47 @@
+"""Will the providers take an MCP server's tools? (spec: providers.md; the judging is
+providers.py's): a rejected tool's finding points into the server's tools/list answer.
+
+A server is written for any client and model, and a provider's limits are its host's choice:
+it is judged only for the providers --conformance-provider names (which makes their
+requirements MUST: KitRun.requirements_for).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from conformance.catalog import Level
+from conformance.checks.mcp import McpContext, check
+from conformance.checks.providers import provider_findings
+from conformance.findings import Finding, NotApplicable
+from conformance.provider_view import Offered
+from plugin_spec.providers.rules import load_provider
+
+
+def _rejected(ctx: McpContext, provider_id: str) -> Iterator[Finding]:
+    if ctx.requirement.level is not Level.MUST:
+        raise NotApplicable(
+            f"an MCP server is judged against {load_provider(provider_id).title}'s rules only "
+            f"when the run names the provider: --conformance-provider {provider_id}",
+            blocked_by=(),
+        )
+
+    def at_tool(tool: Offered, at: str, message: str, fix: str) -> Finding:
+        return ctx.server_finding(message, at, fix)
+
+    return provider_findings(ctx, provider_id, at_tool)
+
+
+@check("MCP-PROV-001")
+def openai_takes_the_tools(ctx: McpContext) -> Iterator[Finding]:
+    yield from _rejected(ctx, "openai")
+
+
+@check("MCP-PROV-002")
+def anthropic_takes_the_tools(ctx: McpContext) -> Iterator[Finding]:
+    yield from _rejected(ctx, "anthropic")
+
+
+@check("MCP-PROV-003")
+def gemini_takes_the_tools(ctx: McpContext) -> Iterator[Finding]:
+    yield from _rejected(ctx, "gemini")
