@@ -39,7 +39,7 @@ from plugin_spec.json_types import JsonMapping, ReadOnlyJson
 from reference_host.grants.copies import GrantCopies, Staging, commit
 from reference_host.grants.quota import CopyLimits, CopyQuota
 from reference_host.support import beneath
-from reference_host.tools.callbacks import FileShown
+from reference_host.tools.callbacks import Arguments, CallPlan, FileShown
 
 REVOKED_KEPT = 10_000  # revoked ref ids remembered, to say so when one is used again
 UNKNOWN = "Unknown or unauthorized file reference"  # FengYu's words for a ref it cannot use
@@ -358,6 +358,33 @@ class GrantStore:
             for staging in handed:
                 staging.withdraw()
             raise
+
+    def plan(
+        self,
+        conversation_id: str,
+        plugin_id: str,
+        arguments: Arguments,
+        file_classes: Mapping[str, FileClass],
+    ) -> CallPlan:
+        """A call's plan: its arguments with route B filled in, and the granted FileRefs they
+        hold with their paths (what an approval shows)."""
+        filled = self.injection(conversation_id, plugin_id, file_classes)
+        args: dict[str, Any] = {**arguments.values, **filled}
+        shown = self.shown(conversation_id, plugin_id, args, filled)
+        return CallPlan(Arguments.of(args) if filled else arguments, tuple(filled), tuple(shown))
+
+    def open_call(
+        self,
+        conversation_id: str,
+        plugin_id: str,
+        args: dict[str, Any],
+        file_classes: Mapping[str, FileClass],
+    ) -> tuple[dict[str, Any], tuple[tuple[Path, ...], tuple[Path, ...]]]:
+        """A planned call's params with every FileRef handed over (prepare, route B done in
+        the plan), and the grant folders its worker must reach (roots): all the store does
+        before the worker is called, in one step."""
+        params = self.prepare(conversation_id, plugin_id, args, file_classes, inject=False)
+        return params, self.roots(conversation_id, plugin_id)
 
     def inject(
         self,

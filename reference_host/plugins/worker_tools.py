@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from plugin_spec.fengyu_decls import ToolDecl
 from plugin_spec.filerefs import FileRefError
@@ -27,6 +29,9 @@ from reference_host.tools.callbacks import (
     failure,
     unavailable,
 )
+
+# A call's params with its FileRefs handed over, and the grant folders (writable, readable)
+Opened = tuple[dict[str, Any], tuple[tuple[Path, ...], tuple[Path, ...]]]
 
 
 class WorkerToolCallback:
@@ -58,45 +63,30 @@ class WorkerToolCallback:
         if arguments.problem is not None:
             return CallPlan(arguments)
         try:
-            conversation = context.conversation_id
-            filled = self._grants.injection(conversation, self.owner, self.decl.file_classes)
-            args = {**arguments.values, **filled}
-            return CallPlan(
-                Arguments.of(args) if filled else arguments,
-                tuple(filled),
-                tuple(self._grants.shown(conversation, self.owner, args, filled)),
-            )
+            classes = self.decl.file_classes
+            return self._grants.plan(context.conversation_id, self.owner, arguments, classes)
         except (ValueError, RecursionError):
             return CallPlan(arguments)
 
     async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
         if not self._available(self.owner):
             return unavailable(self.owner)
+        conversation = context.conversation_id
         try:
             args = plan.arguments.object()
-            # copies of granted files are made off the event loop: they may be large; route
-            # B's FileRefs are in the plan already
-            params = await asyncio.to_thread(
-                self._grants.prepare,
-                context.conversation_id,
-                self.owner,
-                args,
-                self.decl.file_classes,
-                inject=False,
-            )
+            # one step off the event loop: copies of granted files may be large, and a plugin
+            # installed without the kit may hold a slow pattern
+            opened = await asyncio.to_thread(self._open, conversation, args)
         except (ValueError, FileRefError) as exc:
             return failure(str(exc))
         except Exception as exc:  # the model layer never sees an exception (spec: host.md)
             return failure(f"internal error: {type(exc).__name__}: {exc}")
-        # off the event loop: a plugin installed without the kit may hold a slow pattern
-        if (problem := await asyncio.to_thread(self._contract.problem, params)) is not None:
-            # the staging handed over is released unchanged: no call ran
-            await asyncio.to_thread(self._grants.commit, context.conversation_id, self.owner)
-            return failure(problem)  # what the worker would get, route B's refs in place
+        if isinstance(opened, str):
+            return failure(opened)  # what the worker would get, route B's refs in place
+        params, roots = opened
         SECRETS.hold(self.owner, secrets(args, self.definition.input_schema))
         try:
-            # the worker reaches this conversation's grant folders, and no other's
-            roots = await asyncio.to_thread(self._grants.roots, context.conversation_id, self.owner)
+            # the worker reaches this conversation's grant folders (roots), and no other's
             output = ToolResult.of(
                 await self._manager.invoke(
                     self.owner,
@@ -114,9 +104,22 @@ class WorkerToolCallback:
         # after every call, failed ones too: a worker may write before it fails, and a
         # background job of an earlier call may have written since
         try:
-            await asyncio.to_thread(self._grants.commit, context.conversation_id, self.owner)
+            await asyncio.to_thread(self._grants.commit, conversation, self.owner)
         except FileRefError as exc:
             return failure(str(exc))
         except Exception as exc:
             return failure(f"internal error: {type(exc).__name__}: {exc}")
         return output
+
+    def _open(self, conversation: str, args: dict[str, Any]) -> Opened | str:
+        """The call's params with its FileRefs handed over and the grant folders its worker
+        reaches; or, for params the method's inputSchema refuses, why (the staging handed
+        over is then released unchanged: no call runs)."""
+        params, roots = self._grants.open_call(
+            conversation, self.owner, args, self.decl.file_classes
+        )
+        problem = self._contract.problem(params)
+        if problem is not None:
+            self._grants.commit(conversation, self.owner)
+            return problem
+        return params, roots
