@@ -163,6 +163,22 @@ def test_a_launcher_that_gave_up_is_named_not_the_protocol() -> None:
     assert start_hint(spoke, {}, {}, "/data/home", "npx") is None
 
 
+def run_reader(tmp_path: Path, script: Path, relative: str) -> tuple[tuple[Path, ...], str]:
+    """`python SCRIPT`, a server that prints the file at relative to its own folder, started
+    as the host starts it from a folder of its own: the folders its argument makes readable,
+    and what it read in its sandbox."""
+    script.write_text(
+        "import pathlib, sys\n"
+        f"print('read', (pathlib.Path(sys.argv[0]).parent / {relative!r}).read_text())\n"
+    )
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    config = ServerConfig("reader", sys.executable, (str(script),), {}, cwd)
+    state = tmp_path / "host-state"
+    output = run(Launch(config, server_data(state, "reader"), (state.resolve(),)).spec)
+    return handed_folders([str(script)], cwd).readable, output.get("read", str(output))
+
+
 def test_a_script_argument_brings_its_package(tmp_path: Path) -> None:
     """`node .../server-everything/dist/index.js` found no dependency: only dist/ was
     readable, and node resolves node_modules from the package's top."""
@@ -171,19 +187,11 @@ def test_a_script_argument_brings_its_package(tmp_path: Path) -> None:
     (package / "node_modules" / "dep").mkdir(parents=True)
     (package / "package.json").write_text("{}")
     (package / "node_modules" / "dep" / "index.txt").write_text("dependency")
-    script = package / "dist" / "main.py"
-    script.write_text(
-        "import pathlib, sys\n"
-        "dep = pathlib.Path(sys.argv[0]).parent.parent / 'node_modules' / 'dep' / 'index.txt'\n"
-        "print('dep', dep.read_text())\n"
+    readable, read = run_reader(
+        tmp_path, package / "dist" / "main.py", "../node_modules/dep/index.txt"
     )
-    (tmp_path / "cwd").mkdir()
-    handed = handed_folders([str(script)], tmp_path / "cwd")
-    assert handed.readable == (package,)
-    config = ServerConfig("node-like", sys.executable, (str(script),), {}, tmp_path / "cwd")
-    state = tmp_path / "host-state"
-    spec = Launch(config, server_data(state, "node-like"), (state.resolve(),)).spec
-    assert run(spec) == {"dep": "dependency"}
+    assert readable == (package,)
+    assert read == "dependency"
 
 
 def test_a_script_of_an_installed_package_brings_the_project_node_modules(tmp_path: Path) -> None:
@@ -196,16 +204,6 @@ def test_a_script_of_an_installed_package_brings_the_project_node_modules(tmp_pa
     (package / "package.json").write_text("{}")
     (modules / "sdk").mkdir()
     (modules / "sdk" / "index.txt").write_text("the sdk")
-    script = package / "dist" / "main.py"
-    script.write_text(
-        "import pathlib, sys\n"
-        "sdk = pathlib.Path(sys.argv[0]).parents[3] / 'sdk' / 'index.txt'\n"
-        "print('sdk', sdk.read_text())\n"
-    )
-    (tmp_path / "elsewhere").mkdir()
-    handed = handed_folders([str(script)], tmp_path / "elsewhere")
-    assert handed.readable == (modules,)
-    config = ServerConfig("npm-like", sys.executable, (str(script),), {}, tmp_path / "elsewhere")
-    state = tmp_path / "host-state"
-    spec = Launch(config, server_data(state, "npm-like"), (state.resolve(),)).spec
-    assert run(spec) == {"sdk": "the sdk"}
+    readable, read = run_reader(tmp_path, package / "dist" / "main.py", "../../../sdk/index.txt")
+    assert readable == (modules,)
+    assert read == "the sdk"
