@@ -10,6 +10,7 @@ copy of the codes, since it may import nothing of this package.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Final, Literal, NotRequired, TypedDict
 
 from plugin_spec.json_types import JsonValue, ReadOnlyJson
@@ -67,9 +68,33 @@ class ErrorResponse(TypedDict):
 Response = ResultResponse | ErrorResponse
 
 
-def request(request_id: RequestId, method: str, params: ReadOnlyJson) -> Request:
-    return {"jsonrpc": VERSION, "id": request_id, "method": method, "params": params}
+class _Omitted(Enum):
+    """params left out of the message (JSON-RPC allows it; null would be a value)."""
+
+    OMITTED = "omitted"
 
 
-def notification(method: str, params: ReadOnlyJson) -> Notification:
-    return {"jsonrpc": VERSION, "method": method, "params": params}
+OMITTED: Final = _Omitted.OMITTED
+Params = ReadOnlyJson | Literal[_Omitted.OMITTED]
+
+
+def request(request_id: RequestId, method: str, params: Params) -> Request:
+    message: Request = {"jsonrpc": VERSION, "id": request_id, "method": method}
+    if params is not OMITTED:
+        message["params"] = params
+    return message
+
+
+def notification(method: str, params: Params) -> Notification:
+    message: Notification = {"jsonrpc": VERSION, "method": method}
+    if params is not OMITTED:
+        message["params"] = params
+    return message
+
+
+def result(request_id: RequestId, value: JsonValue) -> ResultResponse:
+    return {"jsonrpc": VERSION, "id": request_id, "result": value}
+
+
+def error(request_id: RequestId | None, code: int, message: str) -> ErrorResponse:
+    return {"jsonrpc": VERSION, "id": request_id, "error": {"code": code, "message": message}}

@@ -26,6 +26,7 @@ from conformance.mcp.wire import Reply, Shutdown, Wire
 from conformance.search_settings import PropertySettings
 from conformance.sources import strings_in
 from plugin_spec import mcp
+from plugin_spec.jsonrpc import RequestId
 from plugin_spec.secret_search import Match, find
 
 if TYPE_CHECKING:
@@ -104,9 +105,9 @@ class McpServices:
         self._session: Session | None = None
         self._sessions_started = 0  # calls sessions so far: which process answered a call
         # Progress per (wire, token): a token is its request's id, which a restarted session
-        # numbers from 1 again.
-        self._progress: dict[tuple[int, Any], Progress] = {}
-        self._abandoned: set[tuple[int, Any]] = set()  # calls that timed out and were cancelled
+        # numbers from 1 again (a Wire is hashed by identity, and the run keeps every one).
+        self._progress: dict[tuple[Wire, RequestId], Progress] = {}
+        self._abandoned: set[tuple[Wire, RequestId]] = set()  # calls timed out and cancelled
         self.unanswered: set[str] = set()  # tools whose invalid arguments got no answer
         self._exercised = False
         self.results: list[Called] = []  # every call of the run
@@ -255,7 +256,7 @@ class McpServices:
         session = self.session
         if (tried := self._tried.get(session.wire, tool, arguments)) is not None:
             return tried
-        wire = id(session.wire)
+        wire = session.wire
         token = session.wire.next_id()
         began = time.time()
         reply = session.call_tool(tool, arguments, progress=token)

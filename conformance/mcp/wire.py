@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from conformance.deadlines import Deadlines
 from conformance.fengyu.raw_worker import Line, RawWorker
 from conformance.mcp.transcript import Frame, Transcript
-from plugin_spec import mcp
+from plugin_spec import jsonrpc, mcp
 from plugin_spec.framing import MAX_FRAME_BYTES
-from plugin_spec.jsonrpc import METHOD_NOT_FOUND
+from plugin_spec.jsonrpc import METHOD_NOT_FOUND, OMITTED
 from plugin_spec.line_depth import MAX_DEPTH
 from reference_host.process.launch import WorkerSpec
 
@@ -106,9 +106,10 @@ class Shutdown:
         return f"still running {self.waited:g} s after stdin EOF; ended by {escalation}"
 
 
-@dataclass
+@dataclass(eq=False)
 class Wire:
-    """A started server: send messages, read what it writes, end it as a client does."""
+    """A started server: send messages, read what it writes, end it as a client does. Equal
+    only to itself (a live process), so it keys what the kit notes per session."""
 
     spec: WorkerSpec
     deadlines: Deadlines
@@ -136,7 +137,7 @@ class Wire:
         self._next_id += 1
         return self._next_id
 
-    def send(self, message: Any) -> bool:
+    def send(self, message: Mapping[str, object]) -> bool:
         """Write one message as a line, compact as the SDK writes it (a server must not tell
         the kit from a host by its spacing); False when the server no longer reads stdin."""
         return self.write_raw(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
@@ -154,10 +155,7 @@ class Wire:
         return self.transcript.frames()
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> bool:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        return self.send(message)
+        return self.send(jsonrpc.notification(method, OMITTED if params is None else params))
 
     def request(
         self,
@@ -180,9 +178,7 @@ class Wire:
         """Send a request without waiting for its answer: its id, or None when the server
         no longer reads stdin."""
         rid = self.next_id() if request_id is None else request_id
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
+        message = jsonrpc.request(rid, method, OMITTED if params is None else params)
         return rid if self.send(message) else None
 
     def await_response(self, rid: int | str, seconds: float | None = None) -> Reply:
@@ -301,11 +297,14 @@ class Wire:
         capability, so anything else is a method it does not have."""
         if "id" not in message or "method" not in message:
             return
+        request_id = message["id"]
+        if not isinstance(request_id, str | int):
+            return  # not an id a response could name
         if message["method"] == mcp.PING:
-            self.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+            self.send(jsonrpc.result(request_id, {}))
         else:
-            error = {"code": METHOD_NOT_FOUND, "message": "the kit declares no capability"}
-            self.send({"jsonrpc": "2.0", "id": message["id"], "error": error})
+            refusal = "the kit declares no capability"
+            self.send(jsonrpc.error(request_id, METHOD_NOT_FOUND, refusal))
 
     def _now(self) -> float:
         return time.monotonic() - self.started

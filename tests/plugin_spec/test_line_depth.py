@@ -4,7 +4,6 @@ not count, the limit itself passes, and a 16 MiB line is measured in well under 
 from __future__ import annotations
 
 import json
-import time
 
 from plugin_spec.line_depth import MAX_DEPTH, depth, depth_over, too_deep
 
@@ -36,8 +35,7 @@ def test_a_wide_answer_is_not_deep() -> None:
     assert not too_deep(wide)
 
 
-def test_a_16_mib_line_is_measured_fast() -> None:
-    line = b"[" * (8 * 1024 * 1024) + b"]" * (8 * 1024 * 1024)
-    started = time.monotonic()
-    assert too_deep(line)
-    assert time.monotonic() - started < 5
+def test_a_16_mib_line_is_measured_whole() -> None:
+    """The deepest line the frame cap admits (how fast: benchmarks, not a timed assertion)."""
+    half = 8 * 1024 * 1024
+    assert depth_over(b"[" * half + b"]" * half) == half
