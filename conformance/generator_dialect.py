@@ -12,7 +12,7 @@ against the original schema (strategies.py).
 
 from __future__ import annotations
 
-from typing import Any
+from plugin_spec.json_types import JsonObject, JsonValue
 
 
 class UntranslatableKeyword(ValueError):
@@ -26,13 +26,9 @@ UNTRANSLATABLE = ("minContains", "maxContains", "unevaluatedItems", "$dynamicRef
 EVALUATORS = ("allOf", "anyOf", "oneOf", "not", "if", "$ref", "dependentSchemas")
 
 
-def for_generator(schema: Any) -> Any:
+def for_generator(schema: JsonObject) -> JsonObject:
     """The schema in the keywords hypothesis-jsonschema knows; UntranslatableKeyword when a keyword
     cannot be said that way."""
-    if isinstance(schema, list):
-        return [for_generator(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
     for keyword in UNTRANSLATABLE:
         if keyword in schema:
             raise UntranslatableKeyword(
@@ -46,9 +42,12 @@ def for_generator(schema: Any) -> Any:
         out["items"] = prefix
         if rest is not None:
             out["additionalItems"] = rest
-    dependencies: dict[str, Any] = {}
-    dependencies.update(out.pop("dependentRequired", {}))
-    dependencies.update(out.pop("dependentSchemas", {}))
+    dependencies: JsonObject = {}
+    for keyword in ("dependentRequired", "dependentSchemas"):
+        dependent = out.pop(keyword, {})
+        if not isinstance(dependent, dict):
+            raise TypeError(f"{keyword} is not an object")
+        dependencies.update(dependent)
     if dependencies:
         out["dependencies"] = dependencies
     if "unevaluatedProperties" in out:
@@ -63,14 +62,21 @@ def for_generator(schema: Any) -> Any:
     return out
 
 
-def _translated_value(key: str, value: Any) -> Any:
+def _translated_value(key: str, value: JsonValue) -> JsonValue:
     """Subschemas translated; names and values (properties' names, enum, const) kept."""
     if key in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
         return (
-            {name: for_generator(sub) for name, sub in value.items()}
+            {name: _translated(sub) for name, sub in value.items()}
             if isinstance(value, dict)
             else value
         )
     if key in ("enum", "const", "required", "dependentRequired", "examples", "default"):
         return value
-    return for_generator(value)
+    return _translated(value)
+
+
+def _translated(value: JsonValue) -> JsonValue:
+    """A subschema, or a list of them, translated; any other value kept."""
+    if isinstance(value, list):
+        return [_translated(item) for item in value]
+    return for_generator(value) if isinstance(value, dict) else value

@@ -13,8 +13,10 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from plugin_spec.json_types import JsonArray, JsonObject, JsonValue, loads
 
 # Where a description starts giving examples: the marker, then the values (quoted, or one
 # bare word) up to the end of the clause.
@@ -29,10 +31,11 @@ BARE = re.compile(r"[^\s,;()\[\]{}]+")
 MAX_VALUE = 200  # characters of one example value
 MAX_VALUES = 8  # example values taken after one marker
 
-HintPath = tuple[tuple[str, ...], tuple[Any, ...]]
+HintPath = tuple[tuple[str, ...], tuple[JsonValue, ...]]
+T = TypeVar("T")
 
 
-def description_examples(text: Any) -> list[str]:
+def description_examples(text: object) -> list[str]:
     """The example values a description gives, in order, once each: every quoted value after
     a marker ("e.g.", "for example", "such as", "Example:", "defaults to"), or the one bare
     word that follows it when none is quoted."""
@@ -65,11 +68,11 @@ def _values_after(text: str, at: int) -> list[str]:
     return [word] if word else []
 
 
-def candidates(schema: dict[str, Any]) -> list[Any]:
+def candidates(schema: JsonObject) -> JsonArray:
     """A property's suggested values, as its schema gives them: examples, example (OpenAPI),
     default, const, enum, then its description's examples (as text, and as the JSON value the
     text spells, "10" as 10)."""
-    values: list[Any] = []
+    values: JsonArray = []
     examples = schema.get("examples")
     if isinstance(examples, list):
         values += examples
@@ -78,24 +81,25 @@ def candidates(schema: dict[str, Any]) -> list[Any]:
     for key in ("default", "const"):
         if key in schema:
             values.append(schema[key])
-    if isinstance(schema.get("enum"), list):
-        values += schema["enum"]
+    enum = schema.get("enum")
+    if isinstance(enum, list):
+        values += enum
     for text in description_examples(schema.get("description")):
         values.append(text)
         with contextlib.suppress(ValueError):
-            values.append(json.loads(text))
+            values.append(loads(text))
     return values
 
 
 def property_hints(
-    schema: Any, admits: Callable[[dict[str, Any], Any], bool], skip: set[tuple[str, ...]]
+    schema: JsonValue, admits: Callable[[JsonObject, JsonValue], bool], skip: set[tuple[str, ...]]
 ) -> list[HintPath]:
     """(names leading to it through nested objects, suggested values) of each property with
     suggestions its own schema admits; skip: paths whose values are drawn elsewhere (an
     optional property's default, which with_defaults sends or leaves out)."""
     found: list[HintPath] = []
 
-    def walk(node: Any, path: tuple[str, ...]) -> None:
+    def walk(node: JsonValue, path: tuple[str, ...]) -> None:
         properties = node.get("properties") if isinstance(node, dict) else None
         if not isinstance(properties, dict):
             return
@@ -115,16 +119,16 @@ def property_hints(
     return found
 
 
-def description_seeds(text: Any, valid: Callable[[Any], bool]) -> list[dict[str, Any]]:
+def description_seeds(text: object, valid: Callable[[JsonValue], bool]) -> list[JsonObject]:
     """Whole argument objects a tool's description spells as JSON ("Example: {"timezone":
     "UTC"}"), where they are valid."""
     if not isinstance(text, str):
         return []
     decoder = json.JSONDecoder()
-    found = []
+    found: list[JsonObject] = []
     for match in re.finditer(r"\{", text):
         try:
-            value, _ = decoder.raw_decode(text, match.start())
+            value: JsonValue = decoder.raw_decode(text, match.start())[0]
         except ValueError:
             continue
         if isinstance(value, dict) and value and valid(value):
@@ -132,9 +136,9 @@ def description_seeds(text: Any, valid: Callable[[Any], bool]) -> list[dict[str,
     return _unique(found)
 
 
-def _unique(values: Any) -> list[Any]:
+def _unique(values: Iterable[T]) -> list[T]:
     """values once each, as JSON tells them apart (1 and true are two values)."""
-    seen: dict[str, Any] = {}
+    seen: dict[str, T] = {}
     for value in values:
         try:
             key = json.dumps(value, sort_keys=True)

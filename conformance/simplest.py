@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, TypeGuard
+from typing import TypeGuard
+
+from plugin_spec.json_types import JsonArray, JsonObject, JsonValue
 
 FORMATS = {
     "date": "2000-01-01",
@@ -38,7 +40,7 @@ class NoSimpleInstance(Exception):
     """The schema uses something the walk does not build; search for an instance instead."""
 
 
-def simplest_instance(schema: Any) -> Any:
+def simplest_instance(schema: JsonValue) -> JsonValue:
     """A small value valid against schema (the caller validates it), or NoSimpleInstance."""
     if schema is True or schema == {}:
         return {}
@@ -51,29 +53,31 @@ def simplest_instance(schema: Any) -> Any:
     if "const" in schema:
         return schema["const"]
     if "enum" in schema:
-        if not isinstance(schema["enum"], list) or not schema["enum"]:
+        enum = schema["enum"]
+        if not isinstance(enum, list) or not enum:
             raise NoSimpleInstance("empty enum")
-        return schema["enum"][0]
+        return enum[0]
     kind = schema.get("type")
     kinds = kind if isinstance(kind, list) else [kind]
     for candidate in kinds:
-        if candidate in BUILDERS:
+        if isinstance(candidate, str) and candidate in BUILDERS:
             return BUILDERS[candidate](schema)
     if kind is None:
         return BUILDERS["object"](schema) if "properties" in schema else {}
     raise NoSimpleInstance(f"type {kind!r}")
 
 
-def _string(schema: dict[str, Any]) -> str:
-    if schema.get("format") in FORMATS:
-        return FORMATS[schema["format"]]
+def _string(schema: JsonObject) -> str:
+    form = schema.get("format")
+    if isinstance(form, str) and form in FORMATS:
+        return FORMATS[form]
     length = schema.get("minLength", 0)
     if not isinstance(length, int):
         raise NoSimpleInstance("minLength")
     return "a" * length
 
 
-def _number(schema: dict[str, Any], integer: bool) -> int | float:
+def _number(schema: JsonObject, integer: bool) -> int | float:
     """0 unless the bounds exclude it, then the nearest bound; the caller checks the rest."""
     value: float = 0
     low, high = schema.get("minimum"), schema.get("maximum")
@@ -94,11 +98,11 @@ def _number(schema: dict[str, Any], integer: bool) -> int | float:
     return value
 
 
-def _is_number(value: Any) -> TypeGuard[int | float]:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _array(schema: dict[str, Any]) -> list[Any]:
+def _array(schema: JsonObject) -> JsonArray:
     count = schema.get("minItems", 0)
     if not isinstance(count, int):
         raise NoSimpleInstance("minItems")
@@ -109,15 +113,18 @@ def _array(schema: dict[str, Any]) -> list[Any]:
     return [simplest_instance(schema.get("items", {})) for _ in range(count)]
 
 
-def _object(schema: dict[str, Any]) -> dict[str, Any]:
+def _object(schema: JsonObject) -> JsonObject:
     properties = schema.get("properties") or {}
     required = schema.get("required") or []
     if not isinstance(properties, dict) or not isinstance(required, list):
         raise NoSimpleInstance("properties or required malformed")
-    return {name: simplest_instance(properties.get(name, {})) for name in required}
+    names = [name for name in required if isinstance(name, str)]
+    if len(names) != len(required):
+        raise NoSimpleInstance("properties or required malformed")
+    return {name: simplest_instance(properties.get(name, {})) for name in names}
 
 
-BUILDERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+BUILDERS: dict[str, Callable[[JsonObject], JsonValue]] = {
     "object": _object,
     "string": _string,
     "integer": lambda schema: _number(schema, integer=True),

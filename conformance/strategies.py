@@ -30,10 +30,11 @@ from jsonschema.validators import validator_for
 from conformance.generator_dialect import UntranslatableKeyword, for_generator
 from conformance.input_hints import HintPath, description_seeds, property_hints
 from conformance.simplest import NoSimpleInstance, simplest_instance
+from plugin_spec.json_types import JsonObject, JsonValue
 from plugin_spec.schema_refs import DOCUMENT_ONLY, ExternalRef, external_refs
 from plugin_spec.schema_subset import to_json_schema
 
-WRONG_TYPE_VALUES: dict[str, Any] = {
+WRONG_TYPE_VALUES: dict[str, JsonValue] = {
     "string": 12345,
     "integer": "not a number",
     "number": "not a number",
@@ -67,37 +68,42 @@ class ExternalRefs(GeneratorGap):
         return "; ".join(ref.describe(at) for ref in self.refs)
 
 
-def closed_objects(schema: Any) -> Any:
+def closed_objects(schema: JsonObject) -> JsonObject:
     """schema with objects that do not say otherwise closed to undeclared properties.
 
     Models send the properties a tool declares; generating arbitrary extra keys would spend
     the example budget (and most of the time) on inputs no host produces. Values generated
     from the closed schema are still valid against the open one.
     """
-    if not isinstance(schema, dict):
-        return schema
     result = dict(schema)
-    if isinstance(schema.get("properties"), dict):
-        result["properties"] = {k: closed_objects(v) for k, v in schema["properties"].items()}
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        result["properties"] = {k: _closed(v) for k, v in properties.items()}
         result.setdefault("additionalProperties", False)
     if "items" in schema:
-        result["items"] = closed_objects(schema["items"])
+        result["items"] = _closed(schema["items"])
     return result
 
 
-DefaultedPath = tuple[tuple[str, ...], Any]
+def _closed(schema: JsonValue) -> JsonValue:
+    return closed_objects(schema) if isinstance(schema, dict) else schema
+
+
+DefaultedPath = tuple[tuple[str, ...], JsonValue]
 # What becomes of a defaulted property in one input; shrinking goes toward the first.
 DEFAULT_CHOICES = ("omit", "default", "drawn")
 
 
-def defaulted_properties(schema: Any) -> list[DefaultedPath]:
+def defaulted_properties(schema: JsonValue) -> list[DefaultedPath]:
     """(names leading to it through nested objects, default) of each optional property whose
     default its own schema admits; a required one is never left out, and an invalid default
     (FY-MAN's business) is never sent as if it were valid."""
     found: list[DefaultedPath] = []
 
-    def walk(node: Any, path: tuple[str, ...]) -> None:
-        properties = node.get("properties") if isinstance(node, dict) else None
+    def walk(node: JsonValue, path: tuple[str, ...]) -> None:
+        if not isinstance(node, dict):
+            return
+        properties = node.get("properties")
         if not isinstance(properties, dict):
             return
         required = node.get("required")
@@ -113,7 +119,7 @@ def defaulted_properties(schema: Any) -> list[DefaultedPath]:
     return found
 
 
-def _admits(schema: dict[str, Any], value: Any) -> bool:
+def _admits(schema: JsonObject, value: JsonValue) -> bool:
     try:
         return bool(Draft202012Validator(schema, registry=DOCUMENT_ONLY).is_valid(value))
     except Exception:  # a schema jsonschema cannot evaluate: its default is not trusted
@@ -121,8 +127,8 @@ def _admits(schema: dict[str, Any], value: Any) -> bool:
 
 
 def with_defaults(
-    strategy: st.SearchStrategy[Any], schema: Any, validator: Validator
-) -> st.SearchStrategy[Any]:
+    strategy: st.SearchStrategy[JsonValue], schema: JsonValue, validator: Validator
+) -> st.SearchStrategy[JsonValue]:
     """strategy, with each defaulted optional property left out, set to its default or
     kept as drawn, chosen per input; a change the whole schema rejects (minProperties, say)
     is not made."""
@@ -131,7 +137,7 @@ def with_defaults(
         return strategy
     choices = st.tuples(*(st.sampled_from(DEFAULT_CHOICES) for _ in paths))
 
-    def apply(pair: tuple[Any, tuple[str, ...]]) -> Any:
+    def apply(pair: tuple[JsonValue, tuple[str, ...]]) -> JsonValue:
         value, chosen = pair
         changed = apply_defaults(value, paths, chosen)
         return changed if validator.is_valid(changed) else value
@@ -139,11 +145,13 @@ def with_defaults(
     return st.tuples(strategy, choices).map(apply)
 
 
-def apply_defaults(value: Any, paths: list[DefaultedPath], chosen: tuple[str, ...]) -> Any:
+def apply_defaults(
+    value: JsonValue, paths: list[DefaultedPath], chosen: tuple[str, ...]
+) -> JsonValue:
     """A copy of value with each defaulted property omitted, defaulted or left as chosen."""
     value = copy.deepcopy(value)
     for (path, default), choice in zip(paths, chosen, strict=True):
-        parent = value
+        parent: JsonValue = value
         for name in path[:-1]:
             parent = parent.get(name) if isinstance(parent, dict) else None
         if not isinstance(parent, dict) or choice == "drawn":
@@ -161,8 +169,8 @@ HINT_CHOICES = ("hint", "drawn")
 
 
 def with_hints(
-    strategy: st.SearchStrategy[Any], hints: list[HintPath], validator: Validator
-) -> st.SearchStrategy[Any]:
+    strategy: st.SearchStrategy[JsonValue], hints: list[HintPath], validator: Validator
+) -> st.SearchStrategy[JsonValue]:
     """strategy, with each property that has suggested values set to one of them or kept as
     drawn, chosen per input; a change the whole schema rejects is not made."""
     if not hints:
@@ -171,11 +179,11 @@ def with_hints(
         *(st.tuples(st.sampled_from(HINT_CHOICES), st.sampled_from(values)) for _, values in hints)
     )
 
-    def apply(pair: tuple[Any, tuple[tuple[str, Any], ...]]) -> Any:
+    def apply(pair: tuple[JsonValue, tuple[tuple[str, JsonValue], ...]]) -> JsonValue:
         value, chosen = pair
         changed = copy.deepcopy(value)
         for (path, _), (choice, hint) in zip(hints, chosen, strict=True):
-            parent = changed
+            parent: JsonValue = changed
             for name in path[:-1]:
                 parent = parent.get(name) if isinstance(parent, dict) else None
             if choice == "hint" and isinstance(parent, dict):
@@ -191,16 +199,18 @@ class InputSpace:
     user or the tool's description gave (minimal() is the first), dropped says which given
     inputs the schema refused."""
 
-    schema: dict[str, Any]
+    schema: JsonObject
     validator: Validator
-    strategy: st.SearchStrategy[Any]
-    seeds: tuple[Any, ...] = ()
+    strategy: st.SearchStrategy[JsonValue]
+    seeds: tuple[JsonValue, ...] = ()
     dropped: tuple[str, ...] = ()
     # minimal()'s input, or the gap it raised, once found: every check of a tool asks again
-    _minimal: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
+    _minimal: list[JsonValue | GeneratorGap] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     @classmethod
-    def of(cls, input_schema: Any) -> InputSpace:
+    def of(cls, input_schema: object) -> InputSpace:
         if not isinstance(input_schema, dict):
             raise GeneratorGap("the tool has no inputSchema object")
         # Imported here: hypothesis-jsonschema builds strategies at import time, which pytest
@@ -228,13 +238,13 @@ class InputSpace:
         return cls(schema, validator, strategy)
 
     def seeded(
-        self, given: Sequence[Any] = (), description: Any = None, at: str = ""
+        self, given: Sequence[JsonValue] = (), description: object = None, at: str = ""
     ) -> InputSpace:
         """This space searching from what the tool's words suggest first: given (argument
         objects of --examples-file, whose pointer is at), whole inputs its description spells
         as JSON, and each property's suggested values (input_hints.py). A given input the
         schema refuses is dropped, and said so in dropped."""
-        seeds: list[Any] = []
+        seeds: list[JsonValue] = []
         dropped: list[str] = []
         for index, value in enumerate(given):
             error = next(iter(self.validator.iter_errors(value)), None)
@@ -250,7 +260,7 @@ class InputSpace:
             strategy = st.one_of(st.sampled_from(seeds).map(copy.deepcopy), strategy)
         return InputSpace(self.schema, self.validator, strategy, tuple(seeds), tuple(dropped))
 
-    def draw_valid(self, draw: Callable[[st.SearchStrategy[Any]], Any]) -> Any:
+    def draw_valid(self, draw: Callable[[st.SearchStrategy[JsonValue]], JsonValue]) -> Any:
         """One generated input, re-validated; a rejected one raises GeneratorGap."""
         try:
             value = draw(self.strategy)
@@ -285,7 +295,7 @@ class InputSpace:
             raise found.with_traceback(None)
         return copy.deepcopy(found)
 
-    def _find_minimal(self) -> Any:
+    def _find_minimal(self) -> JsonValue:
         try:
             value = simplest_instance(self.schema)
         except NoSimpleInstance:
@@ -304,7 +314,7 @@ class InputSpace:
         except Exception as exc:
             raise GeneratorGap(f"no valid input could be generated: {exc}") from None
 
-    def mutations(self, value: Any, textual: Iterable[str] = ()) -> list[tuple[str, Any]]:
+    def mutations(self, value: JsonValue, textual: Iterable[str] = ()) -> list[tuple[str, Any]]:
         """Ways to break a valid input: drop a required property, give one a wrong type, or
         give a string enum a value it does not list.
 
@@ -314,18 +324,21 @@ class InputSpace:
         textual = set(textual)
         if not isinstance(value, dict):
             return []
-        found = []
-        for name in self.schema.get("required", []):
-            if name in value:
+        found: list[tuple[str, JsonObject]] = []
+        required = self.schema.get("required", [])
+        for name in required if isinstance(required, list) else []:
+            if isinstance(name, str) and name in value:
                 broken = copy.deepcopy(value)
                 del broken[name]
                 found.append((f"required property {name!r} dropped", broken))
-        for name, sub in (self.schema.get("properties") or {}).items():
+        properties = self.schema.get("properties") or {}
+        for name, sub in properties.items() if isinstance(properties, dict) else ():
             kind = sub.get("type") if isinstance(sub, dict) else None
             choices = sub.get("enum") if isinstance(sub, dict) else None
-            if isinstance(choices, list) and all(isinstance(c, str) for c in choices):
+            texts = [c for c in choices if isinstance(c, str)] if isinstance(choices, list) else []
+            if isinstance(choices, list) and len(texts) == len(choices):
                 # Outside the enum: a different text, so a break even where it travels as text.
-                outside = "-".join(["not", *choices]) or "not-listed"
+                outside = "-".join(["not", *texts]) or "not-listed"
                 found.append(
                     (
                         f"property {name!r} given {outside!r}, not one of its enum",
