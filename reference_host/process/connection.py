@@ -38,7 +38,7 @@ from plugin_spec.fengyu_runtime import (
     handshake_problems,
     parse_log_line,
 )
-from plugin_spec.framing import MAX_FRAME_BYTES, decode_line, encode_json
+from plugin_spec.framing import MAX_FRAME_BYTES, decode_message, encode_json, line_head
 from plugin_spec.json_types import JsonObject, JsonValue, ReadOnlyJson
 from plugin_spec.line_depth import TOO_DEEP, too_deep
 from reference_host.process.launch import WorkerSpec
@@ -451,13 +451,14 @@ class WorkerConnection:
                 self._stray(line[:1000].decode("utf-8", "replace"), TOO_DEEP)
             self._abort(WorkerProtocolError(f"worker sent {TOO_DEEP}; it was killed", self.stderr))
             return
-        text, message = decode_line(line)
+        message = decode_message(line)
         problem = stdout_problem(message)
         if problem is not None and self._stray is not None:
-            self._stray(text[:1000], problem)
+            self._stray(line_head(line), problem)
         if message is None:
-            if text.strip():
-                self.skipped_stdout.append(text[:1000])
+            if line.strip():
+                text = line_head(line)
+                self.skipped_stdout.append(text)
                 log.warning("%s: skipped non-JSON stdout line: %.200s", self.spec.plugin_id, text)
             return
         request_id = message.get("id")

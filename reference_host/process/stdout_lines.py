@@ -22,7 +22,8 @@ class StdoutLines:
 
     def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
         self._limit = limit
-        self._partial = bytearray()
+        self._partial: list[bytes] = []  # the pieces of a line begun, joined once it ends
+        self._held = 0  # their bytes
         self._sink: LineSink | None = None
         self._early: list[bytes] = []
         self.overrun = False
@@ -43,10 +44,11 @@ class StdoutLines:
             self._keep(data)
             return
         if self._partial:
-            first = bytes(self._partial) + data[: end + 1]
-            self._partial.clear()
+            self._partial.append(data[: end + 1])
+            first = b"".join(self._partial)
+            self._partial, self._held = [], 0
         else:
-            first = data[: end + 1]
+            first = data if end + 1 == len(data) else data[: end + 1]
         if not self._deliver(first):
             return
         start = end + 1
@@ -54,22 +56,25 @@ class StdoutLines:
             if not self._deliver(data[start : end + 1]):
                 return
             start = end + 1
-        self._keep(data[start:])
+        if start < len(data):
+            self._keep(data[start:])
 
     def feed_eof(self) -> None:
         """The pipe is closed: a last line without its newline is handed on too."""
         if self.closed.done():
             return
-        if self._partial.strip():
-            self._deliver(bytes(self._partial))
-        self._partial.clear()
+        rest = b"".join(self._partial)
+        self._partial, self._held = [], 0
+        if rest.strip():
+            self._deliver(rest)
         if not self.closed.done():
             self.closed.set_result(None)
 
     def _keep(self, data: bytes) -> None:
         """Hold the start of a line; one that outgrows the limit ends the delivery."""
-        self._partial += data
-        if len(self._partial) > self._limit:
+        self._partial.append(data)
+        self._held += len(data)
+        if self._held > self._limit:
             self._stop()
 
     def _deliver(self, line: bytes) -> bool:
@@ -84,5 +89,5 @@ class StdoutLines:
 
     def _stop(self) -> None:
         self.overrun = True
-        self._partial.clear()
+        self._partial, self._held = [], 0
         self.closed.set_result(None)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import fengyu_worker
 from fengyu_worker import decode_json, encode_json
+from plugin_spec.framing import decode_line, decode_message, line_head
 
 orjson = pytest.importorskip("orjson")
 
@@ -118,3 +119,28 @@ def test_without_orjson_json_writes_everything(stdlib_only: None) -> None:
     assert encode_json({"text": "é"}) == '{"text":"é"}'.encode()
     with pytest.raises(ValueError):
         encode_json(float("nan"))
+
+
+lines = st.one_of(
+    values.map(lambda v: json.dumps(v, default=str, ensure_ascii=False).encode("utf-8", "replace")),
+    st.binary(max_size=40),
+    st.sampled_from(
+        [
+            b'\xef\xbb\xbf{"id":"1"}',  # a BOM: not JSON text as the host reads a line
+            '{"id":"1"}'.encode("utf-16-le"),
+            b'{"id":"\xff"}',  # not UTF-8: read with a replacement character
+            b'{"id":"1"}\r',
+            b'  {"id":"1"}',
+            b'{"id":1e400}',
+        ]
+    ),
+).map(lambda raw: raw + b"\n")
+
+
+@given(lines)
+def test_the_reader_s_fast_way_reads_a_line_as_the_text_way_does(raw: bytes) -> None:
+    """framing.decode_message (the bytes as they came) against decode_line (the text)."""
+    fast, plain = _both(lambda: decode_message(raw))
+    text_way = decode_line(raw)[1]
+    assert _same(fast, text_way) and _same(plain, text_way)
+    assert line_head(raw) == decode_line(raw)[0][:1000]
