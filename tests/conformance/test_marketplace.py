@@ -250,6 +250,13 @@ def _targets(folder: Path) -> Path:
     return path
 
 
+def _one_shard(targets: Path, output: Path, *args: str) -> str:
+    """The command line of a marketplace run of every target as its one shard, into output;
+    args are the run's further options, then `--` and the kit's."""
+    command = ["plugin-conformance", "marketplace", "--targets", str(targets), "--shard", "1/1"]
+    return shlex.join([*command, "--output", str(output), *args])
+
+
 def _bash(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", **env}
     return subprocess.run(
@@ -321,25 +328,7 @@ def test_the_workflow_and_the_job_run_two_shards_that_merge_to_one_runs_items(
     )
     assert _bash(line, tmp_path).returncode == 0
     job_night = json.loads((tmp_path / "job" / "merged.json").read_text())
-    one = _bash(
-        shlex.join(
-            [
-                "plugin-conformance",
-                "marketplace",
-                "--targets",
-                str(targets),
-                "--shard",
-                "1/1",
-                "--output",
-                str(tmp_path / "one"),
-                "--wall",
-                "20",
-                "--",
-                *kit.split(),
-            ]
-        ),
-        tmp_path,
-    )
+    one = _bash(_one_shard(targets, tmp_path / "one", "--wall", "20", "--", *kit.split()), tmp_path)
     assert one.returncode == 0, one.stderr
     whole = json.loads((tmp_path / "one" / "shard-1-of-1.json").read_text())
     assert _items(night) == _items(whole) == _items(job_night)
@@ -400,24 +389,8 @@ def test_a_target_over_its_memory_or_whose_launcher_gave_up_says_so(tmp_path: Pa
     ]
     targets = tmp_path / "targets.jsonl"
     targets.write_text("\n".join(json.dumps(line) for line in lines))
-    line = shlex.join(
-        [
-            "plugin-conformance",
-            "marketplace",
-            "--targets",
-            str(targets),
-            "--shard",
-            "1/1",
-            "--output",
-            str(tmp_path / "out"),
-            "--memory",
-            "200M",
-            "--wall",
-            "120",
-            "--",
-            "-m",
-            "lifecycle",
-        ]
+    line = _one_shard(
+        targets, tmp_path / "out", "--memory", "200M", "--wall", "120", "--", "-m", "lifecycle"
     )
     done = _bash(line, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
