@@ -34,6 +34,12 @@ def as_array(value: JsonValue) -> JsonArray:
     return value if isinstance(value, list) else []
 
 
+def objects_in(value: JsonValue) -> list[JsonObject]:
+    """The objects of value when it is a JSON array (other items left out), else none: for
+    reading a list of records."""
+    return [item for item in as_array(value) if isinstance(item, dict)]
+
+
 def json_copy(value: ReadOnlyJson) -> JsonValue:
     """A deep copy in new dicts and lists (a Mapping becomes a dict, a Sequence a list): what
     code that changes JSON it was lent works on."""

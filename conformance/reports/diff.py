@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from plugin_spec.json_types import JsonObject, loads, objects_in
 
 RANK = {"failed": 3, "stale-baseline-entry": 3, "warned": 2, "not-exercised": 1}
 
@@ -34,7 +35,7 @@ class Change:
     def item(self) -> str:
         return f"{self.requirement}{f' [{self.tool}]' if self.tool else ''}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "target": self.target,
             "requirement": self.requirement,
@@ -54,18 +55,18 @@ class Comparison:
     targets_added: list[str] = field(default_factory=list)
     targets_removed: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         kinds = ("regressed", "fixed", "appeared", "disappeared")
-        document: dict[str, Any] = {k: [c.to_json() for c in getattr(self, k)] for k in kinds}
-        document["targets_added"] = self.targets_added
-        document["targets_removed"] = self.targets_removed
+        document: JsonObject = {k: [c.to_json() for c in getattr(self, k)] for k in kinds}
+        document["targets_added"] = list(self.targets_added)
+        document["targets_removed"] = list(self.targets_removed)
         return document
 
 
-def load_report(path: Path) -> dict[str, Any]:
+def load_report(path: Path) -> JsonObject:
     """A JSON report written by --conformance-report, or ReportError naming what is wrong."""
     try:
-        document = json.loads(path.read_text("utf-8"))
+        document = loads(path.read_text("utf-8"))
     except OSError as exc:
         raise ReportError(f"{path}: cannot be read: {exc.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -83,7 +84,7 @@ def load_report(path: Path) -> dict[str, Any]:
     return document
 
 
-def compare(old: dict[str, Any], new: dict[str, Any]) -> Comparison:
+def compare(old: JsonObject, new: JsonObject) -> Comparison:
     """The changes from the old report to the new one, in the new report's order."""
     before = _items(old)
     after = _items(new)
@@ -110,20 +111,26 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> Comparison:
     return comparison
 
 
-def _items(document: dict[str, Any]) -> dict[tuple[str, str, str | None], dict[str, Any]]:
-    return {(r["plugin"], r["requirement"], r.get("tool")): r for r in document["results"]}
+Item = tuple[str, str, str | None]  # target, requirement, tool
 
 
-def _change(
-    key: tuple[str, str, str | None], old: dict[str, Any] | None, new: dict[str, Any] | None
-) -> Change:
+def _items(document: JsonObject) -> dict[Item, JsonObject]:
+    return {_item(r): r for r in objects_in(document["results"])}
+
+
+def _item(record: JsonObject) -> Item:
+    tool = record.get("tool")
+    return str(record["plugin"]), str(record["requirement"]), None if tool is None else str(tool)
+
+
+def _change(key: Item, old: JsonObject | None, new: JsonObject | None) -> Change:
     either = new or old or {}
     return Change(
         key[0],
         key[1],
         key[2],
-        old["status"] if old else None,
-        new["status"] if new else None,
+        str(old["status"]) if old else None,
+        str(new["status"]) if new else None,
         bool(either.get("setup")),
     )
 

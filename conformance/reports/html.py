@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 from html import escape
-from typing import Any
+
+from plugin_spec.json_types import JsonObject, as_object, objects_in
 
 STATUSES = (
     "failed",
@@ -42,24 +43,27 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:.6rem;
 """
 
 
-def html_report(document: dict[str, Any]) -> str:
+def html_report(document: JsonObject) -> str:
     """The page for one JSON report (conformance/report.py's document)."""
-    records = document["results"]
-    run = document.get("run") or {}
-    kit = document["kit"]
+    records = objects_in(document["results"])
+    run = as_object(document.get("run"))
+    kit = as_object(document["kit"])
     targets = list(
-        dict.fromkeys([p["label"] for p in document["plugins"]] + [r["plugin"] for r in records])
+        dict.fromkeys(
+            [str(p["label"]) for p in objects_in(document["plugins"])]
+            + [str(r["plugin"]) for r in records]
+        )
     )
     totals = Counter(r["status"] for r in records)
     summary = ", ".join(f"{totals[s]} {s}" for s in STATUSES if totals[s])
     body = [
         "<h1>Plugin conformance report</h1>",
-        f'<p class="meta">{escape(kit["name"])} {escape(str(kit["version"]))}'
+        f'<p class="meta">{escape(str(kit["name"]))} {escape(str(kit["version"]))}'
         + (f", started {escape(str(run['started']))}" if run.get("started") else "")
-        + (f", run time {float(run['seconds']):.1f} s" if run.get("seconds") is not None else "")
+        + (f", run time {_seconds(run):.1f} s" if run.get("seconds") is not None else "")
         + f"</p><p>{len(targets)} target(s): {escape(summary) or 'no items'}</p>",
     ]
-    tools = document.get("tools") or []
+    tools = objects_in(document.get("tools") or [])
     for target in targets:
         body += _target(
             target,
@@ -74,15 +78,22 @@ def html_report(document: dict[str, Any]) -> str:
     )
 
 
-def _target(target: str, records: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[str]:
+def _seconds(run: JsonObject) -> float:
+    seconds = run["seconds"]
+    if not isinstance(seconds, int | float | str):
+        raise TypeError(f"run seconds is not a number: {seconds!r}")
+    return float(seconds)
+
+
+def _target(target: str, records: list[JsonObject], tools: list[JsonObject]) -> list[str]:
     parts = [f"<h2>{escape(target)}</h2>"]
     setup = [r for r in records if r.get("setup") and r["status"] == "failed"]
     for record in setup:
         parts.append(
-            f'<div class="setup"><strong>Setup failure: {escape(record["requirement"])} '
-            f"{escape(record['title'])}</strong>: the kit could not load or start the target "
+            f'<div class="setup"><strong>Setup failure: {escape(str(record["requirement"]))} '
+            f"{escape(str(record['title']))}</strong>: the kit could not load or start the target "
             "as its host does; what depends on that was skipped or ran another way."
-            + "".join(_finding_text(f) for f in record["findings"])
+            + "".join(_finding_text(f) for f in objects_in(record["findings"]))
             + _rerun(record)
             + "</div>"
         )
@@ -108,28 +119,29 @@ def _target(target: str, records: list[dict[str, Any]], tools: list[dict[str, An
         parts.append("<h3>Findings</h3>")
     for record in shown:
         tool = f" [{escape(str(record['tool']))}]" if record.get("tool") else ""
-        detail = "".join(_finding_text(f) for f in record["findings"])
+        detail = "".join(_finding_text(f) for f in objects_in(record["findings"]))
         if record["status"] == "not-exercised":
             detail += f"<pre>{escape(str(record.get('not_exercised') or ''))}</pre>"
         elif record.get("reason"):
             detail += f"<p>{escape(str(record['reason']))}</p>"
         detail += _rerun(record)
         parts.append(
-            f'<div class="finding {escape(record["status"])}"><h4>{escape(record["requirement"])}'
-            f"{tool} {escape(record['title'])} ({escape(record['level'])}, "
-            f"{escape(record['status'])})</h4>{detail}</div>"
+            f'<div class="finding {escape(str(record["status"]))}">'
+            f"<h4>{escape(str(record['requirement']))}"
+            f"{tool} {escape(str(record['title']))} ({escape(str(record['level']))}, "
+            f"{escape(str(record['status']))})</h4>{detail}</div>"
         )
     return parts
 
 
-def _matrix(records: list[dict[str, Any]]) -> str:
+def _matrix(records: list[JsonObject]) -> str:
     """Areas by status, each cell the count of items (coloured by status when not zero)."""
     counts: Counter[tuple[str, str]] = Counter()
     areas: dict[str, None] = {}
     for record in records:
-        area = _area(record["requirement"])
+        area = _area(str(record["requirement"]))
         areas[area] = None
-        counts[(area, record["status"])] += 1
+        counts[(area, str(record["status"]))] += 1
     used = [s for s in STATUSES if any(counts[(a, s)] for a in areas)]
     head = "".join(f"<th>{escape(s)}</th>" for s in used)
     rows = []
@@ -144,7 +156,7 @@ def _matrix(records: list[dict[str, Any]]) -> str:
     return f'<table class="matrix"><tr><th>area</th>{head}</tr>{"".join(rows)}</table>'
 
 
-def _rerun(record: dict[str, Any]) -> str:
+def _rerun(record: JsonObject) -> str:
     """The command that runs the item again, when the record has one."""
     if not record.get("rerun"):
         return ""
@@ -156,7 +168,7 @@ def _area(requirement: str) -> str:
     return requirement.rsplit("-", 1)[0]
 
 
-def _finding_text(finding: dict[str, Any]) -> str:
+def _finding_text(finding: JsonObject) -> str:
     where = str(finding.get("file") or "")
     if finding.get("line"):
         where += f":{finding['line']}"

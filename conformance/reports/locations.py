@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from plugin_spec.json_types import JsonMapping
 
 _SELECTED_IN = re.compile(r"\((?P<file>[^()]+)\)$")
 
@@ -23,7 +24,7 @@ class Place:
     inside: bool
 
 
-def place(record: dict[str, Any], finding: dict[str, Any], run_dir: str) -> Place | None:
+def place(record: JsonMapping, finding: JsonMapping, run_dir: str) -> Place | None:
     """The finding's file, if it names one that exists (None: a server given by command)."""
     named = str(finding.get("file") or "")
     root = Path(str(record.get("plugin_dir") or run_dir))
@@ -36,5 +37,6 @@ def place(record: dict[str, Any], finding: dict[str, Any], run_dir: str) -> Plac
             base = Path(run_dir).resolve()
             inside = path.is_relative_to(base)
             shown = path.relative_to(base).as_posix() if inside else path.as_uri()
-            return Place(shown, finding.get("line"), inside)
+            line = finding.get("line")
+            return Place(shown, line if isinstance(line, int) else None, inside)
     return None

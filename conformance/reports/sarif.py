@@ -15,10 +15,10 @@ import hashlib
 from collections import Counter
 from importlib.metadata import PackageNotFoundError, metadata
 from pathlib import Path
-from typing import Any
 
 from conformance.catalog import Requirement, load_catalog
 from conformance.reports.locations import place
+from plugin_spec.json_types import JsonArray, JsonObject, as_object, objects_in
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT = "conformanceItem/v1"
@@ -26,18 +26,22 @@ _LEVEL = {"failed": "error", "stale-baseline-entry": "error", "warned": "warning
 _SHOWN = ("failed", "stale-baseline-entry", "warned", "expected-failure", "not-exercised")
 
 
-def sarif_log(document: dict[str, Any]) -> dict[str, Any]:
+def sarif_log(document: JsonObject) -> JsonObject:
     """The SARIF log of one JSON report (conformance/report.py's document)."""
     catalog = load_catalog()
-    run_info = document.get("run") or {}
+    run_info = as_object(document.get("run"))
     run_dir = str(run_info.get("dir") or ".")
-    records = [r for r in document["results"] if r["status"] in _SHOWN]
-    used = sorted({r["requirement"] for r in records if r["requirement"] in catalog})
-    rules = [_rule(catalog[rid]) for rid in used]
+    records = [r for r in objects_in(document["results"]) if r["status"] in _SHOWN]
+    used = sorted(
+        {rid for r in records if isinstance(rid := r["requirement"], str) and rid in catalog}
+    )
+    rules: JsonArray = [_rule(catalog[rid]) for rid in used]
     index = {rid: i for i, rid in enumerate(used)}
     seen: Counter[str] = Counter()
-    results = [result for record in records for result in _results(record, index, run_dir, seen)]
-    notifications = [
+    results: JsonArray = [
+        result for record in records for result in _results(record, index, run_dir, seen)
+    ]
+    notifications: JsonArray = [
         {
             "level": "error",
             "message": {
@@ -49,10 +53,11 @@ def sarif_log(document: dict[str, Any]) -> dict[str, Any]:
         for r in records
         if r.get("setup") and r["status"] == "failed"
     ]
-    invocation: dict[str, Any] = {"executionSuccessful": True}
+    invocation: JsonObject = {"executionSuccessful": True}
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
     base = Path(run_dir).resolve().as_uri() + "/"
+    kit = as_object(document["kit"])
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -60,8 +65,8 @@ def sarif_log(document: dict[str, Any]) -> dict[str, Any]:
             {
                 "tool": {
                     "driver": {
-                        "name": document["kit"]["name"],
-                        "version": document["kit"]["version"],
+                        "name": kit["name"],
+                        "version": kit["version"],
                         "rules": rules,
                     }
                 },
@@ -73,12 +78,12 @@ def sarif_log(document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _rule(requirement: Requirement) -> dict[str, Any]:
+def _rule(requirement: Requirement) -> JsonObject:
     level = "error" if requirement.level.value == "MUST" else "warning"
     help_text = (
         f"{requirement.hint}\n\nWhy: {requirement.reason}\n\nSpecification: {requirement.doc}"
     )
-    rule: dict[str, Any] = {
+    rule: JsonObject = {
         "id": requirement.id,
         "name": "".join(word.capitalize() for word in requirement.title.split()),
         "shortDescription": {"text": requirement.title},
@@ -98,69 +103,70 @@ def _rule(requirement: Requirement) -> dict[str, Any]:
 
 
 def _results(
-    record: dict[str, Any], index: dict[str, int], run_dir: str, seen: Counter[str]
-) -> list[dict[str, Any]]:
-    findings = record["findings"] or [
+    record: JsonObject, index: dict[str, int], run_dir: str, seen: Counter[str]
+) -> list[JsonObject]:
+    findings = objects_in(record["findings"]) or [
         {"message": record.get("reason") or record["title"], "file": "", "pointer": ""}
     ]
     return [_result(record, finding, index, run_dir, seen) for finding in findings]
 
 
 def _result(
-    record: dict[str, Any],
-    finding: dict[str, Any],
+    record: JsonObject,
+    finding: JsonObject,
     index: dict[str, int],
     run_dir: str,
     seen: Counter[str],
-) -> dict[str, Any]:
+) -> JsonObject:
     status = record["status"]
     text = str(finding["message"])
     if finding.get("fix"):
         text += f"\nFix: {finding['fix']}"
     if status == "not-exercised":
         text = f"not exercised: {record.get('not_exercised') or text}"
-    result: dict[str, Any] = {
+    properties: JsonObject = {
+        "target": record["plugin"],
+        "status": status,
+        "setup": bool(record.get("setup")),
+    }
+    result: JsonObject = {
         "ruleId": record["requirement"],
         "message": {"text": text},
         "partialFingerprints": {FINGERPRINT: _fingerprint(record, finding, seen)},
-        "properties": {
-            "target": record["plugin"],
-            "status": status,
-            "setup": bool(record.get("setup")),
-        },
+        "properties": properties,
     }
-    if record["requirement"] in index:
-        result["ruleIndex"] = index[record["requirement"]]
+    if isinstance(rid := record["requirement"], str) and rid in index:
+        result["ruleIndex"] = index[rid]
     if status == "not-exercised":
         result |= {"kind": "open", "level": "none"}
     else:
-        result |= {"kind": "fail", "level": _LEVEL.get(status, "error")}
+        result |= {"kind": "fail", "level": _LEVEL.get(str(status), "error")}
     if status == "expected-failure":
         why = record.get("reason") or "listed in the baseline"
         result["suppressions"] = [{"kind": "external", "justification": why}]
     if record.get("tool"):
-        result["properties"]["tool"] = record["tool"]
+        properties["tool"] = record["tool"]
     if record.get("rerun"):
-        result["properties"]["rerun"] = record["rerun"]
+        properties["rerun"] = record["rerun"]
     where = place(record, finding, run_dir)
     if where is not None:
-        location: dict[str, Any] = {"uri": where.file}
+        location: JsonObject = {"uri": where.file}
         if where.inside:
             location["uriBaseId"] = "SRCROOT"
-        physical: dict[str, Any] = {"artifactLocation": location}
+        physical: JsonObject = {"artifactLocation": location}
         if where.line:
             physical["region"] = {"startLine": int(where.line)}
         result["locations"] = [{"physicalLocation": physical}]
     else:
-        logical = {"name": record["plugin"], "kind": "module"}
+        logical: JsonObject = {"name": record["plugin"], "kind": "module"}
         result["locations"] = [{"logicalLocations": [logical]}]
     return result
 
 
-def _fingerprint(record: dict[str, Any], finding: dict[str, Any], seen: Counter[str]) -> str:
+def _fingerprint(record: JsonObject, finding: JsonObject, seen: Counter[str]) -> str:
     """Stable across runs: what the finding is about, not how its message reads; a second
     finding with the same identity in one run is told apart by its rank."""
-    parts = [record["plugin"], record["requirement"], str(record.get("tool") or "")]
+    parts = [str(record["plugin"]), str(record["requirement"]), str(record.get("tool") or "")]
     parts += [str(finding.get("file") or ""), str(finding.get("pointer") or "")]
     key = "\0".join(parts)
     seen[key] += 1
