@@ -149,37 +149,32 @@ class SandboxPolicy:
         )
         return replace(self, data=data, places=places)
 
+    def _inward(self) -> list[tuple[Path, Path]]:
+        """Each place as (its folder out here, where the sandbox shows it)."""
+        return [(p.outside, p.inside) for p in self.places]
+
+    def _outward(self) -> list[tuple[Path, Path]]:
+        return [(p.inside, p.outside) for p in self.places]
+
     def inside(self, path: Path) -> Path:
         """Where path shows up in the sandbox: under the inside path of the innermost place
         that holds it, else at its own path."""
-        holding = [p for p in self.places if path.is_relative_to(p.outside)]
-        if not holding:
-            return path
-        place = max(holding, key=lambda p: len(p.outside.parts))
-        return place.inside / path.relative_to(place.outside)
+        return _moved(path, self._inward())
 
     def outside(self, path: Path) -> Path:
         """The path that shows up at path in the sandbox (inside's inverse)."""
-        holding = [p for p in self.places if path.is_relative_to(p.inside)]
-        if not holding:
-            return path
-        place = max(holding, key=lambda p: len(p.inside.parts))
-        return place.outside / path.relative_to(place.inside)
+        return _moved(path, self._outward())
 
     def inside_text(self, text: str) -> str:
         """A command-line word, a variable's value or a request's string with each place's
         path replaced by where the sandbox shows it (`-Djava.io.tmpdir=<data>/tmp`), the
         innermost places first."""
-        for place in sorted(self.places, key=lambda p: -len(p.outside.parts)):
-            text = _replace_path(text, str(place.outside), str(place.inside))
-        return text
+        return _moved_in_text(text, self._inward())
 
     def outside_text(self, text: str) -> str:
         """A worker's string (a path in its answer) with each place's inside path replaced
         by the folder it shows (inside_text's inverse)."""
-        for place in sorted(self.places, key=lambda p: -len(p.inside.parts)):
-            text = _replace_path(text, str(place.inside), str(place.outside))
-        return text
+        return _moved_in_text(text, self._outward())
 
     def inside_value(self, value: ReadOnlyJson) -> ReadOnlyJson:
         """A request's params with the places' paths in every string as the worker sees
@@ -484,6 +479,24 @@ def _map_strings(value: ReadOnlyJson, change: Callable[[str], str]) -> JsonValue
     if isinstance(value, Sequence):
         return [_map_strings(v, change) for v in value]
     return value
+
+
+def _moved(path: Path, moves: list[tuple[Path, Path]]) -> Path:
+    """path moved from under the innermost `from` folder of moves that holds it to under
+    its `to` folder; path itself where none holds it."""
+    holding = [(old, new) for old, new in moves if path.is_relative_to(old)]
+    if not holding:
+        return path
+    old, new = max(holding, key=lambda move: len(move[0].parts))
+    return new / path.relative_to(old)
+
+
+def _moved_in_text(text: str, moves: list[tuple[Path, Path]]) -> str:
+    """text with each `from` folder of moves replaced by its `to` folder, the innermost
+    first (_replace_path: only where it stands as a whole path or a path's beginning)."""
+    for old, new in sorted(moves, key=lambda move: -len(move[0].parts)):
+        text = _replace_path(text, str(old), str(new))
+    return text
 
 
 def _replace_path(text: str, old: str, new: str) -> str:
