@@ -29,19 +29,18 @@ class StartGate:
         """Starts queued behind the holder (diagnostics, and the tests' ordering)."""
         return sum(not future.done() for future in self._starts)
 
-    @contextlib.asynccontextmanager
-    async def start(self) -> AsyncIterator[None]:
+    def start(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Held while a call starts a worker; waits behind queued changes."""
-        await self._acquire(self._starts)
-        try:
-            yield
-        finally:
-            self._release()
+        return self._holding(self._starts)
+
+    def change(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Held while the spec changes; waits for the holder only, not for queued starts."""
+        return self._holding(self._changes)
 
     @contextlib.asynccontextmanager
-    async def change(self) -> AsyncIterator[None]:
-        """Held while the spec changes; waits for the holder only, not for queued starts."""
-        await self._acquire(self._changes)
+    async def _holding(self, queue: deque[asyncio.Future[None]]) -> AsyncIterator[None]:
+        """The gate, waited for in queue."""
+        await self._acquire(queue)
         try:
             yield
         finally:
