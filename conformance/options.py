@@ -15,11 +15,13 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from plugin_spec.providers import PROVIDERS
 
 if TYPE_CHECKING:  # imported where used: this module is every pytest run's
+    import pytest
+
     from reference_host.process.bounds import WorkerLimits
 
 # What each suite checks: the markers `-m` selects by, with their help text.
@@ -44,13 +46,18 @@ class OptionError(ValueError):
     """An option value the kit cannot run with; pytest shows it as a usage error."""
 
 
+# The kinds of ini value pytest's Parser.addini reads.
+IniType = Literal["string", "paths", "pathlist", "args", "linelist", "bool"]
+T = TypeVar("T")
+
+
 class Config(Protocol):
     """What from_config reads of a pytest.Config (kept structural: no pytest import here)."""
 
     @property
-    def option(self) -> Any: ...
+    def option(self) -> object: ...
 
-    def getini(self, name: str) -> Any: ...
+    def getini(self, name: str) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -64,21 +71,21 @@ class Flag:
     metavar: str | None = None
     suites: tuple[str, ...] = ()
     ini: str | None = None
-    ini_type: str | None = None
+    ini_type: IniType | None = None
     repeat: bool = False
     switch: bool = False
     path: bool = False  # relative to the folder pytest ran in; a rerun writes it absolute
     joined: bool = False  # written `--flag=value`: the value may start like a flag
     always: bool = False  # written even at its default, which an ini file may have changed
-    type: Callable[[str], Any] | None = None  # argparse's conversion of the flag's value
-    read: Callable[[Any], Any] | None = None  # the conversion of the flag's or ini's value
+    type: Callable[[str], object] | None = None  # argparse's conversion of the flag's value
+    read: Callable[[Any], object] | None = None  # the conversion of the flag's or ini's value
 
     @property
     def dest(self) -> str:
         return self.name.removeprefix("--").replace("-", "_")
 
 
-def _option(default: Any, flag: Flag) -> Any:
+def _option(default: T, flag: Flag) -> T:
     return field(default=default, metadata={"flag": flag})
 
 
@@ -461,11 +468,11 @@ class KitOptions:
         return argv
 
 
-def _default(name: str) -> Any:
+def _default(name: str) -> object:
     return next(f.default for f in fields(KitOptions) if f.name == name)
 
 
-def _written(flag: Flag, value: Any, default: Any, base: Path) -> list[str]:
+def _written(flag: Flag, value: object, default: object, base: Path) -> list[str]:
     """One option as command-line words; a default left out, except the examples count, whose
     default an ini file may have changed."""
     if flag.switch:
@@ -474,7 +481,7 @@ def _written(flag: Flag, value: Any, default: Any, base: Path) -> list[str]:
         return []
     if isinstance(value, frozenset):
         return [flag.name, ",".join(sorted(value))]
-    values: Iterable[Any] = value if flag.repeat else [value]
+    values: Iterable[object] = value if flag.repeat and isinstance(value, Iterable) else [value]
     words: list[str] = []
     for one in values:
         text = str(one)
@@ -484,10 +491,10 @@ def _written(flag: Flag, value: Any, default: Any, base: Path) -> list[str]:
     return words
 
 
-def add_options(group: Any, parser: Any) -> None:
+def add_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
     """Declare every option on a pytest option group, and the ini keys that default them."""
     for _, flag in KitOptions.flags():
-        kwargs: dict[str, Any] = {"help": flag.help, "dest": flag.dest}
+        kwargs: dict[str, object] = {"help": flag.help, "dest": flag.dest}
         if flag.switch:
             kwargs["action"] = "store_true"
         else:
