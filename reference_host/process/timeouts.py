@@ -23,6 +23,6 @@ def effective_timeout(
     """The first declared value in precedence order (tool, method, caller, backend), clamped
     to [1, 600] seconds; 60 s when none is declared."""
     for value in (tool, method, caller, backend):
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if value is not None and type(value) is not bool and isinstance(value, (int, float)):
             return min(max(float(value), MIN_SECONDS), MAX_SECONDS)
     return DEFAULT_SECONDS
