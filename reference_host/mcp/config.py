@@ -74,16 +74,7 @@ def server_entry(
     command = _member(path, entry, at, "command", str, "a non-empty string")
     if not command.strip():
         raise McpConfigError(f"{path}: {at}/command: must be a non-empty string, found ''")
-    args = entry.get("args", [])
-    if not isinstance(args, list):
-        raise McpConfigError(
-            f"{path}: {at}/args: must be an array of strings, found {_shown(args)}"
-        )
-    for index, arg in enumerate(args):
-        if not isinstance(arg, str):
-            raise McpConfigError(
-                f"{path}: {at}/args/{index}: must be a string, found {_shown(arg)}"
-            )
+    args = _strings(path, entry, at, "args", "strings", "a string")
     env = entry.get("env", {})
     if not isinstance(env, dict):
         raise McpConfigError(f"{path}: {at}/env: must be an object of strings, found {_shown(env)}")
@@ -94,15 +85,7 @@ def server_entry(
     cwd = entry.get("cwd")
     if cwd is not None and (not isinstance(cwd, str) or not cwd):
         raise McpConfigError(f"{path}: {at}/cwd: must be a non-empty string, found {_shown(cwd)}")
-    roots = entry.get("roots", [])
-    if not isinstance(roots, list):
-        raise McpConfigError(
-            f"{path}: {at}/roots: must be an array of folders, found {_shown(roots)}"
-        )
-    for index, root in enumerate(roots):
-        if not isinstance(root, str) or not root:
-            where = f"{at}/roots/{index}"
-            raise McpConfigError(f"{path}: {where}: must be a folder's path, found {_shown(root)}")
+    roots = _strings(path, entry, at, "roots", "folders", "a folder's path", empty=False)
     return ServerConfig(
         name,
         command,
@@ -112,6 +95,31 @@ def server_entry(
         entry.get("disabled") is True,
         tuple((folder / Path(r).expanduser()).resolve() for r in roots),
     )
+
+
+def _strings(
+    path: Path,
+    entry: dict[str, Any],
+    at: str,
+    key: str,
+    items: str,
+    item: str,
+    *,
+    empty: bool = True,
+) -> list[str]:
+    """entry[key] (none when absent): an array of strings, each non-empty unless empty; the
+    error names the array (an array of items) or the string (item) that is not."""
+    values = entry.get(key, [])
+    if not isinstance(values, list):
+        where = f"{at}/{key}"
+        raise McpConfigError(
+            f"{path}: {where}: must be an array of {items}, found {_shown(values)}"
+        )
+    for index, value in enumerate(values):
+        if not isinstance(value, str) or not (value or empty):
+            where = f"{at}/{key}/{index}"
+            raise McpConfigError(f"{path}: {where}: must be {item}, found {_shown(value)}")
+    return values
 
 
 def _member(path: Path, parent: Any, at: str, key: str, kind: type, wanted: str) -> Any:
