@@ -72,10 +72,10 @@ def load_baseline(path: Path | None) -> Baseline:
         raise BaselineError(f"baseline {path} /expected_failures: expected a list of entries")
     parsed = []
     for index, entry in enumerate(entries):
+        plugin = entry.get("plugin") if isinstance(entry, dict) else None
+        requirement = entry.get("requirement") if isinstance(entry, dict) else None
         if not (
-            isinstance(entry, dict)
-            and isinstance(entry.get("plugin"), str)
-            and isinstance(entry.get("requirement"), str)
+            isinstance(entry, dict) and isinstance(plugin, str) and isinstance(requirement, str)
         ):
             raise BaselineError(
                 f"baseline {path} /expected_failures/{index}: "
@@ -84,8 +84,8 @@ def load_baseline(path: Path | None) -> Baseline:
         tool = entry.get("tool")
         parsed.append(
             ExpectedFailure(
-                entry["plugin"],
-                entry["requirement"],
+                plugin,
+                requirement,
                 str(entry.get("reason", "")),
                 tool if isinstance(tool, str) else None,
             )

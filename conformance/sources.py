@@ -22,6 +22,7 @@ import json_source_map
 from conformance.findings import shown
 from plugin_spec.json_depth import too_deep
 from plugin_spec.json_files import JsonFileError, read_bounded
+from plugin_spec.json_types import JsonObject, JsonValue
 
 # Far above any real manifest or tool file, far below where jsonschema's recursion (several
 # frames per level) meets Python's recursion limit; System.Text.Json's default is also 64.
@@ -33,7 +34,7 @@ def pointer(*tokens: str | int) -> str:
     return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
 
 
-def strings_in(value: Any, at: str = "") -> Iterator[tuple[str, str]]:
+def strings_in(value: object, at: str = "") -> Iterator[tuple[str, str]]:
     """Every string in a JSON value, object keys too, with the pointer where it sits (below
     at): where a check looks for text that must not be there."""
     if isinstance(value, str):
@@ -76,7 +77,7 @@ class JsonDocument:
 
     display: str
     text: str
-    data: Any
+    data: JsonValue
     duplicates: list[DuplicateKey] = field(default_factory=list)
 
     @cached_property
@@ -96,7 +97,7 @@ class JsonDocument:
                 return None
             tokens.pop()
 
-    def get(self, ptr: str, default: Any = None) -> Any:
+    def get(self, ptr: str, default: JsonValue = None) -> JsonValue:
         node = self.data
         for token in pointer_tokens(ptr):
             if isinstance(node, dict) and token in node:
@@ -120,8 +121,8 @@ def parse_json(text: str, display: str) -> JsonDocument:
         )
     repeated: dict[int, list[str]] = {}
 
-    def pairs_hook(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
-        obj: dict[str, Any] = {}
+    def pairs_hook(pairs: Sequence[tuple[str, JsonValue]]) -> JsonObject:
+        obj: JsonObject = {}
         for key, value in pairs:
             if key in obj:
                 repeated.setdefault(id(obj), []).append(key)
@@ -129,7 +130,7 @@ def parse_json(text: str, display: str) -> JsonDocument:
         return obj
 
     try:
-        data = json.loads(text, object_pairs_hook=pairs_hook)
+        data: JsonValue = json.loads(text, object_pairs_hook=pairs_hook)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
         near = shown(text[max(0, exc.pos - 30) : exc.pos + 30], 80)
@@ -162,7 +163,7 @@ def load_json_file(path: Path, display: str) -> JsonDocument:
     return parse_json(text, display)
 
 
-def _walk(node: Any, at: str) -> Iterator[tuple[str, Any]]:
+def _walk(node: JsonValue, at: str) -> Iterator[tuple[str, JsonValue]]:
     yield at, node
     if isinstance(node, dict):
         for key, value in node.items():

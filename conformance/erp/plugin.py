@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from conformance.findings import Finding, shown
 from conformance.sources import JsonDocument, JsonLoadError, load_json_file
+from plugin_spec.json_types import JsonObject, JsonValue
 
 ERP = "erp"
 TOOLS_DIR = Path("metadata") / "tool"
@@ -28,12 +28,12 @@ class ErpTool:
     document: JsonDocument
 
     @property
-    def data(self) -> dict[str, Any]:
-        data: dict[str, Any] = self.document.data  # load_erp_plugin keeps only objects
-        return data
+    def data(self) -> JsonObject:
+        data = self.document.data
+        return data if isinstance(data, dict) else {}  # load_erp_plugin keeps only objects
 
     @property
-    def code(self) -> Any:
+    def code(self) -> JsonValue:
         return self.data.get("toolCode")
 
     @property
@@ -42,7 +42,7 @@ class ErpTool:
         return self.code if isinstance(self.code, str) else None
 
     @property
-    def handler(self) -> dict[str, Any]:
+    def handler(self) -> JsonObject:
         config = self.data.get("handlerConfig")
         return config if isinstance(config, dict) else {}
 

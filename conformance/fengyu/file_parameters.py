@@ -5,12 +5,12 @@ FY-FILE checks and shown in every run's summary."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.fengyu.path_like import looks_like_path
 from conformance.sources import pointer
 from plugin_spec.filerefs import FileClass, classify_parameters, is_marked
+from plugin_spec.json_types import JsonValue, as_object
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class FileParameter:
     parameter: str
     file_class: FileClass
     schema_pointer: str
-    schema: Any
+    schema: JsonValue
     route: str
 
     @property
@@ -51,7 +51,7 @@ def file_parameters(plugin: FengYuPlugin) -> list[FileParameter]:
         route = "B (host injects a matching grant)" if len(classes) == 1 else "A (model fills it)"
         for name, file_class in classes.items():
             at = site.pointer + pointer("properties", name)
-            schema = site.data["properties"][name]
+            schema = as_object(as_object(site.data).get("properties"))[name]
             found.append(FileParameter(str(tool.name), name, file_class, at, schema, route))
     return found
 

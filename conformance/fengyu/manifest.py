@@ -21,6 +21,7 @@ from conformance.sources import (
     parse_json,
     pointer,
 )
+from plugin_spec.json_types import JsonArray, JsonValue
 
 MANIFEST = "manifest.json"
 FENGYU_V2 = "fengyu-v2"
@@ -79,7 +80,8 @@ class FengYuPlugin:
 
     @property
     def data(self) -> dict[str, Any]:
-        return self.document.data if self.document else {}
+        data = self.document.data if self.document else None
+        return data if isinstance(data, dict) else {}  # load_fengyu_plugin keeps only objects
 
     @property
     def label(self) -> str:
@@ -172,7 +174,7 @@ def _read_v1_tools(plugin: FengYuPlugin) -> None:
         plugin.schemas.extend(site for site in parsed.values() if site is not None)
 
 
-def _parse_embedded(plugin: FengYuPlugin, at: str, text: Any) -> SchemaSite | None:
+def _parse_embedded(plugin: FengYuPlugin, at: str, text: JsonValue) -> SchemaSite | None:
     """Parse a v1 escaped-JSON schema string; its problems are kept for FY-LEG-002/FY-MAN-002."""
     if not isinstance(text, str):
         return None
@@ -185,6 +187,6 @@ def _parse_embedded(plugin: FengYuPlugin, at: str, text: Any) -> SchemaSite | No
     return SchemaSite(at + "#", inner.data)
 
 
-def _tool_entries(plugin: FengYuPlugin) -> list[Any]:
+def _tool_entries(plugin: FengYuPlugin) -> JsonArray:
     tools = plugin.data.get("aiTools")
     return tools if isinstance(tools, list) else []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from conformance.fengyu.manifest import FENGYU_V1, FengYuPlugin
 from plugin_spec.fengyu_decls import call_timeout
@@ -54,23 +53,32 @@ def worker_spec(
     )
 
 
+def seconds(value: object) -> float | None:
+    """A declared timeout when it is a number (effective_timeout skips anything else)."""
+    return value if isinstance(value, int | float) else None
+
+
 def declared_methods(plugin: FengYuPlugin) -> dict[str, float]:
     """Each declared RPC method with the timeout a host would give it."""
     backend = plugin.data.get("backend")
     default = backend.get("callTimeoutSeconds") if isinstance(backend, dict) else None
     if plugin.profile == FENGYU_V1:
         return {
-            t.method: effective_timeout(t.entry.get("timeoutSeconds"), None, default)
+            t.method: effective_timeout(
+                seconds(t.entry.get("timeoutSeconds")), None, seconds(default)
+            )
             for t in plugin.tools
             if isinstance(t.method, str)
         }
     rpc = plugin.data.get("rpc")
-    methods: Any = rpc.get("methods") if isinstance(rpc, dict) else None
+    methods = rpc.get("methods") if isinstance(rpc, dict) else None
     if not isinstance(methods, dict):
         return {}
     return {
         name: effective_timeout(
-            method.get("timeoutSeconds") if isinstance(method, dict) else None, None, default
+            seconds(method.get("timeoutSeconds")) if isinstance(method, dict) else None,
+            None,
+            seconds(default),
         )
         for name, method in methods.items()
     }
