@@ -110,11 +110,9 @@ def _bind_mounted(name: str, callback: MountedTool, now: ToolCallback | None) ->
     owner = callback.owner
     if now is not callback:
         return f"{owner} changed after this turn began"
-    listed = callback.listed_digest()
-    if listed is None:
-        return f"{owner} no longer lists {name}"
-    if listed != callback.mounted_digest:
-        return f"{owner} changed the definition of {name} after it was mounted"
+    relisted = _relisted(name, callback, callback.mounted_digest, " after it was mounted")
+    if relisted is not None:
+        return relisted
     version = callback.server_version or None
     return Binding(name, now, owner, version, None, None, callback.mounted_digest)
 
@@ -127,11 +125,18 @@ def _mounted_changed(bound: Binding, now: ToolCallback | None) -> str | None:
     assert isinstance(callback, MountedTool)
     if now is not callback:
         return f"{owner} no longer offers {name}"
+    return _relisted(name, callback, bound.digest)
+
+
+def _relisted(name: str, callback: MountedTool, expected: str, since: str = "") -> str | None:
+    """Why the server's listing of the tool no longer matches the definition of digest
+    expected: it lists the tool no more, or lists another definition (said with since);
+    None where it matches."""
     listed = callback.listed_digest()
     if listed is None:
-        return f"{owner} no longer lists {name}"
-    if listed != bound.digest:
-        return f"{owner} changed the definition of {name}"
+        return f"{callback.owner} no longer lists {name}"
+    if listed != expected:
+        return f"{callback.owner} changed the definition of {name}{since}"
     return None
 
 
