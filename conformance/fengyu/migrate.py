@@ -9,9 +9,9 @@ fixes the launch), and a tool without effect becomes "external", which is how ho
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from conformance.sources import JsonLoadError, parse_json
+from plugin_spec.json_types import JsonObject, JsonValue
 
 V2_TOP_LEVEL = (
     "schemaVersion",
@@ -40,15 +40,15 @@ class MigrationError(Exception):
 
 @dataclass
 class Migration:
-    manifest: dict[str, Any]
+    manifest: JsonObject
     notes: list[str] = field(default_factory=list)
 
 
-def migrate_v1(v1: dict[str, Any]) -> Migration:
+def migrate_v1(v1: JsonObject) -> Migration:
     if v1.get("schemaVersion") != 1:
         raise MigrationError("not a v1 manifest (schemaVersion is not 1)")
     notes: list[str] = []
-    v2: dict[str, Any] = {"schemaVersion": 2}
+    v2: JsonObject = {"schemaVersion": 2}
     for key, value in v1.items():
         if key in ("schemaVersion", "aiTools", "backend", "i18n"):
             continue
@@ -73,14 +73,14 @@ def migrate_v1(v1: dict[str, Any]) -> Migration:
     if methods:
         v2["rpc"] = {"methods": methods}
     if "aiTools" in v1:
-        v2["aiTools"] = tools
+        v2["aiTools"] = list(tools)
     if "i18n" in v1:
         v2["i18n"] = v1["i18n"]
     ordered = {key: v2[key] for key in V2_TOP_LEVEL if key in v2}
     return Migration(ordered, notes)
 
 
-def _migrate_tools(v1: dict[str, Any], notes: list[str]) -> tuple[dict[str, Any], list[Any]]:
+def _migrate_tools(v1: JsonObject, notes: list[str]) -> tuple[JsonObject, list[JsonObject]]:
     """The v2 rpc.methods and aiTools of a v1 manifest's aiTools entries.
 
     The kit's reports migrate any v1 manifest, also one that fails its checks, so an entry
@@ -89,15 +89,15 @@ def _migrate_tools(v1: dict[str, Any], notes: list[str]) -> tuple[dict[str, Any]
     entries = v1.get("aiTools") or []
     if not isinstance(entries, list):
         raise MigrationError("/aiTools is not an array")
-    methods: dict[str, Any] = {}
-    tools: list[dict[str, Any]] = []
+    methods: JsonObject = {}
+    tools: list[JsonObject] = []
     for index, tool in enumerate(entries):
         if not isinstance(tool, dict):
             raise MigrationError(f"/aiTools/{index} is not an object")
         method_name = tool.get("method") or tool.get("name")
         if not isinstance(method_name, str):
             raise MigrationError(f"/aiTools/{index}: neither method nor name is a string")
-        method = {"description": tool.get("description", "")}
+        method: JsonObject = {"description": tool.get("description", "")}
         for key in ("inputSchema", "outputSchema"):
             if key in tool:
                 method[key] = _parse_schema(tool[key], f"/aiTools/{index}/{key}")
@@ -106,7 +106,7 @@ def _migrate_tools(v1: dict[str, Any], notes: list[str]) -> tuple[dict[str, Any]
                 f"/aiTools/{index}: method {method_name!r} is declared twice with different schemas"
             )
         methods[method_name] = method
-        entry = {
+        entry: JsonObject = {
             "name": tool.get("name"),
             "description": tool.get("description", ""),
             "method": method_name,
@@ -120,7 +120,7 @@ def _migrate_tools(v1: dict[str, Any], notes: list[str]) -> tuple[dict[str, Any]
     return methods, tools
 
 
-def _parse_schema(value: Any, at: str) -> Any:
+def _parse_schema(value: JsonValue, at: str) -> JsonValue:
     """A v1 escaped schema string parsed as the kit reads files (nesting bounded)."""
     if not isinstance(value, str):
         return value
