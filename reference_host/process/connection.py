@@ -41,6 +41,7 @@ from plugin_spec.fengyu_runtime import (
 from plugin_spec.framing import MAX_FRAME_BYTES, decode_message, encode_json, line_head
 from plugin_spec.json_types import JsonObject, JsonValue, ReadOnlyJson
 from plugin_spec.line_depth import TOO_DEEP, too_deep
+from reference_host.process.call_deadlines import CallDeadlines
 from reference_host.process.launch import WorkerSpec
 from reference_host.process.limits import Overrun, ResourceWatch, data_overrun, watch_tree
 from reference_host.process.lineage import end_lineage, new_token
@@ -126,6 +127,7 @@ class WorkerConnection:
         self.unanswered_cancels: list[str] = []
         self._ids = itertools.count(1)
         self._envelope = envelope(spec.locale)
+        self._deadlines = CallDeadlines(self._expired)
         self.stderr_tail = StderrTail(self._log_stderr)
         self.skipped_stdout: deque[str] = deque(maxlen=SKIPPED_STDOUT_LINES)
         self._spawned = spawned
@@ -210,21 +212,22 @@ class WorkerConnection:
         self.pending[request_id] = future
         request = {**jsonrpc.request(request_id, method, params), **self._envelope}
         abandoned = False
+        # The write is timed too: a worker that stops reading lets the pipe fill.
+        self._deadlines.add(request_id, method, timeout)
         try:
-            # The write is timed too: a worker that stops reading lets the pipe fill.
-            async with asyncio.timeout(timeout):
-                # in flight from the write on: a caller leaving while the frame drains has
-                # still sent it, so the worker must hear of the cancel
-                self.in_flight[request_id] = method
+            # in flight from the write on: a caller leaving while the frame drains has still
+            # sent it, so the worker must hear of the cancel
+            self.in_flight[request_id] = method
+            try:
                 await self._send(request)
-                message = await future
-        except TimeoutError:
-            self.pending.pop(request_id, None)  # cancelled: nobody left to read its failure
-            error = WorkerTimeout(
-                f"{method} did not answer within {timeout:g} s; the worker was killed", self.stderr
-            )
-            await self.kill(error)
-            raise error from None
+            except WorkerError:
+                if isinstance(self._failure, WorkerTimeout):
+                    raise self._failure from None  # the write ran past a deadline (_expired)
+                raise
+            message = await future
+        except WorkerTimeout as exc:
+            await self.kill(exc)  # the caller hears of it once the worker is gone
+            raise
         except asyncio.CancelledError:
             abandoned = (
                 request_id in self.in_flight
@@ -240,6 +243,7 @@ class WorkerConnection:
                 self._background(self._abandon(method, request_id, answer))
             raise
         finally:
+            self._deadlines.remove(request_id)
             if not abandoned:
                 self.pending.pop(request_id, None)
                 self.in_flight.pop(request_id, None)
@@ -249,6 +253,11 @@ class WorkerConnection:
         if failure is not None:
             raise rpc_error(failure, self.stderr)
         return message.get("result")
+
+    def _expired(self, method: str, seconds: float) -> None:
+        """A call's deadline passed: the worker is killed, failing every pending call."""
+        message = f"{method} did not answer within {seconds:g} s; the worker was killed"
+        self._abort(WorkerTimeout(message, self.stderr))
 
     async def _abandon(
         self, method: str, request_id: str, future: asyncio.Future[JsonObject]
@@ -343,6 +352,7 @@ class WorkerConnection:
         await asyncio.to_thread(reap_orphans)
         await self._drain_pipes()
         self._spawned.transport.close()
+        self._deadlines.close()
         if self._closing:
             reason = WorkerCrashed("worker was shut down", self.stderr)
         else:
