@@ -187,19 +187,20 @@ def renames(rule: Rule, subject: Subject) -> list[Hit]:
     ]
 
 
+def _closer(node: JsonObject) -> Callable[[], None]:
+    """The fix that closes the object schema node: additionalProperties false."""
+    return lambda: node.__setitem__("additionalProperties", False)
+
+
 @tool_check("objects-closed")
 def objects_closed(rule: Rule, subject: Subject) -> list[Hit]:
     """An object that says nothing of additional properties gets additionalProperties false."""
-
-    def close(node: JsonObject) -> Callable[[], None]:
-        return lambda: node.__setitem__("additionalProperties", False)
-
     return [
         Hit(
             n.pointer,
             "an object without additionalProperties",
             "additionalProperties: false added",
-            close(n.schema),
+            _closer(n.schema),
         )
         for n in subject.nodes
         if n.is_object and "additionalProperties" not in n.schema
@@ -209,16 +210,12 @@ def objects_closed(rule: Rule, subject: Subject) -> list[Hit]:
 @tool_check("objects-open")
 def objects_open(rule: Rule, subject: Subject) -> list[Hit]:
     """An object that allows additional properties, which the provider cannot."""
-
-    def close(node: JsonObject) -> Callable[[], None]:
-        return lambda: node.__setitem__("additionalProperties", False)
-
     return [
         Hit(
             f"{n.pointer}/additionalProperties",
             f"additionalProperties: {shown(n.schema['additionalProperties'])}",
             "additionalProperties set to false",
-            close(n.schema),
+            _closer(n.schema),
         )
         for n in subject.nodes
         if n.is_object and n.schema.get("additionalProperties", False) is not False
