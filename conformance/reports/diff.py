@@ -10,7 +10,7 @@ behind it then disappears too. Exit status 1 when anything regressed."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from plugin_spec.json_types import JsonObject, loads, objects_in
@@ -36,14 +36,8 @@ class Change:
         return f"{self.requirement}{f' [{self.tool}]' if self.tool else ''}"
 
     def to_json(self) -> JsonObject:
-        return {
-            "target": self.target,
-            "requirement": self.requirement,
-            "tool": self.tool,
-            "old": self.old,
-            "new": self.new,
-            "setup": self.setup,
-        }
+        """Every field by its name: all are JSON values already."""
+        return asdict(self)
 
 
 @dataclass
