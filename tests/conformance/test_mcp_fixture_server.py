@@ -8,7 +8,6 @@ import json
 import runpy
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -76,7 +75,7 @@ class Pipe:
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return answer
 
-    def close(self, wait: float = 3) -> int | None:
+    def close(self, wait: float = 30) -> int | None:
         """Closes stdin and returns the exit code, or None if it is still up after wait s."""
         assert self.process.stdin is not None
         self.process.stdin.close()
@@ -245,16 +244,15 @@ def test_lifecycle_defects(spawn: Any, defect: str, extra: tuple[str, ...]) -> N
         assert server.close() == 0
     elif defect == "ignore-eof":
         server.open_legacy()
-        started = time.monotonic()
         assert server.close(wait=1) is None
-        assert time.monotonic() - started >= 0.9
+        assert server.process.poll() is None  # still up, its stdin closed
         server.process.terminate()  # SIGTERM still ends it
-        assert server.process.wait(3) != 0
+        assert server.process.wait(30) != 0
     else:
         offer = {**INITIALIZE, "protocolVersion": "1999-01-01"}
         server.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": offer})
         assert server.line() == ""
-        assert server.process.wait(3) == 1
+        assert server.process.wait(30) == 1
 
 
 def test_default_answers_unknown_version_with_its_own(spawn: Any) -> None:
@@ -329,4 +327,4 @@ def test_call_defects(spawn: Any) -> None:
         }
     )
     assert crashing.line() == ""
-    assert crashing.process.wait(3) == 1
+    assert crashing.process.wait(30) == 1

@@ -27,7 +27,7 @@ class ProcessGuard:
         return descendants() - self.before
 
     def assert_none_left(self) -> None:
-        left = wait_gone(self.new(), timeout=3.0)
+        left = wait_gone(self.new())
         assert left == [], f"processes left behind: {left}"
 
     def track(self, pids) -> None:

@@ -3,13 +3,14 @@ an ERP plugin written to a folder, and process checks with psutil."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import shutil
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +120,12 @@ def alive(pid: int) -> bool:
         return False
 
 
-def wait_gone(pids: Iterable[int], timeout: float = 3.0) -> list[int]:
+# How long a wait for something that should happen soon may last before the test fails: a
+# bound on waiting (generous, so that a loaded machine does not trip it), not a speed claim.
+WAIT = 30.0
+
+
+def wait_gone(pids: Iterable[int], timeout: float = WAIT) -> list[int]:
     """The pids still running after waiting up to timeout for them to die."""
     deadline = time.monotonic() + timeout
     left = [pid for pid in pids if alive(pid)]
@@ -127,6 +133,15 @@ def wait_gone(pids: Iterable[int], timeout: float = 3.0) -> list[int]:
         time.sleep(0.02)
         left = [pid for pid in left if alive(pid)]
     return left
+
+
+async def settled(condition: Callable[[], bool], timeout: float = WAIT) -> None:
+    """Wait until condition holds (what the host reads from a worker's pipes arrives a
+    moment after the call's answer); fails once timeout has passed without it."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        await asyncio.sleep(0.02)
 
 
 def reap(pids: Iterable[int]) -> None:

@@ -60,7 +60,7 @@ async def install_and_kill(data_dir: Path, source: Path, marker: str, count: int
             await asyncio.sleep(delay)
         else:
             while seen.count(marker) < count:
-                line = await asyncio.wait_for(child.stdout.readline(), 20)
+                line = await asyncio.wait_for(child.stdout.readline(), 60)
                 assert line, f"the child ended before {marker}: {seen}"
                 seen.append(line.decode().strip())
     finally:

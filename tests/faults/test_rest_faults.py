@@ -1,6 +1,7 @@
 """REST faults: an ERP plugin whose backend (Starlette on 127.0.0.1) times out, resets the
 connection, answers 500 or answers something that is not JSON. Each call comes back as the
-failure envelope, quickly, and the next call to the same tool works."""
+failure envelope naming that fault (not a timeout it waited out), and the next call to the
+same tool works. No wall-clock bounds: speed is for benchmarks/."""
 
 from __future__ import annotations
 
@@ -119,18 +120,18 @@ async def host(tmp_path: Path, erp_url: str, make_host: MakeHost) -> Host:
     return host
 
 
-async def timed(host: Host, tool: str, mode: str) -> tuple[dict, float]:
-    started = time.monotonic()
-    result = await call_tool(host, tool, {"mode": mode})
-    return result, time.monotonic() - started
+async def called(host: Host, tool: str, mode: str) -> dict:
+    result: dict = await call_tool(host, tool, {"mode": mode})
+    return result
 
 
-async def test_a_backend_slower_than_the_timeout_gives_the_failure_quickly(
+async def test_a_backend_slower_than_the_timeout_fails_on_the_timeout(
     host: Host, erp_url: str
 ) -> None:
+    """The backend would answer after 10 s: the call fails on its 0.5 s timeout instead,
+    and another call is served meanwhile."""
     callback = host.registry.snapshot().get("faults_slow_get")
     assert callback is not None
-    started = time.monotonic()
     slow_result, ok_meanwhile = await asyncio.gather(
         dispatch(
             host.http,
@@ -143,14 +144,11 @@ async def test_a_backend_slower_than_the_timeout_gives_the_failure_quickly(
         ),
         call_tool(host, "faults_error_get", {"mode": "ok"}),
     )
-    elapsed = time.monotonic() - started
-    assert elapsed < 2, elapsed
     result = slow_result.output
     assert is_failure_envelope(result)
     assert result["error"] == f"GET {PREFIX}/slow timed out after 0.5 s"
     assert ok_meanwhile == OK
-    again, seconds = await timed(host, "faults_slow_get", "ok")
-    assert again == OK and seconds < 1
+    assert await called(host, "faults_slow_get", "ok") == OK
 
 
 @pytest.mark.parametrize(
@@ -168,19 +166,17 @@ async def test_a_broken_answer_gives_the_failure_and_the_next_call_works(
     host: Host, tool: str, mode: str, expected: str
 ) -> None:
     for _ in range(2):  # the failure does not stick to the connection pool
-        result, seconds = await timed(host, tool, mode)
+        result = await called(host, tool, mode)
         assert is_failure_envelope(result), result
-        assert expected in result["error"]
-        assert seconds < 1, seconds
+        assert expected in result["error"] and "timed out" not in result["error"]
         if mode == "raise":
             # uvicorn closes the connection once it has logged the error; a call reusing
             # it before that fails: see test_a_call_on_a_connection_the_erp_drops_...
             await asyncio.sleep(0.3)
-        again, seconds = await timed(host, tool, "ok")
-        assert again == OK and seconds < 1
+        assert await called(host, tool, "ok") == OK
 
 
-async def test_an_erp_that_refuses_connections_gives_the_failure_quickly(
+async def test_an_erp_that_refuses_connections_gives_the_failure(
     tmp_path: Path, make_host: MakeHost
 ) -> None:
     with socket.socket() as closed:
@@ -188,10 +184,9 @@ async def test_an_erp_that_refuses_connections_gives_the_failure_quickly(
         url = f"http://127.0.0.1:{closed.getsockname()[1]}"
         host = erp_host(make_host, url)
         await host.install(write_erp_plugin(tmp_path / "faults-erp", TOOLS))
-        result, seconds = await timed(host, "faults_error_get", "ok")
+        result = await called(host, "faults_error_get", "ok")
     assert is_failure_envelope(result)
     assert result["error"].startswith(f"cannot connect for GET {PREFIX}/error")
-    assert seconds < 1
 
 
 async def test_a_call_on_a_connection_the_erp_drops_is_retried(host: Host) -> None:
@@ -199,6 +194,5 @@ async def test_a_call_on_a_connection_the_erp_drops_is_retried(host: Host) -> No
     while the next request (sent on the same keep-alive connection) is being served."""
     crashed = await call_tool(host, "faults_late_get", {"mode": "crash"})
     assert crashed == OK
-    after, seconds = await timed(host, "faults_late_get", "ok")
+    after = await called(host, "faults_late_get", "ok")
     assert after == OK, after
-    assert seconds < 2

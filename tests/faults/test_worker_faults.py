@@ -1,14 +1,17 @@
 """Worker faults through a real Host: each faulty plugin is installed beside a well-behaved
 one; a failing call comes back as the failure envelope, no process outlives the host, the
 next call to the faulty tool works again where the worker can work, and the other plugin's
-calls work during and after the fault."""
+calls work during and after the fault.
+
+No wall-clock bounds: a fault seen "at once" is one whose call, given a long timeout, fails
+naming the fault and not the timeout (TIMED_OUT); speed is for benchmarks/."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 import json
-import time
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +26,15 @@ from tests.faults.support import (
     is_failure_envelope,
     read_pids,
     reap,
+    settled,
     wait_gone,
     write_worker_plugin,
 )
 
 MIB = 1024 * 1024
+HANG_GUARD = 120  # a guard so that a regression fails instead of hanging, not a speed bound
+LONG = 60  # a tool timeout no fault here should reach: a failure naming it is a regression
+TIMED_OUT = "did not answer within"  # how a call the tool timeout ended fails
 
 
 async def install_fault(host: Host, tmp_path: Path, kind: str, worker: str, **options: Any) -> str:
@@ -57,12 +64,18 @@ def assert_good(results: list[Any]) -> None:
 
 async def during_good_calls(
     host: Host, tool: str, params: dict[str, Any], good_count: int
-) -> tuple[Any, list[Any], float]:
+) -> tuple[Any, list[Any]]:
     """Call the faulty tool with params while the well-behaved plugin is called good_count
-    times; returns the faulty call's result, the good calls' results and the seconds it took."""
-    started = time.monotonic()
+    times; returns the faulty call's result and the good calls' results."""
     result, good = await asyncio.gather(call_tool(host, tool, params), good_calls(host, good_count))
-    return result, good, time.monotonic() - started
+    return result, good
+
+
+def assert_failed_on(result: Any, reason: str) -> None:
+    """The call failed naming reason, not the tool timeout: the fault was seen as it
+    happened, not when the timeout ran out."""
+    assert is_failure_envelope(result), result
+    assert reason in result["error"] and TIMED_OUT not in result["error"], result
 
 
 async def next_call_restarts(host: Host, tool: str, old_pid: int) -> int:
@@ -97,18 +110,16 @@ async def close_and_check(
 async def test_crash_mid_call_fails_the_pending_calls_and_the_next_call_restarts(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
-    tool = await install_fault(host, tmp_path, "crash", "crash")
+    tool = await install_fault(host, tmp_path, "crash", "crash", tool_timeout=LONG)
     first = await call_tool(host, tool, {"n": 0})
     assert first["success"] is True
-    started = time.monotonic()
     crashed, in_flight, good = await asyncio.gather(
         call_tool(host, tool, {"crash": True, "after": 0.3}),
         call_tool(host, tool, {"sleep": 20}),
         good_calls(host, 5),
     )
-    assert time.monotonic() - started < 5
-    assert is_failure_envelope(crashed) and "exited with code 3" in crashed["error"]
-    assert is_failure_envelope(in_flight) and "exited with code 3" in in_flight["error"]
+    assert_failed_on(crashed, "exited with code 3")
+    assert_failed_on(in_flight, "exited with code 3")  # not its answer 20 s later
     assert_good(good)
     assert not alive(first["pid"])
     again = await next_call_restarts(host, tool, first["pid"])
@@ -120,8 +131,7 @@ async def test_hang_times_out_kills_the_worker_and_the_next_call_restarts(
 ) -> None:
     tool = await install_fault(host, tmp_path, "hang", "hang", tool_timeout=1)
     first = await call_tool(host, tool, {})
-    hung, good, elapsed = await during_good_calls(host, tool, {"hang": True}, 8)
-    assert 0.9 < elapsed < 3, elapsed
+    hung, good = await during_good_calls(host, tool, {"hang": True}, 8)
     assert is_failure_envelope(hung)
     assert "did not answer within 1 s" in hung["error"] and "killed" in hung["error"]
     await recovers(host, guard, tool, first["pid"], good)
@@ -130,14 +140,13 @@ async def test_hang_times_out_kills_the_worker_and_the_next_call_restarts(
 async def test_exit_at_start_fails_each_call_until_the_worker_can_start(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
-    tool = await install_fault(host, tmp_path, "exits", "exit_at_start")
-    started = time.monotonic()
+    tool = await install_fault(host, tmp_path, "exits", "exit_at_start", tool_timeout=LONG)
     first, second, good = await asyncio.gather(
         call_tool(host, tool, {}), call_tool(host, tool, {}), good_calls(host, 3)
     )
-    assert time.monotonic() - started < 5
     for result in (first, second):
         assert is_failure_envelope(result), result
+        assert TIMED_OUT not in result["error"], result
         assert any(
             reason in result["error"]
             for reason in ("exited with code 3", "closed its stdin", "is not running")
@@ -158,20 +167,17 @@ async def test_stderr_flood_neither_blocks_the_worker_nor_the_host(
     """30 MiB of log lines plus one 17 MiB line (over the 16 MiB cap) on stderr: the answer
     still comes back (the host drains stderr while waiting), then a flood that ends in a
     crash gives the failure envelope, and the next call works."""
-    tool = await install_fault(host, tmp_path, "flood", "stderr_flood", tool_timeout=10)
-    started = time.monotonic()
-    flooded, good, _ = await during_good_calls(host, tool, {"flood": 30, "long": 17}, 5)
-    assert flooded["success"] is True, flooded
+    tool = await install_fault(host, tmp_path, "flood", "stderr_flood", tool_timeout=LONG)
+    flooded, good = await during_good_calls(host, tool, {"flood": 30, "long": 17}, 5)
+    assert flooded["success"] is True, flooded  # a blocked worker would have timed out
     assert_good(good)
     pid = flooded["pid"]
     connection = host.manager.connection("test.faults.flood")
     assert connection is not None and connection.process.pid == pid
-    await asyncio.sleep(0.1)
-    assert "worker: flood over" in connection.stderr
+    await settled(lambda: "worker: flood over" in connection.stderr)
     assert len(connection.stderr_tail) <= 200
     died = await call_tool(host, tool, {"flood": 20, "die": True})
-    assert is_failure_envelope(died) and "exited with code 5" in died["error"]
-    assert time.monotonic() - started < 10
+    assert_failed_on(died, "exited with code 5")
     again = await next_call_restarts(host, tool, pid)
     await close_and_check(host, guard, pid, again, during=good)
 
@@ -202,21 +208,20 @@ async def test_an_unreadable_answer_fails_the_call_at_once_and_the_next_call_res
 ) -> None:
     """A frame over 16 MiB, or a line nested 5,000 deep (which, skipped as unreadable, used
     to leave its call waiting out the whole tool timeout), is refused at the reader: the call
-    fails at once, naming why, and the worker is killed. An answer nested 400 deep still
-    comes through."""
-    tool = await install_fault(host, tmp_path, fault, mode, tool_timeout=10)
+    fails naming why, not the timeout, and the worker is killed. An answer nested 400 deep
+    still comes through."""
+    tool = await install_fault(host, tmp_path, fault, mode, tool_timeout=LONG)
     first = await call_tool(host, tool, readable)
     assert first["success"] is True
-    failed, good, elapsed = await during_good_calls(host, tool, unreadable, 5)
-    assert elapsed < 5
-    assert is_failure_envelope(failed) and why in failed["error"]
+    failed, good = await during_good_calls(host, tool, unreadable, 5)
+    assert_failed_on(failed, why)
     await recovers(host, guard, tool, first["pid"], good)
 
 
 async def test_garbage_on_stdout_before_the_answer_is_skipped(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
-    tool = await install_fault(host, tmp_path, "garbage", "garbage", tool_timeout=5)
+    tool = await install_fault(host, tmp_path, "garbage", "garbage", tool_timeout=LONG)
     results = await asyncio.gather(*(call_tool(host, tool, {"n": n}) for n in range(3)))
     assert [r["echo"] for r in results] == [{"n": 0}, {"n": 1}, {"n": 2}]
     assert all(r["success"] is True for r in results)
@@ -234,7 +239,7 @@ async def test_responses_with_unhashable_ids_are_skipped(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
     """A line that is a JSON object whose id is an array or object is garbage too."""
-    tool = await install_fault(host, tmp_path, "oddids", "odd_ids", tool_timeout=1)
+    tool = await install_fault(host, tmp_path, "oddids", "odd_ids", tool_timeout=LONG)
     result = await call_tool(host, tool, {"odd": True})
     assert result["success"] is True, result
     assert (await call_tool(host, tool, {"n": 1}))["pid"] == result["pid"]
@@ -245,13 +250,14 @@ async def test_worker_ignoring_stdin_eof_is_killed_when_the_host_closes(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
     tool = await install_fault(host, tmp_path, "noeof", "ignores_eof")
-    first, good, _ = await during_good_calls(host, tool, {"n": 0}, 2)
+    first, good = await during_good_calls(host, tool, {"n": 0}, 2)
     assert first["success"] is True
     assert_good(good)
     pid = first["pid"]
-    started = time.monotonic()
-    await host.close()
-    assert time.monotonic() - started < 8  # the 5 s grace, then SIGKILL
+    connection = host.manager.connection("test.faults.noeof")
+    assert connection is not None and connection.process.pid == pid
+    await host.close()  # returns: the grace ran out, then SIGKILL (it ignores SIGTERM too)
+    assert connection.process.returncode == -signal.SIGKILL
     assert not alive(pid)
     guard.assert_none_left()
 
@@ -263,8 +269,7 @@ async def test_children_of_a_timed_out_worker_are_killed_with_it(
     and hangs: the timeout kills the whole tree, not only the worker."""
     tool = await install_fault(host, tmp_path, "forks", "forks", tool_timeout=1)
     first = await call_tool(host, tool, {})
-    forked, good, elapsed = await during_good_calls(host, tool, {"fork": True}, 5)
-    assert elapsed < 4
+    forked, good = await during_good_calls(host, tool, {"fork": True}, 5)
     assert is_failure_envelope(forked) and "did not answer within 1 s" in forked["error"]
     children = read_pids(tmp_path / "host" / "plugin-data" / "test.faults.forks" / "children")
     guard.track(children)
@@ -285,41 +290,38 @@ async def test_children_left_by_a_worker_do_not_outlive_the_host(
     assert len(children) == 1 and alive(children[0])
     await host.close()
     assert not alive(result["pid"])
-    assert wait_gone(children, timeout=1) == [], "the worker's child outlived the host"
+    assert wait_gone(children) == [], "the worker's child outlived the host"
 
 
 async def test_crash_is_seen_at_once_even_when_a_child_holds_stdout(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
     """The worker starts a child (which inherits its stdout) and crashes: the call fails
-    when the worker exits, not when the tool's timeout runs out."""
-    tool = await install_fault(host, tmp_path, "crashchild", "crash_with_child", tool_timeout=2)
-    started = time.monotonic()
+    when the worker exits (naming its exit code), not when the tool's timeout runs out."""
+    tool = await install_fault(host, tmp_path, "crashchild", "crash_with_child", tool_timeout=LONG)
     crashed = await call_tool(host, tool, {"crash": True})
-    elapsed = time.monotonic() - started
     children = read_pids(tmp_path / "host" / "plugin-data" / "test.faults.crashchild" / "children")
     guard.track(children)
-    assert is_failure_envelope(crashed)
-    assert elapsed < 1.5, f"the crash was reported after {elapsed:.1f} s: {crashed['error']}"
+    assert_failed_on(crashed, "exited with code 4")
 
 
 async def test_timeout_returns_even_when_an_escaped_grandchild_holds_the_pipes(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
+    """The grandchild sleeps 600 s holding the worker's stdout and stderr: a host that waited
+    for those pipes to close would leave the call pending far past its 1 s timeout."""
     tool = await install_fault(host, tmp_path, "escape", "escaped_grandchild", tool_timeout=1)
     children_file = tmp_path / "host" / "plugin-data" / "test.faults.escape" / "children"
-    started = time.monotonic()
     try:
-        escaped = await asyncio.wait_for(call_tool(host, tool, {"escape": True}), 2.5)
+        escaped = await asyncio.wait_for(call_tool(host, tool, {"escape": True}), HANG_GUARD)
     except TimeoutError:
         escaped = None
-    elapsed = time.monotonic() - started
     children = read_pids(children_file)
     guard.track(children)
     if escaped is None:
         reap(children)  # unblock the host so that it can close
-    assert escaped is not None, f"the call had not returned after {elapsed:.1f} s"
-    assert is_failure_envelope(escaped)
+    assert escaped is not None, "the call waited on the pipes the grandchild holds"
+    assert is_failure_envelope(escaped) and "did not answer within 1 s" in escaped["error"]
     assert wait_gone(children) == []
 
 
@@ -345,12 +347,12 @@ async def test_a_timeout_leaves_no_unretrieved_future_exception(
 async def test_the_stderr_tail_the_host_keeps_is_bounded_in_bytes(
     host: Host, tmp_path: Path, guard: ProcessGuard
 ) -> None:
-    tool = await install_fault(host, tmp_path, "flood", "stderr_flood", tool_timeout=10)
+    tool = await install_fault(host, tmp_path, "flood", "stderr_flood", tool_timeout=LONG)
     result = await call_tool(host, tool, {"long": 2, "lines": 20})  # 40 MiB in 2 MiB lines
     assert result["success"] is True
-    await asyncio.sleep(0.1)
     connection = host.manager.connection("test.faults.flood")
-    assert connection is not None and "worker: flood over" in connection.stderr
+    assert connection is not None
+    await settled(lambda: "worker: flood over" in connection.stderr)
     kept = sum(len(line) for line in connection.stderr_tail)
     assert kept <= 4 * MIB, f"the host keeps {kept / MIB:.0f} MiB of the worker's stderr"
 

@@ -249,7 +249,7 @@ async def wait_for_connection(manager: PluginProcessManager) -> Any:
     return connection
 
 
-async def wait_until(condition: Any, limit: float = 20.0) -> None:
+async def wait_until(condition: Any, limit: float = 30.0) -> None:
     """Poll condition until it holds; fails after limit seconds (a bound, not a timing)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit

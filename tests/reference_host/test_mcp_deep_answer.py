@@ -1,12 +1,12 @@
 """An MCP server's answer nested too deep for the SDK to read fails the call at once, naming
 why (reference_host/mcp/client.py): the SDK only logged the line, so the call waited out its
-whole timeout (300 s)."""
+whole timeout (300 s). The failure names the depth, not the timeout: no wall-clock bound."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 
 from reference_host.mcp.mount import mount_servers
@@ -54,9 +54,8 @@ async def test_an_answer_nested_too_deep_fails_the_call_at_once(tmp_path: Path) 
         (nest,) = mounts.callbacks
         shallow = await plan_and_call(nest, {"depth": 20}, CallContext())
         assert shallow.ok, shallow.error
-        started = time.monotonic()
-        deep = await plan_and_call(nest, {"depth": 5000}, CallContext())
-        assert time.monotonic() - started < 10
+        async with asyncio.timeout(120):  # a hang guard: a regression waits out 300 s
+            deep = await plan_and_call(nest, {"depth": 5000}, CallContext())
         assert not deep.ok and deep.error
         assert "MCP server deep sent an answer nested too deep to read" in deep.error
         again = await plan_and_call(nest, {"depth": 20}, CallContext())

@@ -33,8 +33,9 @@ def gone(pid: int) -> bool:
         return True
 
 
-def gone_soon(pid: int, timeout: float = 2.0) -> bool:
-    """A SIGKILLed process closes its pipes a moment before it turns into a zombie."""
+def gone_soon(pid: int, timeout: float = 30.0) -> bool:
+    """A SIGKILLed process closes its pipes a moment before it turns into a zombie (timeout
+    bounds the wait, generous for a loaded machine: not a speed claim)."""
     deadline = time.monotonic() + timeout
     while not gone(pid) and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -163,10 +164,10 @@ async def test_worker_closing_stdout_fails_the_call_and_is_killed(
 ) -> None:
     await manager.invoke("fan.summer.fake", "echo", {})
     first = pid_of(manager)
-    started = time.monotonic()
+    # A crash naming the closed stdout, not the WorkerTimeout of the 60 s it might wait.
     with pytest.raises(WorkerCrashed, match="closed its stdout"):
-        await manager.invoke("fan.summer.fake", "close_stdout", {}, tool_timeout=30)
-    assert time.monotonic() - started < 5 and gone_soon(first)
+        await manager.invoke("fan.summer.fake", "close_stdout", {}, tool_timeout=60)
+    assert gone_soon(first)
     assert await manager.invoke("fan.summer.fake", "echo", {"n": 1}) == {"n": 1}
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -527,10 +526,8 @@ async def test_a_slow_answer_hits_the_overall_timeout(client: httpx.AsyncClient)
     # A cancelled call is not recorded as called: started_answering shows it arrived.
     with respx.mock(assert_all_called=False, assert_all_mocked=True) as erp:
         erp.get(f"{BASE}/api/v1/plugins/hcm-employee/employees/E1").mock(side_effect=slow)
-        started = time.monotonic()
         result = await call(client, get_employee(), {"employeeId": "E1"}, timeout=0.2)
-    assert time.monotonic() - started < 2
-    assert started_answering.is_set()
+    assert started_answering.is_set()  # the answer, 5 s later, would have been a success
     assert failure_of(result) == (
         "GET /api/v1/plugins/hcm-employee/employees/E1 timed out after 0.2 s"
     )
@@ -701,10 +698,8 @@ async def test_real_server_sees_the_value_in_one_segment(
 async def test_real_server_timeout_is_a_failure(
     client: httpx.AsyncClient, echo_server: str
 ) -> None:
-    started = time.monotonic()
     result = await call(client, RestHandler("/slow", "GET"), {}, base_url=echo_server, timeout=0.2)
-    assert time.monotonic() - started < 0.9
-    assert "GET /slow timed out" in failure_of(result)
+    assert "GET /slow timed out after 0.2 s" in failure_of(result)
 
 
 async def test_connection_refused_is_a_failure(client: httpx.AsyncClient) -> None:

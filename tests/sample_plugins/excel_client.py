@@ -113,7 +113,7 @@ class WorkerProcess:
         if self.process.stdin is not None:
             self.process.stdin.close()
         try:
-            code = self.process.wait(timeout=15)
+            code = self.process.wait(timeout=60)  # a bound on waiting, not a speed claim
         except subprocess.TimeoutExpired:
             self.process.kill()
             code = self.process.wait()

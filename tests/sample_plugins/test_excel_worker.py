@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -342,9 +341,9 @@ def test_stdin_eof_stops_a_running_job_and_exits(tmp_path: Path, big_workbook: P
     analyzed(process, big_workbook)
     process.call("excel_configure", {"mode": "BY_COLUMN", "splitColumn": "Key"})
     assert process.call("excel_execute_start", {"outputDir": str(out)})["success"]
-    started = time.monotonic()
+    # 0, not the kill close() falls back to; no files, so the job stopped and cleaned up
+    # instead of writing its 400 files to the end
     assert process.close() == 0, process.stderr()
-    assert time.monotonic() - started < 5
     assert list(out.iterdir()) == []
 
 

@@ -8,7 +8,7 @@ the static (manifest) suite is judged; every finding must name its requirement, 
 message.
 
 tests/conformance/test_robustness.py mutates FengYu manifests lightly; this goes wider
-(ERP files, bytes, text damage, structure) and bounds each example's time.
+(ERP files, bytes, text damage, structure) and guards each example against a hang.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ from conformance.options import KitOptions
 from plugin_spec.json_files import MAX_FILE_BYTES
 from tests.conftest import REPO, TESTS
 
-SECONDS_PER_EXAMPLE = 10.0
+# A hang guard, not a speed bound: one plugin takes well under a second, so only a runaway
+# (a parse or a walk that does not end in practice) reaches it, even on a loaded machine.
+HANG_GUARD = 60.0
 REALWORLD = TESTS / "data" / "fengyu_realworld"
 SAMPLES = REPO / "sample_plugins"
 
@@ -119,7 +121,7 @@ def judge_folder(files: dict[str, bytes]) -> list[tuple[str, Status]]:
         finally:
             run.close()
         elapsed = time.monotonic() - started
-        assert elapsed < SECONDS_PER_EXAMPLE, f"{elapsed:.1f} s for one plugin"
+        assert elapsed < HANG_GUARD, f"{elapsed:.1f} s for one plugin: a runaway"
         return outcomes
 
 
@@ -386,12 +388,12 @@ def test_a_fifo_manifest_does_not_hang_the_kit(tmp_path: Path) -> None:
         daemon=True,
     )
     worker.start()
-    worker.join(1.5)
+    worker.join(HANG_GUARD)  # a guard: a load that opens the FIFO waits for a writer
     hung = worker.is_alive()
     if hung:  # release the reader: a writer that closes at once means EOF
         fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
         os.close(fd)
-        worker.join(5.0)
+        worker.join(HANG_GUARD)
     assert not hung, "KitRun.load blocked on a FIFO manifest.json"
     assert "not a regular file" in outcome[0].plugins[0].load_error.message
 
