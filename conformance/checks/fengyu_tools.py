@@ -20,7 +20,7 @@ from jsonschema.exceptions import best_match
 
 from conformance.call_log import unexercised
 from conformance.checks.fengyu import FengYuContext, check
-from conformance.fengyu.harness import CallOutcome, CancelOutcome
+from conformance.fengyu.harness import CallOutcome, CancelOutcome, ToolHarness
 from conformance.fengyu.manifest import AiTool
 from conformance.fengyu.services import unreadable
 from conformance.findings import Finding, NotApplicable, NotExercised, shown
@@ -96,12 +96,21 @@ class ToolRun:
         self.space = space
         self.classes = classify_parameters(tool.input_schema.data)
         self.files = workers.files_for(str(tool.name))
-        started = workers.harness_started
-        self.harness = workers.harness()
-        self.harness.warm()
-        if started:
-            workers.set_up()  # each search from the state the examples file's setup makes
         self.timeout = workers.tool_timeout(tool)
+        self._harness: ToolHarness | None = None
+
+    @property
+    def harness(self) -> ToolHarness:
+        """The tool checks' worker, started (or set up again) when this run first calls it:
+        an effect item judging the calls already made starts no worker, whose setup calls
+        it would then have to wait out (the linger, and what the calls left asleep)."""
+        if self._harness is None:
+            started = self.workers.harness_started
+            self._harness = self.workers.harness()
+            self._harness.warm()
+            if started:
+                self.workers.set_up()  # each search from the state the examples file's setup makes
+        return self._harness
 
     def call(self, params: Any) -> CallOutcome:
         """Call the tool with params, their FileRefs resolved to the granted paths."""
@@ -164,7 +173,9 @@ class ToolRun:
             tail = "\n".join(collapsed(outcome.stderr.splitlines())[-15:])
             lines.append(f"worker stderr (last lines):\n{tail}")
         hang = self.timeout if outcome.kind == "timeout" else None
-        lines.append(f"reproduce: {self.harness.reproduction(outcome.request, hang)}")
+        # An effect item judges calls of a worker since ended: its command is the same.
+        harness = self._harness or self.workers.last_harness or self.harness
+        lines.append(f"reproduce: {harness.reproduction(outcome.request, hang)}")
         message = self.files.as_shipped("\n".join(lines))
         yield self.ctx.manifest_finding(self.tool.pointer, message, found.fix)
 

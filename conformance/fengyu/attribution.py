@@ -143,10 +143,12 @@ def attribute(
 def still_acting(trace: Trace, windows: Sequence[Window[Key]]) -> bool:
     """Whether a process or thread a call started is still asleep (a sleep it will wake
     from to act) or is a daemon (a session of its own) that has not ended: the trace is not
-    finished yet. Threads a call started and left waiting for work (a pool) do not count."""
+    finished yet. Threads a call started and left waiting for work (a pool) do not count,
+    nor does the sandbox's init (a session of its own from the worker's start, which a
+    worker started with its first call makes look started by it)."""
     if not windows:
         return False
     first = min(w.start for w in windows)
     called = {task for task, (_, at) in trace.births.items() if at >= first}
-    waiting = (trace.asleep | trace.daemons) - trace.ended
+    waiting = (trace.asleep | trace.daemons) - trace.ended - trace.inits
     return bool(called & waiting)

@@ -171,6 +171,7 @@ class WorkerServices:
         }
         self._last_call = 0.0
         self._harness: ToolHarness | None = None
+        self.last_harness: ToolHarness | None = None  # the latest started, for reproductions
         self._host: HostSession | None = None
         self._files: dict[str, ToolFiles] = {}
         self._spaces: dict[str, InputSpace | None] = {}
@@ -317,6 +318,7 @@ class WorkerServices:
                 deadlines=self.deadlines,
             )
             self._harness.windows = self.effects.calls  # each call, for the effect watch
+            self.last_harness = self._harness
             self.set_up()
         return self._harness
 

@@ -136,13 +136,16 @@ class Attempt:
 class Trace:
     """What a trace file holds: the attempts in order, who started each process or thread
     (births: task -> (its starter, when)), the tasks that ended, and the tasks in a sleep
-    (or that made themselves a session of their own, daemonised) when it was read."""
+    (or that made themselves a session of their own, daemonised) when it was read. inits
+    are the first processes of new PID namespaces: the sandbox's own init, which bwrap makes
+    a session of its own while the worker starts, often after the first call was sent."""
 
     attempts: list[Attempt] = field(default_factory=list)
     births: dict[int, tuple[int, float]] = field(default_factory=dict)
     ended: set[int] = field(default_factory=set)
     asleep: set[int] = field(default_factory=set)
     daemons: set[int] = field(default_factory=set)
+    inits: set[int] = field(default_factory=set)
 
 
 def read_trace(path: Path, cwd: Path, writable: Iterable[Path] = ()) -> list[Attempt]:
@@ -239,6 +242,8 @@ class _Reader:
             )
             if child is not None:
                 self.trace.births[int(child.group(1))] = (task, stamp)
+                if "CLONE_NEWPID" in args:
+                    self.trace.inits.add(int(child.group(1)))
         elif name == "socketpair":
             for inode in _PAIR.findall(args):
                 self.families[inode] = "pair"
