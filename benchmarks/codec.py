@@ -1,11 +1,12 @@
 """Section 12: does a faster JSON codec earn its place on the worker path?
 
 The 1 MiB round trip of section 1 costs about 10 ms where the pipe alone takes a fraction
-of a millisecond, which looked like JSON. Here two bare clients as in section 1's floor
-talk to the same echo loop, one with the stdlib's json on both sides, one with orjson on
-both sides, and one with orjson on the host's side only, taking turns within each repetition. The rule set beforehand: orjson becomes
-an optional extra of the host and the SDK if it halves the 1 MiB figure. Skipped, with a
-note, where orjson is not installed (`pip install orjson`).
+of a millisecond, which looked like JSON. Here three bare clients as in section 1's floor
+talk to the same echo loop: one with the stdlib's json on both sides, one with orjson on
+both sides, one with orjson on the host's side only, taking turns within each repetition.
+The rule set beforehand: orjson becomes an optional extra of the host and the SDK if it
+halves the 1 MiB figure. Skipped, with a note, where orjson is not installed
+(`pip install orjson`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from reference_host.process.stdout_lines import StdoutLines
 
-
 LOOP = asyncio.new_event_loop()  # only makes the `closed` futures; it never runs
 
 
