@@ -11,24 +11,12 @@ from conformance.findings import Finding
 from conformance.provider_view import Offered
 
 
-def _rejected(ctx: ErpContext, provider_id: str) -> Iterator[Finding]:
-    def at_tool(tool: Offered, at: str, message: str, fix: str) -> Finding:
+@check("ERP-PROV-001", "ERP-PROV-002", "ERP-PROV-003")
+def providers_take_the_tools(ctx: ErpContext) -> Iterator[Finding]:
+    """OpenAI, Anthropic, Gemini: the catalog names each requirement's provider."""
+
+    def in_tool_file(tool: Offered, at: str, message: str, fix: str) -> Finding:
         assert tool.erp is not None  # offered() names the file of every ERP tool
         return ctx.tool_finding(tool.erp, at, message, fix)
 
-    return provider_findings(ctx, provider_id, at_tool)
-
-
-@check("ERP-PROV-001")
-def openai_takes_the_tools(ctx: ErpContext) -> Iterator[Finding]:
-    yield from _rejected(ctx, "openai")
-
-
-@check("ERP-PROV-002")
-def anthropic_takes_the_tools(ctx: ErpContext) -> Iterator[Finding]:
-    yield from _rejected(ctx, "anthropic")
-
-
-@check("ERP-PROV-003")
-def gemini_takes_the_tools(ctx: ErpContext) -> Iterator[Finding]:
-    yield from _rejected(ctx, "gemini")
+    yield from provider_findings(ctx, ctx.requirement.provider, in_tool_file)

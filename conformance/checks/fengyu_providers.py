@@ -249,25 +249,12 @@ def _answer(outcome: CallOutcome) -> str:
     return f"{outcome.kind}: {outcome.message}"
 
 
-def _rejected(ctx: FengYuContext, provider_id: str) -> Iterator[Finding]:
-    """The provider's rejections (providers.py), a tool's at its schema in the manifest."""
+@check("FY-PROV-001", "FY-PROV-002", "FY-PROV-003")
+def providers_take_the_tools(ctx: FengYuContext) -> Iterator[Finding]:
+    """OpenAI, Anthropic, Gemini (the catalog names each requirement's provider): the
+    provider's rejections (providers.py), a tool's at its schema in the manifest."""
 
-    def at_tool(tool: Offered, at: str, message: str, fix: str) -> Finding:
+    def in_manifest(tool: Offered, at: str, message: str, fix: str) -> Finding:
         return ctx.manifest_finding(at, message, fix)
 
-    return provider_findings(ctx, provider_id, at_tool)
-
-
-@check("FY-PROV-001")
-def openai_takes_the_tools(ctx: FengYuContext) -> Iterator[Finding]:
-    yield from _rejected(ctx, "openai")
-
-
-@check("FY-PROV-002")
-def anthropic_takes_the_tools(ctx: FengYuContext) -> Iterator[Finding]:
-    yield from _rejected(ctx, "anthropic")
-
-
-@check("FY-PROV-003")
-def gemini_takes_the_tools(ctx: FengYuContext) -> Iterator[Finding]:
-    yield from _rejected(ctx, "gemini")
+    yield from provider_findings(ctx, ctx.requirement.provider, in_manifest)

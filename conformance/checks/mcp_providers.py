@@ -18,7 +18,10 @@ from conformance.provider_view import Offered
 from plugin_spec.providers.rules import load_provider
 
 
-def _rejected(ctx: McpContext, provider_id: str) -> Iterator[Finding]:
+@check("MCP-PROV-001", "MCP-PROV-002", "MCP-PROV-003")
+def providers_take_the_tools(ctx: McpContext) -> Iterator[Finding]:
+    """OpenAI, Anthropic, Gemini: the catalog names each requirement's provider."""
+    provider_id = ctx.requirement.provider
     if ctx.requirement.level is not Level.MUST:
         raise NotApplicable(
             f"an MCP server is judged against {load_provider(provider_id).title}'s rules only "
@@ -26,22 +29,7 @@ def _rejected(ctx: McpContext, provider_id: str) -> Iterator[Finding]:
             blocked_by=(),
         )
 
-    def at_tool(tool: Offered, at: str, message: str, fix: str) -> Finding:
+    def in_listing(tool: Offered, at: str, message: str, fix: str) -> Finding:
         return ctx.server_finding(message, at, fix)
 
-    return provider_findings(ctx, provider_id, at_tool)
-
-
-@check("MCP-PROV-001")
-def openai_takes_the_tools(ctx: McpContext) -> Iterator[Finding]:
-    yield from _rejected(ctx, "openai")
-
-
-@check("MCP-PROV-002")
-def anthropic_takes_the_tools(ctx: McpContext) -> Iterator[Finding]:
-    yield from _rejected(ctx, "anthropic")
-
-
-@check("MCP-PROV-003")
-def gemini_takes_the_tools(ctx: McpContext) -> Iterator[Finding]:
-    yield from _rejected(ctx, "gemini")
+    yield from provider_findings(ctx, provider_id, in_listing)
