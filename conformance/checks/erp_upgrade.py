@@ -3,18 +3,8 @@ saved on the previous one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from conformance.checks import upgrade
-from conformance.checks.erp import ErpContext, check
-from conformance.findings import Finding
+from conformance.checks.erp import check
 
-
-@check("FY-UPG-001")
-def breaking_upgrade_bumps_major(ctx: ErpContext) -> Iterator[Finding]:
-    yield from upgrade.breaking_upgrade_bumps_major(ctx)
-
-
-@check("FY-UPG-002")
-def no_canvas_breaking_changes(ctx: ErpContext) -> Iterator[Finding]:
-    yield from upgrade.no_canvas_breaking_changes(ctx)
+check("FY-UPG-001")(upgrade.breaking_upgrade_bumps_major)
+check("FY-UPG-002")(upgrade.no_canvas_breaking_changes)
