@@ -24,6 +24,16 @@ function tag(text, kind = "") {
   return el("span", { className: kind ? `tag ${kind}` : "tag", text });
 }
 
+/** A card's head: its title, then its tags. */
+function cardHead(title, ...tags) {
+  return el(
+    "div",
+    { className: "card-head" },
+    el("strong", { className: "grow", text: title }),
+    ...tags,
+  );
+}
+
 /**
  * JSON text indented for reading; anything else as it came. So is JSON with a number a
  * double cannot hold (an integer past 2^53, an overflow): the host keeps those exact, and an
@@ -176,10 +186,8 @@ function pluginCard(plugin) {
   return el(
     "li",
     { className: "card plugin", attrs: { "data-plugin-id": String(plugin.id) } },
-    el(
-      "div",
-      { className: "card-head" },
-      el("strong", { className: "grow", text: plugin.name || plugin.id }),
+    cardHead(
+      plugin.name || plugin.id,
       tag(plugin.enabled ? "enabled" : "disabled", plugin.enabled ? "ok" : "warn"),
     ),
     el("p", { className: "muted", text: `${plugin.id} ${plugin.version} · ${plugin.profile}` }),
@@ -209,13 +217,7 @@ function toolCard(tool) {
   return el(
     "li",
     { className: "card", attrs: { "data-tool": String(tool.name) } },
-    el(
-      "div",
-      { className: "card-head" },
-      el("strong", { className: "grow", text: tool.name }),
-      tag(tool.effect, effectKind),
-      tag(tool.owner),
-    ),
+    cardHead(tool.name, tag(tool.effect, effectKind), tag(tool.owner)),
     el("p", { text: tool.description }),
     el(
       "details",
@@ -266,10 +268,8 @@ function grantCard(grant) {
   return el(
     "li",
     { className: "card grant", attrs: { "data-ref-id": String(grant.ref.id) } },
-    el(
-      "div",
-      { className: "card-head" },
-      el("strong", { className: "grow", text: grant.ref.name }),
+    cardHead(
+      grant.ref.name,
       tag(grant.ref.kind),
       tag(grant.ref.access, grant.ref.access === "read" ? "" : "warn"),
     ),
@@ -524,13 +524,7 @@ class ToolCard {
     this.root = el(
       "div",
       { className: "card tool waiting", attrs: { "data-call-id": id } },
-      el(
-        "div",
-        { className: "card-head" },
-        el("strong", { className: "grow", text: name }),
-        tag(id),
-        this.state,
-      ),
+      cardHead(name, tag(id), this.state),
       el("div", { className: "muted", text: "Arguments (from the model)" }),
       this.arguments,
       this.sent,
@@ -583,12 +577,7 @@ class ApprovalCard {
     this.root = el(
       "div",
       { className: "card approval", attrs: { "data-approval-id": id } },
-      el(
-        "div",
-        { className: "card-head" },
-        el("strong", { className: "grow", text: `Approve ${data.name}?` }),
-        tag(data.effect, "warn"),
-      ),
+      cardHead(`Approve ${data.name}?`, tag(data.effect, "warn")),
       el("div", { className: "muted", text: "Arguments that will be sent" }),
       el("pre", { className: "arguments", text: pretty(data.arguments ?? "") }),
       files.length ? filesTable(files, injected) : null,
