@@ -11,37 +11,20 @@ from pathlib import Path
 
 from reference_host.mcp.mount import mount_servers
 from reference_host.tools.callbacks import CallContext, plan_and_call
+from tests.reference_host.one_tool_mcp import one_tool_server
 
-# Speaks just enough of the 2025-11-25 era: discover is unknown, so the SDK initializes.
-SERVER = r"""
-import json, sys
-def send(text):
-    sys.stdout.write(text + "\n"); sys.stdout.flush()
-for line in sys.stdin:
-    message = json.loads(line)
-    rid, method = message.get("id"), message.get("method")
-    if rid is None:
-        continue
-    if method == "initialize":
-        result = {"protocolVersion": message["params"]["protocolVersion"],
-                  "capabilities": {"tools": {}},
-                  "serverInfo": {"name": "deep", "version": "1.0.0"}}
-    elif method == "tools/list":
-        schema = {"type": "object", "properties": {"depth": {"type": "integer"}}}
-        result = {"tools": [{"name": "nest", "description": "Nests.", "inputSchema": schema}]}
-    elif method == "tools/call":
-        depth = message["params"]["arguments"]["depth"]
-        nested = "[" * depth + "]" * depth
-        text = json.dumps({"jsonrpc": "2.0", "id": rid})[:-1]
-        content = '"content": [{"type": "text", "text": "deep"}]'
-        send(text + ', "result": {' + content + ', "structuredContent": {"a": ' + nested + "}}}")
-        continue
-    else:
-        error = {"code": -32601, "message": "Method not found"}
-        send(json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}))
-        continue
-    send(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}))
-"""
+# Answers `nest` with structured content nested depth deep.
+SERVER = one_tool_server(
+    "nest",
+    {"depth": {"type": "integer"}},
+    r"""
+    depth = message["params"]["arguments"]["depth"]
+    nested = "[" * depth + "]" * depth
+    text = json.dumps({"jsonrpc": "2.0", "id": rid})[:-1]
+    content = '"content": [{"type": "text", "text": "deep"}]'
+    send(text + ', "result": {' + content + ', "structuredContent": {"a": ' + nested + "}}}\n")
+    """,
+)
 
 
 async def test_an_answer_nested_too_deep_fails_the_call_at_once(tmp_path: Path) -> None:

@@ -17,43 +17,24 @@ from reference_host.mcp.mount import McpMounts, mount_servers
 from reference_host.mcp.transport import _lines
 from reference_host.tools.callbacks import CallContext, plan_and_call
 from tests.conftest import REPO
+from tests.reference_host.one_tool_mcp import one_tool_server
 
 FIXTURE = REPO / "tests" / "fixtures" / "mcp" / "server.py"
 
-# Speaks just enough of the 2025-11-25 era; `big` answers with a text of `mib` MiB, on one
-# line ended by a newline or not.
-SERVER = r"""
-import json, sys, time
-def send(text):
-    sys.stdout.write(text); sys.stdout.flush()
-for line in sys.stdin:
-    message = json.loads(line)
-    rid, method = message.get("id"), message.get("method")
-    if rid is None:
-        continue
-    if method == "initialize":
-        result = {"protocolVersion": message["params"]["protocolVersion"],
-                  "capabilities": {"tools": {}},
-                  "serverInfo": {"name": "big", "version": "1.0.0"}}
-    elif method == "tools/list":
-        schema = {"type": "object", "properties": {"mib": {"type": "integer"},
-                                                    "newline": {"type": "boolean"}}}
-        result = {"tools": [{"name": "big", "description": "Big.", "inputSchema": schema}]}
-    elif method == "tools/call":
-        arguments = message["params"]["arguments"]
-        head = '{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "'
-        send(head % json.dumps(rid) + "x" * (arguments["mib"] << 20) + '"}]}}')
-        if arguments["newline"]:
-            send("\n")
-        else:
-            time.sleep(3600)
-        continue
+# `big` answers with a text of `mib` MiB, on one line ended by a newline or not.
+SERVER = one_tool_server(
+    "big",
+    {"mib": {"type": "integer"}, "newline": {"type": "boolean"}},
+    r"""
+    arguments = message["params"]["arguments"]
+    head = '{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "'
+    send(head % json.dumps(rid) + "x" * (arguments["mib"] << 20) + '"}]}}')
+    if arguments["newline"]:
+        send("\n")
     else:
-        error = {"code": -32601, "message": "Method not found"}
-        send(json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}) + "\n")
-        continue
-    send(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n")
-"""
+        time.sleep(3600)
+    """,
+)
 
 
 async def mounted(tmp_path: Path, args: list[str]) -> McpMounts:
