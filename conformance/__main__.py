@@ -25,7 +25,6 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from conformance.catalog import format_catalog
 from conformance.explain import UnknownRequirement, explain
@@ -42,6 +41,7 @@ from conformance.run_store import RunStore
 from conformance.shards import ShardError, chosen_shard
 from conformance.sources import JsonLoadError, load_json_file
 from conformance.vendor import INSTALL, VendorError, vendor
+from plugin_spec.json_types import JsonObject
 from plugin_spec.plugin_folders import expand
 
 
@@ -152,7 +152,7 @@ def _init(profile: str, folder: Path, plugin_id: str | None, source: str | None)
 def _marketplace(args: argparse.Namespace) -> int:
     """One shard of a targets file; exit status 0 once every target's run ended (what the
     targets' items say is in the report), 2 for a usage error."""
-    from conformance.marketplace.run_target import Limits
+    from conformance.marketplace.run_target import Limits, Outcome
     from conformance.marketplace.shard_run import run_shard, shard_path
     from conformance.marketplace.targets import TargetsError, load_targets
 
@@ -165,7 +165,7 @@ def _marketplace(args: argparse.Namespace) -> int:
         return 2
     assert shard is not None  # one of the two is required
 
-    def told(outcome: Any) -> None:
+    def told(outcome: Outcome) -> None:
         print(f"{outcome.id}: {outcome.status} ({outcome.seconds:.1f} s) {outcome.reason}".rstrip())
 
     document = run_shard(
@@ -241,7 +241,7 @@ def _providers(dirs: list[Path]) -> int:
     if missing:
         print(f"error: {missing[0]} is not a folder", file=sys.stderr)
         return 2
-    summaries = []
+    summaries: list[JsonObject] = []
     for root in dict.fromkeys(expand([d.resolve() for d in dirs])):
         plugin = load_plugin(root)
         if plugin.load_error is not None:

@@ -4,20 +4,22 @@ which were not exercised and why, and which claims such calls verified (exercise
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
+
+import pytest
 
 from conformance.exercised import claim_table, tool_table
 from conformance.findings import cut, printable
+from plugin_spec.json_types import JsonObject
 
 SHOWN = 10  # tools, and claims, listed by name before the rest are counted
 REASON_CHARS = 160
 
 
 def tell_calls(
-    terminal: Any,
-    plugins: Iterable[Mapping[str, Any]],
-    records: list[dict[str, Any]],
+    terminal: pytest.TerminalReporter,
+    plugins: Iterable[JsonObject],
+    records: list[JsonObject],
     strict: bool,
 ) -> None:
     """A "tool calls" section, when the run called (or meant to call) any tool."""
@@ -34,7 +36,8 @@ def tell_calls(
         last = f"; the last answer: {tool['last_error']}" if tool.get("last_error") else ""
         how = f"{tool['calls']} calls, none succeeded{cut(last, REASON_CHARS)}"
         if not tool["calls"]:
-            how = f"not called ({cut(tool.get('not_called', 'no item called it'), REASON_CHARS)})"
+            not_called = str(tool.get("not_called", "no item called it"))
+            how = f"not called ({cut(not_called, REASON_CHARS)})"
         if tool.get("accepted"):
             how += " (accepted in the baseline)"
         write(printable(f"  not exercised: {tool['target']} {tool['tool']}: {how}", one_line=True))
@@ -54,7 +57,7 @@ def tell_calls(
         write(
             printable(
                 f"  not verified: {claim['target']} {claim['tool']} {claim['claim']}: "
-                f"{cut(claim.get('why', ''), REASON_CHARS)}",
+                f"{cut(str(claim.get('why', '')), REASON_CHARS)}",
                 one_line=True,
             )
         )

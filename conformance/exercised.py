@@ -12,12 +12,12 @@ check judged it on a successful call.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.profiles import Plugin, is_mcp
 from plugin_spec import mcp
+from plugin_spec.json_types import JsonObject, JsonValue, as_array, objects_in
 
 # The requirements whose items judge that a tool's valid calls are answered: a tool whose
 # calls all failed is `not-exercised` there.
@@ -29,21 +29,22 @@ NOT_JUDGED = "no requirement of the kit judges it"
 RESTRICTING = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
 
 
-def tool_table(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def tool_table(records: Iterable[JsonObject]) -> list[JsonObject]:
     """One object per target and tool the run called or meant to call (an item of
     EXERCISING): target, tool, calls, successful_calls, exercised, and the last error of a
     call that failed."""
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    rows: dict[tuple[JsonValue, JsonValue], JsonObject] = {}
 
-    def row(target: str, tool: str) -> dict[str, Any]:
+    def row(target: JsonValue, tool: JsonValue) -> JsonObject:
         return rows.setdefault(
             (target, tool),
             {"target": target, "tool": tool, "calls": 0, "successful_calls": 0},
         )
 
     for record in records:
-        if record.get("requirement") in EXERCISING and isinstance(record.get("tool"), str):
-            entry = row(record["plugin"], record["tool"])
+        tool = record.get("tool")
+        if record.get("requirement") in EXERCISING and isinstance(tool, str):
+            entry = row(record["plugin"], tool)
             if record.get("status") in ("skipped", "not-applicable"):
                 entry["not_called"] = (
                     f"{record['requirement']} {record['status']}: {record.get('reason')}"
@@ -52,26 +53,33 @@ def tool_table(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 entry["not_exercised"] = record["not_exercised"]
                 entry["last_valid_error"] = record.get("last_error", "")
                 entry["accepted"] = record.get("status") == "expected-failure"  # baselined
-        for made in record.get("calls") or ():
+        for made in objects_in(record.get("calls")):
             entry = row(made["target"], made["tool"])
-            entry["calls"] += made["calls"]
-            entry["successful_calls"] += made["successful_calls"]
+            entry["calls"] = _count(entry["calls"]) + _count(made["calls"])
+            entry["successful_calls"] = _count(entry["successful_calls"]) + _count(
+                made["successful_calls"]
+            )
             if made.get("last_error"):
                 entry["last_error"] = made["last_error"]
     for entry in rows.values():
-        entry["exercised"] = entry["successful_calls"] > 0
+        entry["exercised"] = _count(entry["successful_calls"]) > 0
         if valid := entry.pop("last_valid_error", ""):
             entry["last_error"] = valid
-    return [rows[key] for key in sorted(rows)]
+    return [rows[key] for key in sorted(rows, key=lambda key: (str(key[0]), str(key[1])))]
 
 
-def claims_of(plugin: Plugin) -> list[dict[str, Any]]:
+def _count(value: JsonValue) -> int:
+    """A count of a record (an int in every record the kit writes)."""
+    return value if isinstance(value, int) else 0
+
+
+def claims_of(plugin: Plugin) -> list[JsonObject]:
     """The claims each tool makes about what its calls do not do, with the requirements that
     judge them (none: the kit does not judge it): for an MCP tool its annotations
     readOnlyHint: true, destructiveHint: false and openWorldHint: false where given, for a
     FengYu tool its effect read or write. The other values (and effect external) allow
     everything, so there is nothing to verify."""
-    found: list[dict[str, Any]] = []
+    found: list[JsonObject] = []
     for tool in plugin.tools:
         if not isinstance(tool.name, str):
             continue
@@ -99,31 +107,29 @@ def claims_of(plugin: Plugin) -> list[dict[str, Any]]:
                 {
                     "tool": tool.name,
                     "claim": f"effect: {effect}",
-                    "requirements": list(rules.get(effect, ())),
+                    "requirements": [*rules.get(effect, ())],
                 }
             )
     return found
 
 
-def _claim(tool: str, claim: str, judged: bool, requirement: str) -> dict[str, Any]:
+def _claim(tool: str, claim: str, judged: bool, requirement: str) -> JsonObject:
     return {"tool": tool, "claim": claim, "requirements": [requirement] if judged else []}
 
 
-def claim_table(
-    plugins: Iterable[Mapping[str, Any]], records: Iterable[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+def claim_table(plugins: Iterable[JsonObject], records: Iterable[JsonObject]) -> list[JsonObject]:
     """Each claim of each target's tools: verified when every requirement that judges it
     judged it on this tool and the tool had a successful call; otherwise why not."""
     records = list(records)
     by_item = {(r["plugin"], r["requirement"], r.get("tool")): r for r in records}
     exercised = {(t["target"], t["tool"]) for t in tool_table(records) if t["exercised"]}
-    table = []
+    table: list[JsonObject] = []
     for plugin in plugins:
         target = plugin["label"]
-        for claim in plugin.get("claims", ()):
+        for claim in objects_in(plugin.get("claims", [])):
             tool, requirements = claim["tool"], claim["requirements"]
             why = "" if requirements else NOT_JUDGED
-            for rid in requirements:
+            for rid in as_array(requirements):
                 record = by_item.get((target, rid, tool))
                 if why:
                     break

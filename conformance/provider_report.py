@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
+from plugin_spec.json_types import JsonObject, JsonValue, as_object, objects_in
 from plugin_spec.providers.rules import all_providers
 
 # Per tool and provider, the details list this many rejections and as many changes; the rest
@@ -20,7 +20,7 @@ LONGEST = 200  # characters of a pointer or a found value shown; a longer one is
 UNSAFE = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 
 
-def _plain(value: Any) -> str:
+def _plain(value: object) -> str:
     """A plugin's text (label, tool name, what a rule found) on one Markdown line: control
     characters written as JSON escapes, and | < > & unable to end a table cell, open HTML or
     close the details block."""
@@ -48,47 +48,54 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _cell(judged: dict[str, Any]) -> str:
-    if judged["rejections"]:
-        rules = ", ".join(dict.fromkeys(r["rule"] for r in judged["rejections"]))
+def _cell(judged: JsonObject) -> str:
+    if rejections := objects_in(judged["rejections"]):
+        rules = ", ".join(dict.fromkeys(str(r["rule"]) for r in rejections))
         return f"rejected ({rules})"
-    if judged["changes"]:
-        count = len(judged["changes"])
+    if changes := objects_in(judged["changes"]):
+        count = len(changes)
         return f"rewritten ({count} change{'' if count == 1 else 's'})"
     return "accepted"
 
 
-def rejected_tools(tools: dict[str, dict[str, Any]], provider_id: str) -> dict[str, list[str]]:
+def rejected_tools(tools: JsonObject, provider_id: str) -> dict[str, list[str]]:
     """Each tool the provider rejects, with the rules it breaks: one of them in a request is
     enough for the provider to refuse the whole request."""
     return {
-        tool: list(dict.fromkeys(r["rule"] for r in verdicts[provider_id]["rejections"]))
+        tool: list(dict.fromkeys(str(r["rule"]) for r in rejections))
         for tool, verdicts in tools.items()
-        if verdicts[provider_id]["rejections"]
+        if (rejections := _noted(verdicts, provider_id, "rejections"))
     }
 
 
-def _request_cell(providers: dict[str, Any], provider_id: str) -> str:
+def _noted(verdicts: JsonValue, provider_id: str, key: str) -> list[JsonObject]:
+    """A tool's rejections or changes (key) for one provider, from its verdicts by provider."""
+    return objects_in(as_object(as_object(verdicts)[provider_id])[key])
+
+
+def _request_cell(providers: JsonObject, provider_id: str) -> str:
     """ "fits" only when the provider takes every tool of the request and its whole-request
     limits; otherwise the rules that keep it out."""
-    rules = [r["rule"] for r in providers["request"][provider_id]]
+    rules = [str(r["rule"]) for r in objects_in(as_object(providers["request"])[provider_id])]
     rules += [
-        rule for found in rejected_tools(providers["tools"], provider_id).values() for rule in found
+        rule
+        for found in rejected_tools(as_object(providers["tools"]), provider_id).values()
+        for rule in found
     ]
     return f"refused ({', '.join(dict.fromkeys(rules))})" if rules else "fits"
 
 
-def _where(noted: dict[str, Any]) -> str:
-    return f" at {_code(noted['pointer'])}" if noted["pointer"] else ""
+def _where(noted: JsonObject) -> str:
+    return f" at {_code(str(noted['pointer']))}" if noted["pointer"] else ""
 
 
-def _listed(head: str, noted: list[dict[str, Any]], changes: bool) -> list[str]:
+def _listed(head: str, noted: list[JsonObject], changes: bool) -> list[str]:
     """One line for each of the first SHOWN of a tool's rejections (or changes) for one
     provider, head naming the plugin, tool and provider; then a line that counts the rest."""
     lines = [
-        f"{head}{n['rule']}: {_plain(_cut(n['found']))}{_where(n)}: {n['change']}"
+        f"{head}{n['rule']}: {_plain(_cut(str(n['found'])))}{_where(n)}: {n['change']}"
         if changes
-        else f"{head}refused by {n['rule']}: {_plain(_cut(n['found']))}{_where(n)}"
+        else f"{head}refused by {n['rule']}: {_plain(_cut(str(n['found'])))}{_where(n)}"
         for n in noted[:SHOWN]
     ]
     if len(noted) > SHOWN:
@@ -97,10 +104,10 @@ def _listed(head: str, noted: list[dict[str, Any]], changes: bool) -> list[str]:
     return lines
 
 
-def provider_matrix_markdown(plugins: list[dict[str, Any]], heading: str = "##") -> list[str]:
+def provider_matrix_markdown(plugins: list[JsonObject], heading: str = "##") -> list[str]:
     """The matrix of every plugin that loaded, with its details; nothing when none did."""
     providers = all_providers()
-    judged = [p for p in plugins if p.get("providers", {}).get("tools")]
+    judged = [p for p in plugins if _matrix(p).get("tools")]
     if not judged:
         return []
     lines = [
@@ -114,47 +121,55 @@ def provider_matrix_markdown(plugins: list[dict[str, Any]], heading: str = "##")
     ]
     for plugin in judged:
         label = _plain(plugin["label"])
-        for tool, verdicts in plugin["providers"]["tools"].items():
-            cells = " | ".join(_cell(verdicts[p.id]) for p in providers)
+        for tool, verdicts in as_object(_matrix(plugin)["tools"]).items():
+            cells = " | ".join(_cell(as_object(as_object(verdicts)[p.id])) for p in providers)
             lines.append(f"| {label} | {_plain(tool)} | {cells} |")
-        cells = " | ".join(_request_cell(plugin["providers"], p.id) for p in providers)
+        cells = " | ".join(_request_cell(_matrix(plugin), p.id) for p in providers)
         lines.append(f"| {label} | *one request with the built-ins* | {cells} |")
     details: list[str] = []
     for plugin in judged:
         label = _plain(plugin["label"])
+        matrix = _matrix(plugin)
+        tools = as_object(matrix["tools"])
         for p in providers:
             head = f"- {label}, the whole request, {p.title}: refused"
-            rejected = rejected_tools(plugin["providers"]["tools"], p.id)
+            rejected = rejected_tools(tools, p.id)
             if rejected:
                 named = ", ".join(f"{_code(t)} ({', '.join(r)})" for t, r in rejected.items())
                 details.append(f"{head}, since {p.title} rejects a tool it carries: {named}")
-            for noted in plugin["providers"]["request"][p.id]:
-                details.append(f"{head} by {noted['rule']}: {_plain(_cut(noted['found']))}")
-        for tool, verdicts in plugin["providers"]["tools"].items():
+            for noted in objects_in(as_object(matrix["request"])[p.id]):
+                details.append(f"{head} by {noted['rule']}: {_plain(_cut(str(noted['found'])))}")
+        for tool, verdicts in tools.items():
             for p in providers:
                 head = f"- {label} {_plain(tool)}, {p.title}: "
-                details += _listed(head, verdicts[p.id]["rejections"], changes=False)
-                details += _listed(head, verdicts[p.id]["changes"], changes=True)
+                details += _listed(head, _noted(verdicts, p.id, "rejections"), changes=False)
+                details += _listed(head, _noted(verdicts, p.id, "changes"), changes=True)
     if details:
         lines += ["", "<details><summary>What each provider changes or refuses</summary>", ""]
         lines += [*details, "", "</details>"]
     return lines
 
 
-def refused(plugins: list[dict[str, Any]]) -> list[str]:
+def _matrix(plugin: JsonObject) -> JsonObject:
+    """A plugin summary's provider matrix (provider_view.provider_matrix); none: empty."""
+    return as_object(plugin.get("providers"))
+
+
+def refused(plugins: list[JsonObject]) -> list[str]:
     """One line per plugin and provider that refuses its request, naming each rejected tool
     with its rules and each whole-request rule broken; none when every provider takes all."""
     lines = []
     for plugin in plugins:
-        matrix = plugin.get("providers", {})
+        matrix = _matrix(plugin)
         if not matrix.get("tools"):
             continue
         for p in all_providers():
             reasons = [
                 f"tool {tool!r} ({', '.join(rules)})"
-                for tool, rules in rejected_tools(matrix["tools"], p.id).items()
+                for tool, rules in rejected_tools(as_object(matrix["tools"]), p.id).items()
             ]
-            reasons += [f"the whole request ({r['rule']})" for r in matrix["request"][p.id]]
+            requests = objects_in(as_object(matrix["request"])[p.id])
+            reasons += [f"the whole request ({r['rule']})" for r in requests]
             if reasons:
                 lines.append(f"{plugin['label']}: {p.title} rejects {'; '.join(reasons)}")
     return lines

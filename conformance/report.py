@@ -15,7 +15,6 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from conformance import __version__
 from conformance.catalog import load_catalog
@@ -23,6 +22,7 @@ from conformance.exercised import claim_table, tool_table
 from conformance.provider_report import provider_matrix_markdown
 from conformance.reports.html import html_report
 from conformance.reports.sarif import sarif_log
+from plugin_spec.json_types import JsonObject, objects_in
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class RunInfo:
     ended: float
     folder: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         when = datetime.fromtimestamp(self.started, UTC).isoformat(timespec="seconds")
         return {"started": when, "seconds": round(self.ended - self.started, 3), "dir": self.folder}
 
@@ -51,31 +51,34 @@ def report_paths(base: Path) -> tuple[Path, Path, Path]:
 
 def write_reports(
     run: RunInfo,
-    plugins: list[dict[str, Any]],
-    records: list[dict[str, Any]],
+    plugins: list[JsonObject],
+    records: list[JsonObject],
     *,
     base: Path | None = None,
     sarif: Path | None = None,
-    shard: dict[str, Any] | None = None,
+    shard: JsonObject | None = None,
 ) -> None:
     """The JSON report of a run (with its shard, when it checked one), and what is made
     from it alone."""
-    records = sorted(records, key=lambda r: (r["plugin"], r["requirement"]))
-    document = {
+    records = sorted(records, key=lambda r: (str(r["plugin"]), str(r["requirement"])))
+    summary: JsonObject = {
+        str(status): n for status, n in Counter(r["status"] for r in records).items()
+    }
+    document: JsonObject = {
         "kit": {"name": "ai-plugin-conformance", "version": __version__},
         "run": run.to_json(),
-        "summary": dict(Counter(r["status"] for r in records)),
-        "plugins": plugins,
-        "results": records,
-        "tools": tool_table(records),
-        "claims": claim_table(plugins, records),
+        "summary": summary,
+        "plugins": [*plugins],
+        "results": [*records],
+        "tools": [*tool_table(records)],
+        "claims": [*claim_table(plugins, records)],
         **({"shard": shard} if shard is not None else {}),
     }
     write_document(document, base=base, sarif=sarif)
 
 
 def write_document(
-    document: dict[str, Any], *, base: Path | None = None, sarif: Path | None = None
+    document: JsonObject, *, base: Path | None = None, sarif: Path | None = None
 ) -> None:
     """A JSON report (a run's, or shards merged) at base, with the Markdown, HTML and SARIF
     made from it alone, so that the reports of one run never disagree."""
@@ -83,7 +86,8 @@ def write_document(
         json_path, md_path, html_path = report_paths(base)
         json_path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomically(json_path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-        _write_atomically(md_path, markdown(document["plugins"], document["results"]))
+        plugins, records = objects_in(document["plugins"]), objects_in(document["results"])
+        _write_atomically(md_path, markdown(plugins, records))
         _write_atomically(html_path, html_report(document))
     if sarif is not None:
         sarif.parent.mkdir(parents=True, exist_ok=True)
@@ -91,7 +95,7 @@ def write_document(
         _write_atomically(sarif, json.dumps(log, indent=2, ensure_ascii=False) + "\n")
 
 
-def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
+def markdown(plugins: list[JsonObject], records: list[JsonObject]) -> str:
     lines = ["# Plugin conformance report", ""]
     lines += [
         "| plugin | profile | passed | warned | failed | expected | stale | skipped "
@@ -124,10 +128,10 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
                 f"({record['level']}, {record['status']}): {record['title']}"
             )
             lines.append("")
-            for finding in record["findings"]:
-                where = finding["file"] + (f":{finding['line']}" if finding["line"] else "")
+            for finding in objects_in(record["findings"]):
+                where = str(finding["file"]) + (f":{finding['line']}" if finding["line"] else "")
                 lines.append(f"- `{where}` `{finding['pointer'] or '/'}`:")
-                lines += fenced(finding["message"])
+                lines += fenced(str(finding["message"]))
             if record.get("reason"):
                 lines.append(f"- baseline: {record['reason']}")
             lines.append("")
@@ -162,7 +166,7 @@ def markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> st
     return "\n".join(lines) + "\n"
 
 
-def exercised_markdown(plugins: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[str]:
+def exercised_markdown(plugins: list[JsonObject], records: list[JsonObject]) -> list[str]:
     """How many tools a successful call exercised, each tool's calls, and the claims such
     calls verified (none called: no section)."""
     tools = tool_table(records)
@@ -194,17 +198,18 @@ def exercised_markdown(plugins: list[dict[str, Any]], records: list[dict[str, An
 
 
 def _parameter_table(
-    plugins: list[dict[str, Any]], key: str, heading: str, columns: dict[str, str]
+    plugins: list[JsonObject], key: str, heading: str, columns: dict[str, str]
 ) -> list[str]:
     """A section listing each plugin's summary[key] parameters (none: no section), with the
     plugin, tool and parameter, then columns (header -> member)."""
-    found = [(p["label"], f) for p in plugins for f in p.get(key, [])]
+    found = [(p["label"], f) for p in plugins for f in objects_in(p.get(key, []))]
     if not found:
         return []
     header = ["plugin", "tool", "parameter", *columns]
     lines = ["", f"## {heading}", "", _row(header), "|" + "---|" * len(header)]
     for label, f in found:
-        lines.append(_row([label, f["tool"], f["parameter"], *(f[m] for m in columns.values())]))
+        cells = [label, f["tool"], f["parameter"], *(f[m] for m in columns.values())]
+        lines.append(_row([str(cell) for cell in cells]))
     return lines
 
 
@@ -225,13 +230,14 @@ def fenced(text: str, indent: str = "  ") -> list[str]:
     ]
 
 
-def suite_times(records: list[dict[str, Any]]) -> list[str]:
+def suite_times(records: list[JsonObject]) -> list[str]:
     """A table of the seconds each plugin's suites took, summed from item durations, so a
     slow suite (or a slow worker behind it) shows where a kit run spends its time."""
     totals: dict[tuple[str, str], list[float]] = {}
     for record in records:
-        key = (record["plugin"], record.get("suite", ""))
-        totals.setdefault(key, []).append(float(record.get("seconds") or 0.0))
+        key = (str(record["plugin"]), str(record.get("suite", "")))
+        spent = record.get("seconds")
+        totals.setdefault(key, []).append(float(spent) if isinstance(spent, int | float) else 0.0)
     if not totals:
         return []
     lines = [
@@ -258,7 +264,7 @@ def _write_atomically(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def _profile(plugin: dict[str, Any]) -> str:
+def _profile(plugin: JsonObject) -> str:
     """The profile, and for an MCP server the protocol era it spoke."""
     era = plugin.get("era")
     return f"{plugin['profile']} ({era})" if era else str(plugin["profile"])

@@ -7,16 +7,16 @@ minutes with nothing on the screen saying why, or what to change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from conformance.options import SEARCH_SUITES
+from plugin_spec.json_types import JsonMapping
 
 SLOW_SECONDS = 60.0  # a tool whose property items took this long in all gets the hint
 FEWER = 5  # the examples count the hint suggests (at most the run's own)
 
 
-def slow_tool_hints(records: Iterable[Mapping[str, Any]], examples: int) -> list[str]:
+def slow_tool_hints(records: Iterable[JsonMapping], examples: int) -> list[str]:
     """One line per tool whose property items took SLOW_SECONDS or more in all, slowest
     first, naming the time and the option that lowers it."""
     spent: dict[tuple[str, str], list[float]] = {}

@@ -11,12 +11,12 @@ only says so. --conformance-allow-unobserved accepts the second kind.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from conformance.fengyu.code_first import BUILD_ADVICE
 from conformance.fengyu.syscall_trace import effects_unseen
+from plugin_spec.json_types import JsonMapping
 
 UNCHECKED_STATUSES = ("skipped", "not-applicable")
 ALLOW_UNOBSERVED = "--conformance-allow-unobserved"
@@ -39,7 +39,7 @@ class Gap:
     fix: str
 
 
-def strict_gaps(records: Iterable[Mapping[str, Any]], allow_unobserved: bool) -> list[Gap]:
+def strict_gaps(records: Iterable[JsonMapping], allow_unobserved: bool) -> list[Gap]:
     """The run's items (report records) skipped for a reason a strict run does not accept,
     counted by reason."""
     fixes = {BUILD_ADVICE: UNBUILT_FIX}
