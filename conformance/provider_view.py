@@ -11,11 +11,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 from conformance.erp.plugin import ErpPlugin, ErpTool, model_name
+from conformance.fengyu.manifest import FengYuPlugin
 from conformance.profiles import Plugin, is_mcp
 from conformance.run_store import RunStore
+from plugin_spec.json_types import JsonArray, JsonObject, ReadOnlyJson
 from plugin_spec.mcp import offered_name
 from plugin_spec.providers.judge import Judgement, Noted, judge_tool, request_refusals
 from plugin_spec.providers.rules import all_providers, load_provider
@@ -30,7 +31,7 @@ class Offered:
     """A tool as the model is offered it: name, input schema, and where the schema is written."""
 
     name: str
-    schema: Any
+    schema: ReadOnlyJson
     at: str  # the schema's pointer in its file; inner pointers are appended
     # The tool file of an ERP tool; a FengYu tool is in the manifest, an MCP tool in the
     # server's listing.
@@ -39,11 +40,15 @@ class Offered:
 
 def offered(plugin: Plugin) -> list[Offered]:
     """The tools of a plugin that has named them, as the host would offer them."""
-    if is_mcp(plugin):  # offered under the name a host mints (offered_name)
+    if isinstance(plugin, FengYuPlugin):
         return [
-            Offered(offered_name(plugin.name, t.name), t.input_schema, f"{t.pointer}/inputSchema")
+            Offered(
+                t.name,
+                model_schema(t.input_schema.data) if t.input_schema else None,
+                t.input_schema.pointer if t.input_schema else t.pointer,
+            )
             for t in plugin.tools
-            if t.name is not None
+            if isinstance(t.name, str)
         ]
     if isinstance(plugin, ErpPlugin):
         return [
@@ -51,14 +56,11 @@ def offered(plugin: Plugin) -> list[Offered]:
             for t in plugin.tools
             if isinstance(t.code, str)
         ]
+    # an MCP server: offered under the name a host mints (offered_name)
     return [
-        Offered(
-            t.name,
-            model_schema(t.input_schema.data) if t.input_schema else None,
-            t.input_schema.pointer if t.input_schema else t.pointer,
-        )
+        Offered(offered_name(plugin.name, t.name), t.input_schema, f"{t.pointer}/inputSchema")
         for t in plugin.tools
-        if isinstance(t.name, str)
+        if t.name is not None
     ]
 
 
@@ -109,17 +111,17 @@ def request_refusals_of(
     return request_refusals(load_provider(provider_id), list(sent.values()))
 
 
-def provider_matrix(plugin: Plugin, peers: list[Plugin], store: RunStore) -> dict[str, Any]:
+def provider_matrix(plugin: Plugin, peers: list[Plugin], store: RunStore) -> JsonObject:
     """What the reports show of the providers: each tool's verdict per provider with every
     change and rejection, and what keeps the whole request from each provider. Every tool
     offered is listed, those the profile's own rules fail too (a name no provider takes is
     rejected by each provider's name rule, not left out of the matrix)."""
-    tools: dict[str, dict[str, Any]] = {}
+    tools: dict[str, JsonObject] = {}
     for p in all_providers():
         for tool, judgement in store.once(judgements, plugin, p.id):
             tools.setdefault(tool.name, {})[p.id] = judgement.to_json()
-    request = {
-        p.id: [n.to_json() for n in request_refusals_of(plugin, peers, p.id, store)]
-        for p in all_providers()
-    }
-    return {"tools": tools, "request": request}
+    request: JsonObject = {}
+    for p in all_providers():
+        refusals: JsonArray = [n.to_json() for n in request_refusals_of(plugin, peers, p.id, store)]
+        request[p.id] = refusals
+    return {"tools": dict(tools), "request": request}

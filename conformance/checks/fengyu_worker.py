@@ -426,9 +426,9 @@ def declared_methods_implemented(ctx: FengYuContext) -> Iterator[Finding]:
         if method is None:
             continue
         errors = [
-            line.message["error"]
+            error
             for line in exchange.replies
-            if line.message and isinstance(line.message.get("error"), dict)
+            if line.message and isinstance(error := line.message.get("error"), dict)
         ]
         if any(
             e.get("code") == METHOD_NOT_FOUND or error_data_code(e) == METHOD_NOT_FOUND_CODE

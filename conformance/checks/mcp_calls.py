@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -27,6 +26,7 @@ from conformance.mcp.services import UNKNOWN_TOOL
 from conformance.mcp.wire import Reply
 from conformance.properties import Counterexample, find_counterexample
 from conformance.strategies import GeneratorGap, InputSpace
+from plugin_spec.json_types import ReadOnlyJson
 from plugin_spec.jsonrpc import INVALID_PARAMS
 
 # Invalid arguments left unanswered are MCP-CALL-003's finding; the rules that judge the
@@ -85,7 +85,7 @@ def result_problem(reply: Reply) -> str:
     return ""
 
 
-def _reproduction(ctx: McpContext, tool: McpTool, arguments: Any, got: str) -> str:
+def _reproduction(ctx: McpContext, tool: McpTool, arguments: ReadOnlyJson, got: str) -> str:
     """The call, how its answer began (Reply.describe) and its session's transcript."""
     request = {"name": tool.name, "arguments": arguments}
     note = ctx.sessions.transcript_note(
@@ -227,10 +227,11 @@ def structured_output_conforms(ctx: McpContext) -> Iterator[Finding]:
     successes: list[Reply] = []
 
     def judge(reply: Reply) -> str:
-        if not reply.succeeded:
+        result = reply.result
+        if not reply.succeeded or not isinstance(result, dict):
             return ""
         successes.append(reply)
-        structured = reply.result.get("structuredContent")
+        structured = result.get("structuredContent")
         if structured is None:
             return "a result without structuredContent, though the tool has an outputSchema"
         error = next(iter(validator.iter_errors(structured)), None)

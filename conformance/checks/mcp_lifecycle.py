@@ -16,6 +16,7 @@ from conformance.mcp.services import PROBE_IDS, UNKNOWN_VERSION, Probe
 from conformance.mcp.wire import Reply, Wire, same_id
 from plugin_spec import mcp
 from plugin_spec.framing import MAX_FRAME_BYTES
+from plugin_spec.json_types import JsonObject, JsonValue
 from plugin_spec.jsonrpc import INVALID_PARAMS
 from plugin_spec.line_depth import MAX_DEPTH
 
@@ -238,7 +239,9 @@ def results_match_the_schema(ctx: McpContext) -> Iterator[Finding]:
         if wire.version is None:
             continue
         for method, response in _answered(wire):
-            result = response["result"]
+            # validate_server_result is typed for a Mapping, but pydantic judges any value: a
+            # result that is not an object is this requirement's finding too
+            result: Any = response["result"]
             try:
                 validate_server_result(method, wire.version, result)
             except KeyError:
@@ -256,7 +259,7 @@ def results_match_the_schema(ctx: McpContext) -> Iterator[Finding]:
                 )
 
 
-def _answered(wire: Wire) -> Iterator[tuple[str, dict[str, Any]]]:
+def _answered(wire: Wire) -> Iterator[tuple[str, JsonObject]]:
     """(method, response) for each request the kit sent on the wire and got a result for."""
     pending: dict[str, str] = {}
     for frame in wire.frames:
@@ -264,8 +267,8 @@ def _answered(wire: Wire) -> Iterator[tuple[str, dict[str, Any]]]:
         if message is None or "id" not in message:
             continue
         key = json.dumps(message["id"])
-        if frame.direction == "sent" and isinstance(message.get("method"), str):
-            pending[key] = message["method"]
+        if frame.direction == "sent" and isinstance(method := message.get("method"), str):
+            pending[key] = method
         elif frame.direction == "received" and "result" in message and key in pending:
             yield pending.pop(key), message
 
@@ -349,13 +352,14 @@ def progress_well_formed(ctx: McpContext) -> Iterator[Finding]:
             yield ctx.server_finding(problem, "/params/progress")
 
 
-def _progress_problem(token: int, values: list[tuple[Any, Any]], late: bool) -> str:
+def _progress_problem(token: int, values: list[tuple[JsonValue, JsonValue]], late: bool) -> str:
     if any(v[0] != token or isinstance(v[0], bool) for v in values):
         wrong = next(v[0] for v in values if v[0] != token or isinstance(v[0], bool))
         return f"a call with progressToken {token!r} got progress for token {wrong!r}"
-    numbers = [v[1] for v in values]
-    if not all(isinstance(n, int | float) for n in numbers):
-        return f"progress values are not numbers: got: {shown(numbers)}"
+    got = [v[1] for v in values]
+    numbers = [n for n in got if isinstance(n, int | float)]
+    if len(numbers) != len(got):
+        return f"progress values are not numbers: got: {shown(got)}"
     if any(b <= a for a, b in itertools.pairwise(numbers)):
         return f"progress for token {token!r} did not increase: {shown(numbers)}"
     if late:
@@ -363,11 +367,11 @@ def _progress_problem(token: int, values: list[tuple[Any, Any]], late: bool) -> 
     return ""
 
 
-def _code(reply: Reply) -> Any:
+def _code(reply: Reply) -> JsonValue:
     return reply.error.get("code") if reply.error else None
 
 
-def _unrequested_responses(wire: Wire) -> list[dict[str, Any]]:
+def _unrequested_responses(wire: Wire) -> list[JsonObject]:
     """The responses of a whole session that answer no request the kit sent: an id of null or
     of no request (the answer to a notification, notifications/initialized included, whenever
     it came). An id echoed as another type still answers its request (MCP-STD-002's finding,
@@ -387,5 +391,5 @@ def _unrequested_responses(wire: Wire) -> list[dict[str, Any]]:
     ]
 
 
-def _received(probe: Probe) -> list[dict[str, Any]]:
+def _received(probe: Probe) -> list[JsonObject]:
     return [m for f in probe.wire.received() if (m := f.message) is not None]

@@ -12,7 +12,6 @@ import json
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
 
 from jsonschema import Draft202012Validator, SchemaError
 from jsonschema.validators import validator_for
@@ -22,6 +21,7 @@ from conformance.findings import Finding, NotApplicable, shown
 from conformance.mcp.server import McpServer, McpTool
 from conformance.sources import strings_in
 from plugin_spec import mcp
+from plugin_spec.json_types import JsonArray, JsonObject, JsonValue
 from plugin_spec.schema_refs import external_refs
 
 HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
@@ -66,7 +66,9 @@ def tool_shape(ctx: McpContext) -> Iterator[Finding]:
             yield from _annotation_problems(ctx, tool, annotations)
 
 
-def _annotation_problems(ctx: McpContext, tool: McpTool, annotations: Any) -> Iterator[Finding]:
+def _annotation_problems(
+    ctx: McpContext, tool: McpTool, annotations: JsonValue
+) -> Iterator[Finding]:
     at = f"{tool.pointer}/annotations"
     if not isinstance(annotations, dict):
         yield ctx.server_finding(
@@ -96,7 +98,7 @@ def schemas_valid(ctx: McpContext) -> Iterator[Finding]:
                     )
 
 
-def schema_problem(schema: dict[str, Any]) -> str:
+def schema_problem(schema: JsonObject) -> str:
     """What is wrong with a schema in its dialect ("" when nothing)."""
     dialect = schema.get("$schema")
     if dialect is not None:
@@ -225,7 +227,7 @@ def is_hidden(char: str) -> bool:
 @check("MCP-SEC-002")
 def no_rug_pull(ctx: McpContext) -> Iterator[Finding]:
     tools = _tools(ctx)
-    first: dict[str, dict[str, Any]] = {t.name: t.definition for t in tools if t.name is not None}
+    first: dict[str, JsonObject] = {t.name: t.definition for t in tools if t.name is not None}
     services = ctx.sessions
     listings = services.last_listings()  # the run's calls sessions, each listed at its end
     if not listings:
@@ -238,9 +240,9 @@ def no_rug_pull(ctx: McpContext) -> Iterator[Finding]:
         if not listing.complete:
             continue
         later = {
-            t["name"]: (i, t)
+            name: (i, t)
             for i, t in enumerate(listing.tools)
-            if isinstance(t, dict) and isinstance(t.get("name"), str)
+            if isinstance(t, dict) and isinstance(name := t.get("name"), str)
         }
         gone, added = sorted(set(first) - set(later)), sorted(set(later) - set(first))
         if gone or added:
@@ -266,7 +268,7 @@ def _char_name(char: str) -> str:
     return unicodedata.name(char, "TAG" if 0xE0000 <= ord(char) <= 0xE007F else "FORMAT")
 
 
-def _names(server: McpServer) -> list[Any]:
+def _names(server: McpServer) -> JsonArray:
     return [t.definition.get("name") for t in server.tools]
 
 

@@ -15,10 +15,10 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from plugin_spec.fengyu_runtime import parse_log_line
 from plugin_spec.framing import MAX_FRAME_BYTES, decode_line
+from plugin_spec.json_types import JsonObject
 from plugin_spec.line_depth import TOO_DEEP, depth_over
 from reference_host.process.connection import stdout_problem
 from reference_host.process.launch import WorkerSpec
@@ -48,7 +48,7 @@ class Line:
     as read, depth how deeply a line refused for its nesting nests."""
 
     text: str
-    message: dict[str, Any] | None
+    message: JsonObject | None
     overlong: bool = False
     too_deep: bool = False
     size: int = 0

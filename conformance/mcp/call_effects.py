@@ -15,12 +15,12 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from conformance.fengyu.attribution import Unattributed, Window, attribute, still_acting
 from conformance.fengyu.syscall_trace import effects_unseen, read_full, strace_program, tracer
 from conformance.mcp.server import McpServer
 from conformance.mcp.wire import Reply, Wire
+from plugin_spec.json_types import ReadOnlyJson
 
 POLL = 0.1  # seconds between two looks at a trace while something a call started sleeps
 
@@ -30,7 +30,7 @@ class Effect:
     """One thing a call did: its arguments, what (as the finding says it) and the kind of
     the attempt (syscall_trace.Attempt: write, connect or send)."""
 
-    arguments: Any
+    arguments: ReadOnlyJson
     what: str
     kind: str
 
@@ -39,7 +39,7 @@ class Effect:
 class _Call:
     trace: Path
     tool: str
-    arguments: Any
+    arguments: ReadOnlyJson
     got: str  # Reply.describe(), shortened
     succeeded: bool
 
@@ -68,7 +68,9 @@ class CallEffects:
         if trace is not None:
             self._traces[id(wire)] = trace
 
-    def note(self, wire: Wire, tool: str, arguments: Any, began: float, reply: Reply) -> None:
+    def note(
+        self, wire: Wire, tool: str, arguments: ReadOnlyJson, began: float, reply: Reply
+    ) -> None:
         """A call made on wire, from began until now."""
         trace = self._traces.get(id(wire))
         if trace is None:

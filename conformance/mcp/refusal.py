@@ -20,7 +20,7 @@ def refusal(reply: Reply) -> str:
     content = result.get("content") if isinstance(result, dict) else None
     if isinstance(content, list):
         texts = [
-            b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
+            text for b in content if isinstance(b, dict) and isinstance(text := b.get("text"), str)
         ]
         flag = "isError: " if isinstance(result, dict) and result.get("isError") else ""
         return cut(flag + " ".join(texts), ERROR_CHARS)

@@ -19,12 +19,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from conformance.deadlines import Deadlines
 from conformance.mcp.server import McpServer
 from conformance.mcp.transcript import CUT
 from conformance.mcp.wire import Wire
+from plugin_spec.json_types import JsonObject, JsonValue, loads
 
 
 class ReplayError(Exception):
@@ -36,7 +36,7 @@ class Transcript:
     command: tuple[str, ...]
     cwd: Path
     env: tuple[str, ...]
-    frames: list[dict[str, Any]]
+    frames: list[JsonObject]
 
     @classmethod
     def read(cls, path: Path) -> Transcript:
@@ -45,15 +45,33 @@ class Transcript:
         except OSError as exc:
             raise ReplayError(f"{path}: cannot be read: {exc.strerror}") from None
         try:
-            header, *frames = (json.loads(line) for line in lines if line.strip())
+            header, *rest = ((n, loads(line)) for n, line in enumerate(lines, 1) if line.strip())
         except (ValueError, json.JSONDecodeError) as exc:
             raise ReplayError(f"{path}: not a transcript (JSON lines): {exc}") from None
-        command = header.get("command") if isinstance(header, dict) else None
-        if not isinstance(command, list) or not command:
-            raise ReplayError(f"{path}: line 1 /command: expected the server's command")
-        return cls(
-            tuple(command), Path(header.get("cwd", ".")), tuple(header.get("env", [])), frames
-        )
+        first, head = header
+        head = head if isinstance(head, dict) else {}
+        command = _strings(head.get("command"))
+        if not command:
+            raise ReplayError(f"{path}: line {first} /command: expected the server's command")
+        cwd, env = head.get("cwd", "."), _strings(head.get("env", []))
+        if not isinstance(cwd, str):
+            raise ReplayError(f"{path}: line {first} /cwd: expected a folder, found {cwd!r}")
+        if env is None:
+            raise ReplayError(f"{path}: line {first} /env: expected names, found {head['env']!r}")
+        frames = []
+        for n, frame in rest:
+            if not isinstance(frame, dict):
+                raise ReplayError(f"{path}: line {n}: expected a JSON object, found {frame!r}")
+            frames.append(frame)
+        return cls(command, Path(cwd), env, frames)
+
+
+def _strings(value: JsonValue) -> tuple[str, ...] | None:
+    """value's items when it is an array of strings, else None."""
+    if not isinstance(value, list):
+        return None
+    items = tuple(item for item in value if isinstance(item, str))
+    return items if len(items) == len(value) else None
 
 
 def replay(path: Path, deadlines: Deadlines, write: Callable[[str], None] = print) -> int:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
-from typing import Any
 
 from conformance.findings import shown
 from conformance.mcp.server import McpServer
+from plugin_spec.json_types import JsonValue
 from reference_host.mcp.config import McpConfigError, escape, read_document, server_entry
 
 LAUNCHERS = frozenset(
@@ -102,7 +102,7 @@ def _from_config(path: Path, raw: str, names: tuple[str, ...]) -> list[McpServer
     ]
 
 
-def _entry(path: Path, key: str, name: str, entry: Any, explicit: bool) -> McpServer | None:
+def _entry(path: Path, key: str, name: str, entry: JsonValue, explicit: bool) -> McpServer | None:
     """One stdio entry, checked as the reference host checks it (server_entry); another
     transport is left out, or refused when --mcp-server names it."""
     if isinstance(entry, dict) and (entry.get("type", "stdio") != "stdio" or "url" in entry):

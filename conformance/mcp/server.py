@@ -14,7 +14,6 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from conformance.deadlines import Deadlines
 from conformance.findings import Finding
@@ -26,6 +25,7 @@ from conformance.mcp.session import (
     open_session,
 )
 from conformance.mcp.wire import Reply, Wire
+from plugin_spec.json_types import JsonObject, JsonValue
 from plugin_spec.mcp import offered_name
 from plugin_spec.secret_search import SHORTEST_ENCODED
 from reference_host.mcp.launch import server_data, server_spec
@@ -43,7 +43,7 @@ SHORTEST_SECRET = SHORTEST_ENCODED  # MCP-SEC-003: a shorter one would turn up b
 class McpTool:
     """One listed tool: its definition as the server sent it, and where in the listing."""
 
-    definition: dict[str, Any]
+    definition: JsonObject
     index: int
 
     @property
@@ -52,11 +52,11 @@ class McpTool:
         return name if isinstance(name, str) else None
 
     @property
-    def input_schema(self) -> Any:
+    def input_schema(self) -> JsonValue:
         return self.definition.get("inputSchema")
 
     @property
-    def output_schema(self) -> Any:
+    def output_schema(self) -> JsonValue:
         return self.definition.get("outputSchema")
 
     @property

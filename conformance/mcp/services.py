@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from conformance.deadlines import Deadlines
 from conformance.examples_file import ToolExamples
@@ -26,6 +26,7 @@ from conformance.mcp.wire import Reply, Shutdown, Wire
 from conformance.search_settings import PropertySettings
 from conformance.sources import strings_in
 from plugin_spec import mcp
+from plugin_spec.json_types import JsonValue, ReadOnlyJson
 from plugin_spec.jsonrpc import RequestId
 from plugin_spec.secret_search import Match, find
 
@@ -60,7 +61,7 @@ class Progress:
     whether one came after its response."""
 
     token: int
-    values: list[tuple[Any, Any]] = field(default_factory=list)
+    values: list[tuple[JsonValue, JsonValue]] = field(default_factory=list)
     late: bool = False
 
 
@@ -76,7 +77,7 @@ class Called:
     secrets the server was given that it holds, each with how it was written."""
 
     tool: str
-    arguments: Any
+    arguments: ReadOnlyJson
     got: str  # Reply.describe()
     leaked: dict[str, Match]  # by the variable's name
     working: bool = False  # still at work, sending progress, when the kit cancelled it
@@ -248,7 +249,7 @@ class McpServices:
         wire.kill()
         return listing, reply
 
-    def call(self, tool: str, arguments: Any) -> Reply:
+    def call(self, tool: str, arguments: ReadOnlyJson) -> Reply:
         """One tools/call in the calls session, following its progress as a host that shows
         progress does (the token is the request's id); the progress it is sent is kept for
         MCP-UTL-004, the reply for MCP-SEC-003. A call this session already answered is not
@@ -315,7 +316,7 @@ class McpServices:
     def last_call_of(self, tool: str) -> Called | None:
         return next((c for c in reversed(self.results) if c.tool == tool), None)
 
-    def survives_alone(self, tool: str, arguments: Any) -> bool:
+    def survives_alone(self, tool: str, arguments: ReadOnlyJson) -> bool:
         """Whether a fresh server lives on after this one call (and a quiet moment): the
         way to tell a call that ends the server from one that found it ending."""
         reply = self.call(tool, arguments)

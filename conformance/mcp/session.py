@@ -8,11 +8,13 @@ answer that is not a usable DiscoverResult, never on one error code (spec: mcp.m
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from conformance.mcp.wire import Reply, Wire
 from plugin_spec import mcp
+from plugin_spec.json_types import JsonArray, JsonMapping, JsonObject, JsonValue, ReadOnlyJson
 
 MAX_PAGES = 100  # MCP-TL-003: a listing longer than this is taken as a loop
 
@@ -30,18 +32,18 @@ class Opening:
     problem: str = ""
 
     @property
-    def result(self) -> dict[str, Any]:
+    def result(self) -> JsonObject:
         reply = self.discover if self.era == mcp.MODERN else self.initialize
         result = reply.result if reply is not None else None
         return result if isinstance(result, dict) else {}
 
     @property
-    def capabilities(self) -> dict[str, Any]:
+    def capabilities(self) -> JsonObject:
         capabilities = self.result.get("capabilities")
         return capabilities if isinstance(capabilities, dict) else {}
 
     @property
-    def server_info(self) -> Any:
+    def server_info(self) -> JsonValue:
         if self.era == mcp.MODERN:
             meta = self.result.get("_meta")
             return meta.get(mcp.META_SERVER_INFO) if isinstance(meta, dict) else None
@@ -56,7 +58,7 @@ class Listing:
     problem: str = ""  # why the listing stopped before a last page
 
     @property
-    def tools(self) -> list[Any]:
+    def tools(self) -> JsonArray:
         return [t for page in self.pages for t in _page_tools(page)]
 
     @property
@@ -133,21 +135,31 @@ class Session:
     def era(self) -> str | None:
         return self.opening.era
 
-    def params(self, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    def params(self, params: JsonMapping | None = None) -> JsonMapping | None:
         """params with the modern envelope merged into _meta (legacy: as given)."""
         if self.era != mcp.MODERN:
             return params
         merged = dict(params or {})
-        merged["_meta"] = {**mcp.modern_meta(), **(merged.get("_meta") or {})}
+        meta = merged.get("_meta")
+        merged["_meta"] = {**mcp.modern_meta(), **(meta if isinstance(meta, Mapping) else {})}
         return merged
 
-    def request(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> Reply:
-        return self.wire.request(method, self.params(params), **kw)
+    def request(
+        self,
+        method: str,
+        params: JsonMapping | None = None,
+        *,
+        request_id: int | str | None = None,
+        seconds: float | None = None,
+    ) -> Reply:
+        return self.wire.request(
+            method, self.params(params), request_id=request_id, seconds=seconds
+        )
 
     def list_tools(self) -> Listing:
         """tools/list from the first page, following nextCursor to the last."""
         listing = Listing()
-        cursor: Any = None
+        cursor: JsonValue = None
         seen_cursors: set[str] = set()
         while True:
             reply = self.request(mcp.TOOLS_LIST, {"cursor": cursor} if cursor else None)
@@ -168,16 +180,18 @@ class Session:
                 return listing
             seen_cursors.add(cursor)
 
-    def call_tool(self, name: str, arguments: Any, *, progress: int | None = None) -> Reply:
+    def call_tool(
+        self, name: str, arguments: ReadOnlyJson, *, progress: int | None = None
+    ) -> Reply:
         """tools/call; progress: the request's id, also sent as its progressToken, as the SDK
         does when the caller follows progress (wire.next_id() gives one)."""
-        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        params: dict[str, ReadOnlyJson] = {"name": name, "arguments": arguments}
         if progress is not None:
             params["_meta"] = {"progressToken": progress}
         seconds = self.wire.deadlines.call
         return self.request(mcp.TOOLS_CALL, params, seconds=seconds, request_id=progress)
 
 
-def _page_tools(page: Reply) -> list[Any]:
+def _page_tools(page: Reply) -> JsonArray:
     tools = page.result.get("tools") if isinstance(page.result, dict) else None
     return tools if isinstance(tools, list) else []

@@ -10,10 +10,11 @@ A frame holds its text only, parsed again when read, so the bound counts what is
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+from plugin_spec.json_types import JsonObject, loads
 
 TRANSCRIPT_BYTES = 8 << 20  # kept per session: its first half and its last half
 FRAME_BYTES = 1 << 20  # kept of one frame (its head); a longer one is marked cut, with its size
@@ -34,12 +35,12 @@ class Frame:
     cut: bool = False
 
     @property
-    def message(self) -> dict[str, Any] | None:
+    def message(self) -> JsonObject | None:
         """The line as a JSON object; None when it is not one, or was cut."""
         if self.cut:
             return None
         try:
-            message = json.loads(self.text)
+            message = loads(self.text)
         except (ValueError, RecursionError):
             return None
         return message if isinstance(message, dict) else None
@@ -49,8 +50,8 @@ class Frame:
         """Bytes of it kept (what the bound counts)."""
         return len(self.text.encode()) if self.cut else self.size
 
-    def to_json(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"dir": self.direction, "at": round(self.at, 4), "line": self.text}
+    def to_json(self) -> JsonObject:
+        entry: JsonObject = {"dir": self.direction, "at": round(self.at, 4), "line": self.text}
         if self.cut:
             entry["size"] = self.size
         return entry
@@ -117,7 +118,7 @@ class Transcript:
     def complete(self) -> bool:
         return not self.dropped.frames and not self.cut_frames
 
-    def entries(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[JsonObject]:
         """The saved transcript's lines: the frames, with one summary entry where frames
         were not kept."""
         entries = [f.to_json() for f in self._first]

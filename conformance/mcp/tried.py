@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
 
 from conformance.mcp.wire import Reply, Wire
+from plugin_spec.json_types import ReadOnlyJson
 
 TRIED_BYTES = 8 * 2**20  # answers kept in all
 TRIED_ENTRY_BYTES = 2**20  # a larger answer is not kept: the call is sent again
 
 
-def call_key(tool: str, arguments: Any) -> str:
+def call_key(tool: str, arguments: ReadOnlyJson) -> str:
     """The argument set as canonical JSON (1 and 1.0, true and 1 stay apart)."""
     return json.dumps([tool, arguments], sort_keys=True, ensure_ascii=False)
 
@@ -40,13 +40,13 @@ class TriedCalls:
         self._replies: dict[str, Reply] = {}
         self.bytes = 0
 
-    def get(self, wire: Wire, tool: str, arguments: Any) -> Reply | None:
+    def get(self, wire: Wire, tool: str, arguments: ReadOnlyJson) -> Reply | None:
         """The answer this session gave the same call, if it was kept."""
         if wire is not self._wire:
             return None
         return self._replies.get(call_key(tool, arguments))
 
-    def put(self, wire: Wire, tool: str, arguments: Any, reply: Reply) -> None:
+    def put(self, wire: Wire, tool: str, arguments: ReadOnlyJson, reply: Reply) -> None:
         """Keep reply as this session's answer to the call, if it is one and fits."""
         if wire is not self._wire:
             self._wire, self._replies, self.bytes = wire, {}, 0

@@ -18,13 +18,14 @@ import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from conformance.deadlines import Deadlines
 from conformance.fengyu.raw_worker import Line, RawWorker
 from conformance.mcp.transcript import Frame, Transcript
 from plugin_spec import jsonrpc, mcp
 from plugin_spec.framing import MAX_FRAME_BYTES
+from plugin_spec.json_types import JsonMapping, JsonObject, JsonValue
 from plugin_spec.jsonrpc import METHOD_NOT_FOUND, OMITTED
 from plugin_spec.line_depth import MAX_DEPTH
 from reference_host.process.launch import WorkerSpec
@@ -40,8 +41,8 @@ class Reply:
     """What came back for one request: its response (None: none came), the messages the
     server sent meanwhile, and whether it waited out the deadline or saw the server exit."""
 
-    response: dict[str, Any] | None
-    meanwhile: tuple[dict[str, Any], ...] = ()
+    response: JsonObject | None
+    meanwhile: tuple[JsonObject, ...] = ()
     timed_out: bool = False
     exited: bool = False
     seconds: float = 0.0  # how long it was waited for
@@ -57,11 +58,11 @@ class Reply:
         return self.response is None and self.timed_out and self.progressed > 0
 
     @property
-    def result(self) -> Any:
+    def result(self) -> JsonValue:
         return self.response.get("result") if self.response else None
 
     @property
-    def error(self) -> dict[str, Any] | None:
+    def error(self) -> JsonObject | None:
         error = self.response.get("error") if self.response else None
         return error if isinstance(error, dict) else None
 
@@ -127,7 +128,7 @@ class Wire:
     stray_count: int = 0
     on_received: Callable[[Frame], None] | None = None  # told each line as it is read
     _next_id: int = 0  # the first request is 1, as the SDK numbers them
-    _unread: list[dict[str, Any]] = field(default_factory=list)
+    _unread: list[JsonObject] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.started = time.monotonic()
@@ -154,13 +155,13 @@ class Wire:
         """The frames kept (transcript.py): the first and the last of the session."""
         return self.transcript.frames()
 
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> bool:
+    def notify(self, method: str, params: JsonMapping | None = None) -> bool:
         return self.send(jsonrpc.notification(method, OMITTED if params is None else params))
 
     def request(
         self,
         method: str,
-        params: dict[str, Any] | None = None,
+        params: JsonMapping | None = None,
         *,
         request_id: int | str | None = None,
         seconds: float | None = None,
@@ -173,7 +174,7 @@ class Wire:
         return self.await_response(rid, seconds)
 
     def start_request(
-        self, method: str, params: dict[str, Any] | None = None, request_id: int | str | None = None
+        self, method: str, params: JsonMapping | None = None, request_id: int | str | None = None
     ) -> int | str | None:
         """Send a request without waiting for its answer: its id, or None when the server
         no longer reads stdin."""
@@ -210,7 +211,7 @@ class Wire:
             progressed=progressed,
         )
 
-    def quiet(self, seconds: float) -> list[dict[str, Any]]:
+    def quiet(self, seconds: float) -> list[JsonObject]:
         """The messages that arrive within seconds (and any read earlier but not taken), up
         to MEANWHILE_BYTES of them."""
         seen = _Kept(list(self._unread))
@@ -258,7 +259,7 @@ class Wire:
         for line in self.worker.rest(self.deadlines.leftover):
             self._record(line)
 
-    def _messages(self, deadline: float) -> Iterator[tuple[dict[str, Any], int]]:
+    def _messages(self, deadline: float) -> Iterator[tuple[JsonObject, int]]:
         """Each message read by the deadline, with its line's size; a line refused unread
         stops the server and the reading."""
         while not self.refused and (line := self.worker.next_line(deadline)) is not None:
@@ -292,7 +293,7 @@ class Wire:
         if self.on_received is not None:
             self.on_received(frame)
 
-    def _answer_server_request(self, message: dict[str, Any]) -> None:
+    def _answer_server_request(self, message: JsonObject) -> None:
         """A request from the server: ping is answered; the kit declares no client
         capability, so anything else is a method it does not have."""
         if "id" not in message or "method" not in message:
@@ -313,12 +314,12 @@ class Wire:
 class _Kept:
     """Messages kept up to MEANWHILE_BYTES of their lines; the rest counted."""
 
-    def __init__(self, messages: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, messages: list[JsonObject] | None = None) -> None:
         self.messages = messages or []
         self.size = 0
         self.dropped = 0
 
-    def add(self, message: dict[str, Any], size: int) -> None:
+    def add(self, message: JsonObject, size: int) -> None:
         if self.size + size > MEANWHILE_BYTES:
             self.dropped += 1
             return
@@ -326,7 +327,7 @@ class _Kept:
         self.messages.append(message)
 
 
-def not_a_message(text: str, message: dict[str, Any] | None) -> str:
+def not_a_message(text: str, message: JsonObject | None) -> str:
     """Why a stdout line is not one JSON-RPC message ("" when it is one)."""
     if message is None:
         stripped = text.strip()
@@ -338,7 +339,7 @@ def not_a_message(text: str, message: dict[str, Any] | None) -> str:
     return ""
 
 
-def _progress_for(message: dict[str, Any], rid: int | str) -> int:
+def _progress_for(message: JsonObject, rid: int | str) -> int:
     """1 when message is a progress notification whose token is rid (the kit's calls use
     their own id as their token), else 0."""
     params = message.get("params")
@@ -348,11 +349,11 @@ def _progress_for(message: dict[str, Any], rid: int | str) -> int:
     return int(type(token) is type(rid) and token == rid)
 
 
-def _is_response(message: dict[str, Any]) -> bool:
+def _is_response(message: JsonObject) -> bool:
     return "method" not in message and ("result" in message or "error" in message)
 
 
-def same_id(got: Any, sent: int | str) -> bool:
+def same_id(got: object, sent: object) -> bool:
     """Whether a response answers the request: same value, or the same text (an id echoed
     as another type is still taken as the answer, and MCP-STD-002 reports it)."""
     return got == sent or (got is not None and str(got) == str(sent))
