@@ -57,12 +57,16 @@ def _dependencies_without_the_kit(into: Path) -> Path:
 @pytest.fixture(scope="module")
 def runner(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv as a CI runner has one: its own site-packages, this venv's dependencies
-    on its path, no kit."""
+    on its path, no kit. Its `pip` is this venv's, run by the runner's python (ensurepip
+    would install and compile a copy of it, seconds of CPU), so it installs into the runner."""
     root = tmp_path_factory.mktemp("runner")
-    venv.create(root / "venv", with_pip=True)
+    venv.create(root / "venv", with_pip=False)
     deps = _dependencies_without_the_kit(root / "deps")
     (site,) = (root / "venv" / "lib").glob("python3*/site-packages")
     (site / "zz_runner_dependencies.pth").write_text(f"{deps}\n", "utf-8")
+    pip = root / "venv" / "bin" / "pip"
+    pip.write_text('#!/bin/sh\nexec "$(dirname "$0")/python" -m pip "$@"\n', "utf-8")
+    pip.chmod(0o755)
     return root / "venv"
 
 
