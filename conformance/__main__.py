@@ -41,7 +41,7 @@ from conformance.run_store import RunStore
 from conformance.shards import ShardError, chosen_shard
 from conformance.sources import JsonLoadError, load_json_file
 from conformance.vendor import INSTALL, VendorError, vendor
-from plugin_spec.json_types import JsonObject
+from plugin_spec.json_types import JsonObject, as_array, objects_in
 from plugin_spec.plugin_folders import expand
 
 
@@ -171,9 +171,10 @@ def _marketplace(args: argparse.Namespace) -> int:
     document = run_shard(
         targets, shard, args.output, limits, jobs=args.jobs, kit_args=args.kit_args, told=told
     )
-    statuses = Counter(t["status"] for t in document["targets"])
+    ran = objects_in(document["targets"])
+    statuses = Counter(str(t["status"]) for t in ran)
     counted = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
-    print(f"shard {shard}: {len(document['targets'])} targets ({counted or 'none'})")
+    print(f"shard {shard}: {len(ran)} targets ({counted or 'none'})")
     print(f"report: {shard_path(args.output, shard).with_suffix('.json')}")
     return 0
 
@@ -202,7 +203,7 @@ def _merge(reports: list[Path], output: Path, targets: Path | None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     write_document(document, base=output, sarif=output.with_suffix(".sarif"))
-    print(f"merged {len(reports)} shards: {len(document['results'])} items -> {output}")
+    print(f"merged {len(reports)} shards: {len(as_array(document['results']))} items -> {output}")
     return 0
 
 

@@ -29,12 +29,13 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import psutil
 
 from conformance.marketplace.server_json import ServerJsonError, launch_entry
 from conformance.marketplace.targets import Target
+from plugin_spec.json_types import JsonObject
 from reference_host.mcp.start_problems import INSTALL_FAILED
 
 STATUSES = (
@@ -73,7 +74,7 @@ class Outcome:
     peak_memory: int = 0
     output_bytes: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "id": self.id,
             "kind": self.kind,

@@ -10,7 +10,7 @@ a ServerJsonError naming its pointer: the target needs configuration before it c
 
 from __future__ import annotations
 
-from typing import Any
+from plugin_spec.json_types import JsonObject
 
 RUNNERS = {"npm": "npx", "pypi": "uvx"}
 
@@ -19,9 +19,7 @@ class ServerJsonError(ValueError):
     """The server cannot be run as given; the message names the JSON pointer."""
 
 
-def launch_entry(
-    server: dict[str, Any], package: int | None, values: dict[str, str]
-) -> dict[str, Any]:
+def launch_entry(server: JsonObject, package: int | None, values: dict[str, str]) -> JsonObject:
     """The `mcpServers` entry ({command, args, env}) that runs the server's package."""
     packages = server.get("packages")
     if not isinstance(packages, list) or not packages:
@@ -31,12 +29,12 @@ def launch_entry(
         if not stdio:
             raise ServerJsonError("/server/packages: none has a stdio transport")
         package = stdio[0]
-    if package >= len(packages) or not isinstance(packages[package], dict):
+    entry = packages[package] if package < len(packages) else None
+    if not isinstance(entry, dict):
         raise ServerJsonError(f"/package: {package} is not an index of /server/packages")
-    entry: dict[str, Any] = packages[package]
     at = f"/server/packages/{package}"
     kind = entry.get("registryType")
-    if kind not in RUNNERS:
+    if not isinstance(kind, str) or kind not in RUNNERS:
         raise ServerJsonError(f"{at}/registryType: {kind!r} is not run here (npm or pypi is)")
     if _transport(entry) != "stdio":
         raise ServerJsonError(f"{at}/transport: {_transport(entry)!r}, not stdio")
@@ -49,7 +47,7 @@ def launch_entry(
     args.append(f"{identifier}@{version}")
     args += _arguments(entry.get("packageArguments"), f"{at}/packageArguments")
     env = _environment(entry.get("environmentVariables"), values, f"{at}/environmentVariables")
-    return {"command": command, "args": args, "env": env}
+    return {"command": command, "args": [*args], "env": {**env}}
 
 
 def _transport(package: object) -> object:

@@ -9,20 +9,19 @@ each target's run ended and what it cost, and the `shard` it was (what `merge` c
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from conformance import __version__
 from conformance.marketplace.run_target import Limits, Outcome, run_target
 from conformance.marketplace.targets import Target
 from conformance.report import write_document
 from conformance.shards import Shard
+from plugin_spec.json_types import JsonArray, JsonObject, as_object, loads, objects_in
 
 
 def shard_path(output: Path, shard: Shard) -> Path:
@@ -38,7 +37,7 @@ def run_shard(
     jobs: int = 1,
     kit_args: list[str] | None = None,
     told: Callable[[Outcome], None] = lambda outcome: None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Check the shard's targets (jobs at a time); write and return its report."""
     mine = [t for t in targets if shard.holds(t.id)]
     began = time.time()
@@ -55,30 +54,31 @@ def run_shard(
     document["shard"] = {
         "index": shard.index,
         "count": shard.count,
-        "assigned": sorted(t.id for t in mine),
+        "assigned": [*sorted(t.id for t in mine)],
     }
     base = shard_path(output, shard)
     write_document(document, base=base, sarif=base.with_suffix(".sarif"))
     return document
 
 
-def joined(outcomes: list[Outcome], began: float, ended: float) -> dict[str, Any]:
+def joined(outcomes: list[Outcome], began: float, ended: float) -> JsonObject:
     """The targets' reports as one, each record under its target's id."""
-    plugins: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
-    tools: list[dict[str, Any]] = []
-    claims: list[dict[str, Any]] = []
+    plugins: JsonArray = []
+    results: list[JsonObject] = []
+    tools: JsonArray = []
+    claims: JsonArray = []
     for outcome in outcomes:
         if outcome.report is None:
             continue
-        report = json.loads(outcome.report.read_text("utf-8"))
-        for plugin in report.get("plugins", []):
+        report = as_object(loads(outcome.report.read_text("utf-8")))
+        for plugin in objects_in(report.get("plugins")):
             plugins.append({**plugin, "label": outcome.id, "kit_label": plugin.get("label")})
-        for record in report.get("results", []):
+        for record in objects_in(report.get("results")):
             results.append({**record, "plugin": outcome.id, "label": record.get("plugin")})
-        tools += [{**t, "target": outcome.id} for t in report.get("tools", [])]
-        claims += [{**c, "target": outcome.id} for c in report.get("claims", [])]
-    results.sort(key=lambda r: (r["plugin"], r["requirement"], r.get("tool") or ""))
+        tools += [{**t, "target": outcome.id} for t in objects_in(report.get("tools"))]
+        claims += [{**c, "target": outcome.id} for c in objects_in(report.get("claims"))]
+    results.sort(key=lambda r: (str(r["plugin"]), str(r["requirement"]), str(r.get("tool") or "")))
+    summary: JsonObject = {str(s): n for s, n in Counter(r["status"] for r in results).items()}
     return {
         "kit": {"name": "ai-plugin-conformance", "version": __version__},
         "run": {
@@ -86,9 +86,9 @@ def joined(outcomes: list[Outcome], began: float, ended: float) -> dict[str, Any
             "seconds": round(ended - began, 3),
             "dir": str(Path.cwd()),
         },
-        "summary": dict(Counter(r["status"] for r in results)),
+        "summary": summary,
         "plugins": plugins,
-        "results": results,
+        "results": [*results],
         "tools": tools,
         "claims": claims,
         "targets": [o.to_json() for o in sorted(outcomes, key=lambda o: o.id)],

@@ -21,7 +21,8 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from plugin_spec.json_types import JsonObject, loads
 
 KINDS = ("plugin", "server", "mcpServer")
 _ID = re.compile(r"^[A-Za-z0-9_.:@/+-]{1,200}$")
@@ -39,9 +40,9 @@ class Target:
     kind: str  # one of KINDS
     line: int
     plugin: Path | None = None  # kind plugin: the folder or archive
-    server: dict[str, Any] = field(default_factory=dict)  # kind server: server.json
+    server: JsonObject = field(default_factory=dict)  # kind server: server.json
     package: int | None = None  # kind server: which of its packages
-    entry: dict[str, Any] = field(default_factory=dict)  # kind mcpServer: the entry
+    entry: JsonObject = field(default_factory=dict)  # kind mcpServer: the entry
     env: dict[str, str] = field(default_factory=dict)  # kind server: values it declares
 
 
@@ -72,7 +73,7 @@ def load_targets(path: Path) -> list[Target]:
 def _target(path: Path, number: int, raw: str) -> Target:
     where = f"{path}:{number}"
     try:
-        data = json.loads(raw)
+        data = loads(raw)
     except json.JSONDecodeError as exc:
         raise TargetsError(f"{where}: not a JSON object: {exc.msg} at column {exc.colno}") from None
     if not isinstance(data, dict):
@@ -96,14 +97,15 @@ def _target(path: Path, number: int, raw: str) -> Target:
         )
     if kind == "server":
         server = data["server"]
-        if not isinstance(server, dict) or not isinstance(server.get("name"), str):
+        server_name = server.get("name") if isinstance(server, dict) else None
+        if not isinstance(server, dict) or not isinstance(server_name, str):
             raise TargetsError(f"{where} /server: expected a server.json object with a name")
         package = data.get("package")
         if package is not None and not (isinstance(package, int) and package >= 0):
             raise TargetsError(f"{where} /package: expected an index, found {package!r}")
         env = _strings(data.get("env", {}), f"{where} /env")
         return Target(
-            given_id or server["name"], kind, number, server=server, package=package, env=env
+            given_id or server_name, kind, number, server=server, package=package, env=env
         )
     entry = data["mcpServer"]
     name = data.get("name")
