@@ -291,6 +291,21 @@ async function loadGrants() {
 // -------------------------------------------------------------------- the event stream
 
 /**
+ * Feed a streamed response's body, as it arrives, to an SSEParser that hands each event to
+ * onEvent; resolves with the parser when the body ends (a final close() is the caller's).
+ */
+async function readEvents(response, onEvent) {
+  const parser = new SSEParser(onEvent);
+  const reader = response.body.getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    parser.feed(value);
+  }
+  return parser;
+}
+
+/**
  * text/event-stream as the WHATWG HTML spec parses it: UTF-8 with one leading BOM dropped,
  * lines ending in CRLF, LF or CR (also when split across chunks), `:` comments, `event`,
  * `data` (joined by LF), `id`, `retry`; a blank line dispatches, an event without data is
@@ -657,13 +672,7 @@ const follower = {
         const path = `/api/conversations/${encodeURIComponent(id)}/events?after=${this.after}`;
         const response = await request("GET", path, undefined, signal);
         if (response.ok) {
-          const parser = new SSEParser((event) => this.handle(event));
-          const reader = response.body.getReader();
-          for (;;) {
-            const { value, done } = await reader.read();
-            if (done) break;
-            parser.feed(value);
-          }
+          await readEvents(response, (event) => this.handle(event));
         }
       } catch {
         // the host went away or the stream was aborted: try again below unless aborted
@@ -716,14 +725,7 @@ async function chat(message) {
       exchange.error(failure.message + problems);
       return;
     }
-    const parser = new SSEParser((event) => exchange.handle(event));
-    const reader = response.body.getReader();
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      parser.feed(value);
-    }
-    parser.close();
+    (await readEvents(response, (event) => exchange.handle(event))).close();
     if (!exchange.finished) exchange.error("the stream ended without done or error");
   } catch (error) {
     exchange.error(error.message);
