@@ -9,11 +9,17 @@ run on alone while the other workers sit idle at the end.
 
 A kit run (`--plugin-dir`, `--mcp-*`) never reads this file: the kit turns conftest files
 off for its runs (conformance/pytest_plugin.py), so a plugin's CI is not made parallel here.
+
+Every process the tests start keeps hypothesis' files in the checkout's .hypothesis: a kit
+run in a process of its own starts in a fresh folder, where hypothesis would find none of
+its cached Unicode tables and build them again (1.5 s of CPU for the utf-8 codec, a third of
+a small kit run); the kit's own searches keep no example database.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +27,8 @@ import pytest
 WORKERS_PER_CORE = 2
 IN_ORDER = "docs/tutorials/"  # node ids under it run on one worker per file
 LONG = "long"
+
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(__file__).parent / ".hypothesis"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
