@@ -281,8 +281,13 @@ class ToolHarness:
         request_id = next(i for i, m in connection.in_flight.items() if m == method)
         answer = connection.pending.get(request_id)
         answered_at: list[float] = []
+
+        def answered(future: asyncio.Future[Any]) -> None:
+            if not future.cancelled():  # cancelled with the call it was the future of
+                answered_at.append(time.monotonic())
+
         if answer is not None:
-            answer.add_done_callback(lambda _: answered_at.append(time.monotonic()))
+            answer.add_done_callback(answered)
         if delay > 0:
             await asyncio.wait({call}, timeout=delay)
             if call.done():
@@ -291,6 +296,10 @@ class ToolHarness:
         call.cancel()
         with contextlib.suppress(asyncio.CancelledError, WorkerError):
             await call
+        late = connection.abandoned.get(request_id)
+        if late is not None and not answered_at:  # the answer goes where the call left it
+            answer = late
+            late.add_done_callback(answered)
         await connection.settled()
         silent = request_id in connection.unanswered_cancels
         message = _message(answer) if not silent else None

@@ -65,6 +65,7 @@ from reference_host.process.worker_errors import (
 __all__ = ["NO_RESULT", "StrayObserver", "WorkerConnection", "stdout_problem"]
 
 SKIPPED_STDOUT_LINES = 200
+ABANDONED_KEPT = 64
 STDERR_CHUNK = 64 * 1024
 PIPE_GRACE = 0.5  # after the exit: how long the pipes may take to reach EOF
 EXIT_GRACE = 0.5  # after stdout EOF: how long the worker may take to exit
@@ -125,6 +126,9 @@ class WorkerConnection:
         self.in_flight: dict[str, str] = {}
         # Abandoned requests the worker did not answer within a second of `$/cancelRequest`.
         self.unanswered_cancels: list[str] = []
+        # The futures the answers of the last abandoned requests go to, by id: what the kit
+        # reads of how a worker took a cancel (a caller's own future is cancelled with it).
+        self.abandoned: dict[str, asyncio.Future[JsonObject]] = {}
         self._ids = itertools.count(1)
         self._envelope = envelope(spec.locale)
         self._deadlines = CallDeadlines(self._expired)
@@ -239,7 +243,9 @@ class WorkerConnection:
                 # the caller's cancel took its future: the answer, if one comes, goes to a
                 # fresh one that _abandon waits on (no shield: it costs every call a loop turn)
                 answer: asyncio.Future[JsonObject] = asyncio.get_running_loop().create_future()
-                self.pending[request_id] = answer
+                self.pending[request_id] = self.abandoned[request_id] = answer
+                while len(self.abandoned) > ABANDONED_KEPT:
+                    del self.abandoned[next(iter(self.abandoned))]
                 self._background(self._abandon(method, request_id, answer))
             raise
         finally:
