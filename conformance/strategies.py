@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from hypothesis import Phase
 from hypothesis import strategies as st
@@ -260,7 +259,7 @@ class InputSpace:
             strategy = st.one_of(st.sampled_from(seeds).map(copy.deepcopy), strategy)
         return InputSpace(self.schema, self.validator, strategy, tuple(seeds), tuple(dropped))
 
-    def draw_valid(self, draw: Callable[[st.SearchStrategy[JsonValue]], JsonValue]) -> Any:
+    def draw_valid(self, draw: Callable[[st.SearchStrategy[JsonValue]], JsonValue]) -> JsonValue:
         """One generated input, re-validated; a rejected one raises GeneratorGap."""
         try:
             value = draw(self.strategy)
@@ -278,7 +277,7 @@ class InputSpace:
             )
         return value
 
-    def minimal(self) -> Any:
+    def minimal(self) -> JsonValue:
         """The simplest valid input, for single scripted calls: built from the schema when
         it is plain enough, otherwise found by hypothesis (which shrinks toward it). Worked
         out once per space; each caller gets a copy of its own. The first seed, if any: the
@@ -314,7 +313,9 @@ class InputSpace:
         except Exception as exc:
             raise GeneratorGap(f"no valid input could be generated: {exc}") from None
 
-    def mutations(self, value: JsonValue, textual: Iterable[str] = ()) -> list[tuple[str, Any]]:
+    def mutations(
+        self, value: JsonValue, textual: Iterable[str] = ()
+    ) -> list[tuple[str, JsonObject]]:
         """Ways to break a valid input: drop a required property, give one a wrong type, or
         give a string enum a value it does not list.
 

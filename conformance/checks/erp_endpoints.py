@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from hypothesis import assume
 from hypothesis import strategies as st
@@ -17,6 +16,7 @@ from conformance.erp.routes import NOT_FOUND, RouteCheck, route_check, valid_inp
 from conformance.findings import Finding, NotApplicable
 from conformance.properties import Attempt, Counterexample, find_counterexample
 from conformance.strategies import ExternalRefs, GeneratorGap, InputSpace
+from plugin_spec.json_types import JsonObject, JsonValue
 from plugin_spec.rest_handler import RestHandler
 
 
@@ -100,7 +100,7 @@ def _searched(
 
 def _valid_and_mutations(
     data: st.DataObject, space: InputSpace, handler: RestHandler
-) -> tuple[Any, list[tuple[str, Any]]]:
+) -> tuple[JsonValue, list[tuple[str, JsonObject]]]:
     """A valid input drawn from space, and the ways to break it (URL text as _textual says)."""
     params = space.draw_valid(data.draw)
     return params, space.mutations(params, _textual(handler))

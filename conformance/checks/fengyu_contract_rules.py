@@ -5,7 +5,6 @@ engines range grammar, official ids, a backend's methods and repeated permission
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from jsonschema import Draft202012Validator
 
@@ -15,6 +14,7 @@ from conformance.fengyu.version_range import range_problem
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.schema_messages import explain, label
 from conformance.sources import pointer
+from plugin_spec.json_types import JsonObject
 from plugin_spec.schema_refs import DOCUMENT_ONLY
 from plugin_spec.schema_subset import to_json_schema
 
@@ -62,7 +62,7 @@ def defaults_fit_their_property(ctx: FengYuContext) -> Iterator[Finding]:
             )
 
 
-def _own_schema(node: dict[str, Any]) -> dict[str, Any] | None:
+def _own_schema(node: JsonObject) -> JsonObject | None:
     """The keywords that judge the node's own value, if the node has a default and they are
     well formed (malformed ones are FY-MAN-011's findings)."""
     if "default" not in node:
@@ -77,7 +77,7 @@ def _own_schema(node: dict[str, Any]) -> dict[str, Any] | None:
     if any(isinstance(b, bool) or not isinstance(b, int | float) for b in bounds):
         return None
     keys = ("type", "enum", "minimum", "maximum", "nullable")
-    own: dict[str, Any] = to_json_schema({k: node[k] for k in keys if k in node})
+    own: JsonObject = to_json_schema({k: node[k] for k in keys if k in node})
     return own
 
 

@@ -21,6 +21,7 @@ from conformance.fengyu.effects import Observation
 from conformance.fengyu.manifest import AiTool
 from conformance.findings import Finding, NotApplicable, NotExercised
 from conformance.properties import Counterexample, find_counterexample
+from plugin_spec.json_types import JsonValue
 
 SHOWN_CHANGES = 10
 REFUSED_NOTE = (
@@ -147,7 +148,7 @@ def read_and_write_tools_stay_offline(ctx: FengYuContext) -> Iterator[Finding]:
     unverified(run, calls)
 
 
-def _forbids(effect: str) -> bool:
+def _forbids(effect: JsonValue) -> bool:
     """Whether a tool of this effect may not make a refused write, a connection or a send
     (FY-EFF-001..003)."""
     return effect in ("read", "write")
@@ -161,7 +162,7 @@ def effects_belong_to_a_call(ctx: FengYuContext) -> Iterator[Finding]:
     effects = workers.effects
     if effects.unwatched:
         raise NotApplicable(effects.unwatched)
-    declared = {
+    declared: dict[str, JsonValue] = {
         str(t.name): t.effect or "external"
         for t in workers.plugin.tools
         if isinstance(t, AiTool) and isinstance(t.name, str)
@@ -183,7 +184,7 @@ def effects_belong_to_a_call(ctx: FengYuContext) -> Iterator[Finding]:
 
 
 def _unattributed_finding(
-    ctx: FengYuContext, found: list[Unattributed], declared: dict[str, str]
+    ctx: FengYuContext, found: list[Unattributed], declared: dict[str, JsonValue]
 ) -> Finding:
     suspects = list(dict.fromkeys(t for u in found for t in u.suspects))
     named = ", ".join(f"{t!r} (effect {declared.get(t, 'external')!r})" for t in suspects)

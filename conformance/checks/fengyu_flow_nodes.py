@@ -5,13 +5,14 @@ methods behind pickers exist, and translations are keyed by names that exist."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from collections.abc import Set as AbstractSet
 
 from conformance.checks.fengyu import FengYuContext, check
 from conformance.fengyu.manifest import AiTool, FengYuPlugin
 from conformance.fengyu.schema_walk import input_properties
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.sources import pointer
+from plugin_spec.json_types import JsonObject, JsonValue
 
 # The property types each widget can edit; an untyped property takes any widget.
 WIDGET_TYPES: dict[str, set[str]] = {
@@ -26,14 +27,14 @@ WIDGET_TYPES: dict[str, set[str]] = {
 }
 
 
-def _nodes(plugin: FengYuPlugin) -> list[tuple[str, dict[str, Any]]]:
+def _nodes(plugin: FengYuPlugin) -> list[tuple[str, JsonObject]]:
     nodes = plugin.data.get("flowNodes")
     if not isinstance(nodes, list) or not nodes:
         raise NotApplicable("the manifest declares no flowNodes")
     return [(pointer("flowNodes", i), n) for i, n in enumerate(nodes) if isinstance(n, dict)]
 
 
-def _ports(node: dict[str, Any], key: str) -> list[tuple[int, dict[str, Any]]]:
+def _ports(node: JsonObject, key: str) -> list[tuple[int, JsonObject]]:
     ports = node.get(key)
     if not isinstance(ports, list):
         return []
@@ -44,13 +45,13 @@ def _tools(plugin: FengYuPlugin) -> dict[str, AiTool]:
     return {tool.name: tool for tool in plugin.tools if isinstance(tool.name, str)}
 
 
-def _methods(plugin: FengYuPlugin) -> dict[str, Any]:
+def _methods(plugin: FengYuPlugin) -> JsonObject:
     rpc = plugin.data.get("rpc")
     methods = rpc.get("methods") if isinstance(rpc, dict) else None
     return methods if isinstance(methods, dict) else {}
 
 
-def _names(properties: dict[str, Any] | None) -> str:
+def _names(properties: JsonObject | None) -> str:
     return ", ".join(sorted(properties)) if properties else "none"
 
 
@@ -74,7 +75,7 @@ def flow_ports_resolve(ctx: FengYuContext) -> Iterator[Finding]:
 
 
 def _inputs_resolve(
-    ctx: FengYuContext, at: str, node: dict[str, Any], tool: AiTool
+    ctx: FengYuContext, at: str, node: JsonObject, tool: AiTool
 ) -> Iterator[Finding]:
     if tool.input_schema is None:
         return  # no input schema to resolve against: FY-MAN-004/FY-MAN-010's finding
@@ -96,7 +97,7 @@ def _inputs_resolve(
 
 
 def _fields_resolve(
-    ctx: FengYuContext, where: str, port: dict[str, Any], prop: Any
+    ctx: FengYuContext, where: str, port: JsonObject, prop: JsonValue
 ) -> Iterator[Finding]:
     fields = _ports(port, "fields")
     if not fields:
@@ -123,7 +124,7 @@ def _fields_resolve(
 
 
 def _outputs_resolve(
-    ctx: FengYuContext, at: str, node: dict[str, Any], tool: AiTool
+    ctx: FengYuContext, at: str, node: JsonObject, tool: AiTool
 ) -> Iterator[Finding]:
     outputs = _ports(node, "outputs")
     if not outputs:
@@ -186,7 +187,7 @@ def flow_widgets_fit(ctx: FengYuContext) -> Iterator[Finding]:
         raise NotApplicable("no flow-node input names a widget")
 
 
-def _widgets_for(kind: Any) -> str:
+def _widgets_for(kind: JsonValue) -> str:
     return ", ".join(w for w, kinds in WIDGET_TYPES.items() if kind in kinds) or "none"
 
 
@@ -217,7 +218,7 @@ def flow_methods_exist(ctx: FengYuContext) -> Iterator[Finding]:
 
 
 def _params_resolve(
-    ctx: FengYuContext, where: str, block: dict[str, Any], name: str, method: Any
+    ctx: FengYuContext, where: str, block: JsonObject, name: str, method: JsonValue
 ) -> Iterator[Finding]:
     params = block.get("params")
     if not isinstance(params, dict) or not isinstance(method, dict):
@@ -262,7 +263,7 @@ def i18n_keys_exist(ctx: FengYuContext) -> Iterator[Finding]:
 
 
 def _keys_exist(
-    ctx: FengYuContext, at: str, overrides: Any, known: set[Any], what: str
+    ctx: FengYuContext, at: str, overrides: JsonValue, known: AbstractSet[JsonValue], what: str
 ) -> Iterator[Finding]:
     if not isinstance(overrides, dict):
         return

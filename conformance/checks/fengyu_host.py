@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from conformance.checks.fengyu import FengYuContext, check
 from conformance.fengyu.host_session import HostSession
@@ -16,6 +15,7 @@ from conformance.findings import Finding, NotApplicable
 from conformance.strategies import GeneratorGap, InputSpace
 from plugin_spec import jsonrpc
 from plugin_spec.filerefs import FileClass, classify_parameters
+from plugin_spec.json_types import JsonObject
 from reference_host.tools.callbacks import CallContext, plan_and_call
 
 
@@ -118,7 +118,7 @@ def route_b_injection_accepted(ctx: FengYuContext) -> Iterator[Finding]:
 
 def _attach(
     host: HostSession, plugin_id: str, conversation: str, file_class: FileClass, files: ToolFiles
-) -> Any:
+) -> str | list[str]:
     """Grant the tool's files; returns what the worker must get: the paths of the host's
     copies of them in the plugin's data folder (a staging folder for a writable one)."""
     grants = host.host.grants
@@ -144,7 +144,7 @@ def _simplest_tool(tools: list[AiTool]) -> AiTool | None:
     return min(named, key=lambda t: (t.effect != "read", len(_classes(t))), default=None)
 
 
-def _arguments(tool: AiTool) -> dict[str, Any]:
+def _arguments(tool: AiTool) -> JsonObject:
     schema = tool.input_schema.data if tool.input_schema else None
     try:
         value = InputSpace.of(schema).minimal() if isinstance(schema, dict) else {}

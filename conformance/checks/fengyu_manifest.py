@@ -3,7 +3,7 @@ get right."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from conformance.checks.fengyu import FengYuContext, check
 from conformance.fengyu.code_first import Sidecar
@@ -202,7 +202,7 @@ def _clash(ctx: FengYuContext, name: str) -> tuple[str, str]:
     return "", ""
 
 
-def _known_methods(methods: dict[str, object], shown: int = 20) -> str:
+def _known_methods(methods: Mapping[str, object], shown: int = 20) -> str:
     """The declared methods for a finding, cut to a readable number."""
     if not methods:
         return "rpc.methods declares none"

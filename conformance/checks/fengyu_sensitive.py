@@ -15,7 +15,6 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
 
 from hypothesis import assume
 from hypothesis import strategies as st
@@ -28,11 +27,14 @@ from conformance.fengyu.manifest import AiTool
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.properties import Counterexample, find_counterexample
 from conformance.sources import strings_in
+from plugin_spec import jsonrpc
 from plugin_spec.filerefs import by_id, resolve_refs
+from plugin_spec.json_types import JsonObject, JsonValue
 from plugin_spec.schema_refs import DOCUMENT_ONLY
 from plugin_spec.schema_subset import to_json_schema
 from plugin_spec.secret_search import Match, find
 from plugin_spec.sensitive import is_sensitive, sensitive_pointers
+from reference_host.process.connection import WorkerConnection
 
 # One per kit run: recognisable in any output, and never a real secret.
 CANARY_PREFIX = f"fycanary{secrets.token_hex(6)}"
@@ -60,15 +62,16 @@ class Target:
     def name(self) -> str:
         return ".".join(self.path)
 
-    def place(self, params: dict[str, Any]) -> dict[str, Any]:
+    def place(self, params: JsonObject) -> JsonObject:
         """params with the canary at path; objects on the way are made when missing."""
         *parents, last = self.path
         out = dict(params)
         node = out
         for key in parents:
             child = node.get(key)
-            node[key] = dict(child) if isinstance(child, dict) else {}
-            node = node[key]
+            copied: JsonObject = dict(child) if isinstance(child, dict) else {}
+            node[key] = copied
+            node = copied
         node[last] = self.canary
         return out
 
@@ -101,7 +104,7 @@ def sensitive_inputs_kept_secret(ctx: FengYuContext) -> Iterator[Finding]:
         notify=run.workers.notify,
         deadlines=run.workers.deadlines,
     )
-    connections: list[Any] = []
+    connections: list[WorkerConnection] = []
 
     def attempt(data: st.DataObject) -> Counterexample | None:
         params = run.space.draw_valid(data.draw)
@@ -110,9 +113,9 @@ def sensitive_inputs_kept_secret(ctx: FengYuContext) -> Iterator[Finding]:
         for target in targets:
             params = target.place(params)
         assume(whole.is_valid(params))
-        params = run.files.substitute(params, run.classes, data.draw)
-        params = resolve_refs(params, by_id(run.files.grants, run.workers.plugin_id))
-        outcome = harness.call(str(run.tool.method), params, run.timeout)
+        with_refs = run.files.substitute(params, run.classes, data.draw)
+        sent = resolve_refs(with_refs, by_id(run.files.grants, run.workers.plugin_id))
+        outcome = harness.call(str(run.tool.method), sent, run.timeout)
         connection = harness.manager.connection(harness.spec.plugin_id)
         if connection is not None and connection not in connections:
             connections.append(connection)
@@ -143,7 +146,7 @@ def sensitive_inputs_kept_secret(ctx: FengYuContext) -> Iterator[Finding]:
         )
 
 
-def canary_targets(schema: Any, schema_at: str) -> tuple[list[Target], list[str]]:
+def canary_targets(schema: JsonValue, schema_at: str) -> tuple[list[Target], list[str]]:
     """The sensitive parameters a canary string can fill (reached through object properties,
     valid for their own schema), and why each other one cannot."""
     targets: list[Target] = []
@@ -215,7 +218,9 @@ def _how(match: Match) -> str:
     return "" if match.plain else f"{match.encoding} "
 
 
-def _finding(ctx: FengYuContext, run: ToolRun, leak: Leak, request: Any, fix: str) -> Finding:
+def _finding(
+    ctx: FengYuContext, run: ToolRun, leak: Leak, request: jsonrpc.Request | None, fix: str
+) -> Finding:
     lines = [
         f"tool {run.tool.name!r}: the canary sent in its sensitive parameter "
         f"{leak.target.name!r} ({leak.target.schema_pointer}) came back {leak.where}: "
@@ -232,7 +237,7 @@ def _excerpt(text: str, start: int, end: int) -> str:
     return f"{before}{PLACEHOLDER}{after}".replace("\n", " ")
 
 
-def _at(schema: Any, parts: list[str]) -> Any:
+def _at(schema: JsonValue, parts: list[str]) -> JsonValue:
     for part in parts:
         schema = schema.get(_unescape(part)) if isinstance(schema, dict) else None
     return schema if is_sensitive(schema) else {}

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from hypothesis import assume
+from hypothesis import assume, reject
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
@@ -32,6 +32,7 @@ from conformance.strategies import ExternalRefs, GeneratorGap, defaulted_propert
 from plugin_spec import jsonrpc
 from plugin_spec.fengyu_runtime import CANCEL_GRACE_SECONDS, CANCEL_METHOD, CANCELLED_CODE
 from plugin_spec.filerefs import by_id, classify_parameters, resolve_refs
+from plugin_spec.json_types import JsonObject
 from plugin_spec.schema_refs import DOCUMENT_ONLY, external_refs
 from plugin_spec.schema_subset import to_json_schema
 
@@ -128,7 +129,7 @@ class ToolRun:
             str(self.tool.name),
             self.files.workdir,
             skip,
-            lambda: self.harness.call(self.tool.method, params, self.timeout),
+            lambda: self.harness.call(str(self.tool.method), params, self.timeout),
         )
         self.workers.count(str(self.tool.name), outcome)
         return outcome
@@ -280,7 +281,8 @@ def invalid_inputs_rejected(ctx: FengYuContext) -> Iterator[Finding]:
     def attempt(data: st.DataObject) -> Counterexample | None:
         params = run.space.draw_valid(data.draw)
         mutations = run.space.mutations(params)
-        assume(mutations)
+        if not isinstance(params, dict) or not mutations:
+            reject()  # assume(mutations): an input other than an object has none
         why, broken = data.draw(st.sampled_from(mutations))
         sent = run.resolved(
             run.files.substitute(broken, run.classes, data.draw, keep=_changed(params, broken))
@@ -310,6 +312,8 @@ def unresolved_refs_rejected(ctx: FengYuContext) -> Iterator[Finding]:
 
     def attempt(data: st.DataObject) -> Counterexample | None:
         params = run.space.draw_valid(data.draw)
+        if not isinstance(params, dict):
+            reject()  # no file-class parameter to put the FileRef in
         name = data.draw(st.sampled_from(sorted(run.classes)))
         params = run.files.substitute({**params, name: None}, run.classes, data.draw, {name})
         params[name] = UNRESOLVED_REF
@@ -328,7 +332,7 @@ def unresolved_refs_rejected(ctx: FengYuContext) -> Iterator[Finding]:
     yield from run.finding(find_counterexample(attempt, run.workers.settings))
 
 
-def _changed(valid: dict[str, Any], broken: dict[str, Any]) -> set[str]:
+def _changed(valid: JsonObject, broken: JsonObject) -> set[str]:
     """The properties a mutation dropped, changed or added (an optional property that was
     absent, given a wrong type): these keep their broken value instead of a granted file."""
     missing = object()

@@ -6,13 +6,13 @@ import json
 import shlex
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 import httpx
 
 from conformance.deadlines import Deadlines
 from conformance.findings import cut
 from conformance.search_settings import PropertySettings
+from plugin_spec.json_types import JsonValue
 from plugin_spec.rest_handler import DispatchError, RestHandler
 from reference_host.erp.dispatch import NO_CONTENT, build_request
 
@@ -81,8 +81,10 @@ class EndpointServices:
             return f"{type(exc).__name__}: {exc}"
         return None
 
-    def call(self, handler: RestHandler, arguments: dict[str, Any]) -> Answer:
+    def call(self, handler: RestHandler, arguments: JsonValue) -> Answer:
         assert self.base_url is not None
+        if not isinstance(arguments, dict):  # a host reads a tool call's arguments as an object
+            return Answer(None, None, b"", "the host would not send this: not a JSON object")
         try:
             request = build_request(
                 self.client,

@@ -6,10 +6,10 @@ import json
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from conformance.deadlines import Deadlines
 from conformance.loop_thread import LoopThread
+from plugin_spec.json_types import JsonMapping, ReadOnlyJson
 from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel, ToolCall
 from reference_host.host import Host, HostConfig
@@ -50,7 +50,7 @@ class HostSession:
             worker_limits=bounds,
         )
         self.host = self.loop.run(_make_host(config))
-        self.dispatched: list[tuple[str, Any]] = []
+        self.dispatched: list[tuple[str, ReadOnlyJson]] = []
         self.host.manager.observers.append(
             lambda _, method, params: self.dispatched.append((method, params))
         )
@@ -80,7 +80,7 @@ class HostSession:
             return f"{exc.message}\nworker stderr (last lines):\n{tail}" if tail else exc.message
         return ""
 
-    def run(self, name: str, arguments: dict[str, Any], conversation: str) -> list[Event]:
+    def run(self, name: str, arguments: JsonMapping, conversation: str) -> list[Event]:
         """A scripted run that calls one tool and then answers."""
         turns = [
             ModelTurn(tool_calls=(ToolCall("call-kit-1", name, json.dumps(arguments)),)),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from conformance.fengyu.code_first import BASE_MANIFEST, CodeFirst, read_sidecars, unbuilt_reason
 from conformance.findings import Finding, shown
@@ -21,7 +20,7 @@ from conformance.sources import (
     parse_json,
     pointer,
 )
-from plugin_spec.json_types import JsonArray, JsonValue
+from plugin_spec.json_types import JsonArray, JsonObject, JsonValue
 
 MANIFEST = "manifest.json"
 FENGYU_V2 = "fengyu-v2"
@@ -37,7 +36,7 @@ class SchemaSite:
     """A method's input or output schema and the pointer it is written at."""
 
     pointer: str
-    data: Any
+    data: JsonValue
 
 
 @dataclass(frozen=True)
@@ -45,20 +44,20 @@ class AiTool:
     """One aiTools[] entry, with the schemas of the method it calls."""
 
     pointer: str
-    entry: dict[str, Any]
+    entry: JsonObject
     input_schema: SchemaSite | None
     output_schema: SchemaSite | None
 
     @property
-    def name(self) -> Any:
+    def name(self) -> JsonValue:
         return self.entry.get("name")
 
     @property
-    def method(self) -> Any:
+    def method(self) -> JsonValue:
         return self.entry.get("method")
 
     @property
-    def effect(self) -> Any:
+    def effect(self) -> JsonValue:
         return self.entry.get("effect")
 
 
@@ -79,7 +78,7 @@ class FengYuPlugin:
     code_first: CodeFirst | None = None  # the manifest/ sidecars of a code-first folder
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         data = self.document.data if self.document else None
         return data if isinstance(data, dict) else {}  # load_fengyu_plugin keeps only objects
 

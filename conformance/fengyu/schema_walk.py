@@ -7,13 +7,13 @@ to be named like a keyword is never mistaken for one.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from conformance.fengyu.manifest import FengYuPlugin
 from conformance.sources import pointer
+from plugin_spec.json_types import JsonObject, JsonValue
 
 
-def schema_nodes(schema: Any, at: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def schema_nodes(schema: JsonValue, at: str) -> Iterator[tuple[str, JsonObject]]:
     """Every object schema in schema (itself first), with the pointer written at."""
     if not isinstance(schema, dict):
         return
@@ -25,13 +25,13 @@ def schema_nodes(schema: Any, at: str) -> Iterator[tuple[str, dict[str, Any]]]:
     yield from schema_nodes(schema.get("items"), at + pointer("items"))
 
 
-def plugin_schema_nodes(plugin: FengYuPlugin) -> Iterator[tuple[str, dict[str, Any]]]:
+def plugin_schema_nodes(plugin: FengYuPlugin) -> Iterator[tuple[str, JsonObject]]:
     """Every schema node of every method (v1: of every tool) of the plugin."""
     for site in plugin.schemas:
         yield from schema_nodes(site.data, site.pointer)
 
 
-def input_properties(schema: Any) -> dict[str, Any] | None:
+def input_properties(schema: JsonValue) -> JsonObject | None:
     """The top-level properties of a method schema, or None when it declares none."""
     if not isinstance(schema, dict):
         return None

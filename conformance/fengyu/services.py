@@ -521,7 +521,9 @@ class WorkerServices:
         """What a host allows this tool's call: the tool's timeoutSeconds, then its
         method's, then callTimeoutSeconds, then 60 s (spec: host.md#timeouts-and-resources)."""
         declared = tool.entry.get("timeoutSeconds")
-        return effective_timeout(declared, None, self.methods.get(tool.method))
+        seconds = declared if isinstance(declared, int | float) else None  # others are ignored
+        method = self.methods.get(tool.method) if isinstance(tool.method, str) else None
+        return effective_timeout(seconds, None, method)
 
     @cached_property
     def methods(self) -> dict[str, float]:
