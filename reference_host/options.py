@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.builtins.fetch_allow import allow_entry
@@ -36,6 +36,7 @@ DEFAULT_OPENAI_BASE_URL = "https://api.openai.com"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_POLICY = ApprovalPolicy()
 LIST_ACTIONS = ("append", "extend")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,10 @@ def web_fetch_allow_entry(text: str) -> str:
     return text.strip()
 
 
+def _option(default: T, flag: Flag) -> T:
+    return field(default=default, metadata={"flag": flag})
+
+
 def _path(raw: Path) -> Path:
     return raw.expanduser()
 
@@ -158,361 +163,304 @@ def _limits(raw: Iterable[tuple[str, int]]) -> WorkerLimits:
 class HostOptions:
     """Everything `serve` is told on the command line (or, for the token, the environment)."""
 
-    plugins: tuple[str, ...] = field(
-        default=(),
-        metadata={
-            "flag": Flag(
-                "--plugins",
-                "plugin folders to install (or upgrade) at start; a folder that is not a "
-                "plugin (no manifest.json, no metadata/tool/) stands for its plugin subfolders",
-                "DIR",
-                nargs="+",
-            )
-        },
+    plugins: tuple[str, ...] = _option(
+        (),
+        Flag(
+            "--plugins",
+            "plugin folders to install (or upgrade) at start; a folder that is not a "
+            "plugin (no manifest.json, no metadata/tool/) stands for its plugin subfolders",
+            "DIR",
+            nargs="+",
+        ),
     )
-    allow_downgrade: bool = field(
-        default=False,
-        metadata={
-            "flag": Flag(
-                "--allow-downgrade",
-                "let a --plugins folder replace an installed newer version of its plugin "
-                "(refused otherwise, naming both versions)",
-                action="store_true",
-            )
-        },
+    allow_downgrade: bool = _option(
+        False,
+        Flag(
+            "--allow-downgrade",
+            "let a --plugins folder replace an installed newer version of its plugin "
+            "(refused otherwise, naming both versions)",
+            action="store_true",
+        ),
     )
-    host: str = field(
-        default="127.0.0.1",
-        metadata={"flag": Flag("--host", "address to bind (default %(default)s)")},
+    host: str = _option(
+        "127.0.0.1",
+        Flag("--host", "address to bind (default %(default)s)"),
     )
-    port: int = field(
-        default=8765, metadata={"flag": Flag("--port", "port (default %(default)s)", type=int)}
+    port: int = _option(8765, Flag("--port", "port (default %(default)s)", type=int))
+    data_dir: Path = _option(
+        Path.home() / ".reference_host",
+        Flag(
+            "--data-dir",
+            "where installed plugins and worker data live (default %(default)s)",
+            "PATH",
+            type=Path,
+            config="data_dir",
+            read=_path,
+        ),
     )
-    data_dir: Path = field(
-        default=Path.home() / ".reference_host",
-        metadata={
-            "flag": Flag(
-                "--data-dir",
-                "where installed plugins and worker data live (default %(default)s)",
-                "PATH",
-                type=Path,
-                config="data_dir",
-                read=_path,
-            )
-        },
+    db_path: Path | None = _option(
+        HostConfig.db_path,
+        Flag(
+            "--db",
+            "SQLite database (default DATA_DIR/host.sqlite3)",
+            "PATH",
+            type=Path,
+            config="db_path",
+            read=_path,
+        ),
     )
-    db_path: Path | None = field(
-        default=HostConfig.db_path,
-        metadata={
-            "flag": Flag(
-                "--db",
-                "SQLite database (default DATA_DIR/host.sqlite3)",
-                "PATH",
-                type=Path,
-                config="db_path",
-                read=_path,
-            )
-        },
+    allowed_roots: tuple[Path, ...] = _option(
+        HostConfig.allowed_roots,
+        Flag(
+            "--allow-root",
+            "folders whose files may be granted to plugins as FileRefs (each must exist and "
+            "be readable, or the host does not start)",
+            "DIR",
+            action="extend",
+            nargs="+",
+            type=Path,
+            config="allowed_roots",
+            read=_paths,
+        ),
     )
-    allowed_roots: tuple[Path, ...] = field(
-        default=HostConfig.allowed_roots,
-        metadata={
-            "flag": Flag(
-                "--allow-root",
-                "folders whose files may be granted to plugins as FileRefs (each must exist and "
-                "be readable, or the host does not start)",
-                "DIR",
-                action="extend",
-                nargs="+",
-                type=Path,
-                config="allowed_roots",
-                read=_paths,
-            )
-        },
+    approval: str = _option(
+        DEFAULT_POLICY.write.value,
+        Flag(
+            "--approval",
+            "what happens to write and external tool calls (default %(default)s)",
+            choices=tuple(d.value for d in Decision),
+        ),
     )
-    approval: str = field(
-        default=DEFAULT_POLICY.write.value,
-        metadata={
-            "flag": Flag(
-                "--approval",
-                "what happens to write and external tool calls (default %(default)s)",
-                choices=tuple(d.value for d in Decision),
-            )
-        },
+    approval_timeout: float = _option(
+        DEFAULT_POLICY.timeout,
+        Flag(
+            "--approval-timeout",
+            "an unanswered approval counts as denied after this (default %(default)s)",
+            "SECONDS",
+            type=float,
+        ),
     )
-    approval_timeout: float = field(
-        default=DEFAULT_POLICY.timeout,
-        metadata={
-            "flag": Flag(
-                "--approval-timeout",
-                "an unanswered approval counts as denied after this (default %(default)s)",
-                "SECONDS",
-                type=float,
-            )
-        },
+    turn_time_limit: float = _option(
+        HostConfig.turn_time_limit,
+        Flag(
+            "--turn-time-limit",
+            "a chat turn (model answers, approvals and tool calls together) ends with an "
+            "error after this; its unfinished calls are cancelled (default %(default)s)",
+            "SECONDS",
+            type=positive_seconds,
+            config="turn_time_limit",
+        ),
     )
-    turn_time_limit: float = field(
-        default=HostConfig.turn_time_limit,
-        metadata={
-            "flag": Flag(
-                "--turn-time-limit",
-                "a chat turn (model answers, approvals and tool calls together) ends with an "
-                "error after this; its unfinished calls are cancelled (default %(default)s)",
-                "SECONDS",
-                type=positive_seconds,
-                config="turn_time_limit",
-            )
-        },
+    model: str = _option(
+        "scripted",
+        Flag(
+            "--model",
+            "scripted calls the tools a '/call <tool> <json arguments>' message names and "
+            "answers with their results; openai streams from an OpenAI-compatible server "
+            "(default %(default)s)",
+            choices=("scripted", "openai"),
+        ),
     )
-    model: str = field(
-        default="scripted",
-        metadata={
-            "flag": Flag(
-                "--model",
-                "scripted calls the tools a '/call <tool> <json arguments>' message names and "
-                "answers with their results; openai streams from an OpenAI-compatible server "
-                "(default %(default)s)",
-                choices=("scripted", "openai"),
-            )
-        },
+    openai_base_url: str = _option(
+        DEFAULT_OPENAI_BASE_URL,
+        Flag(
+            "--openai-base-url",
+            "server root; requests go to URL/v1/chat/completions (default %(default)s); "
+            "the key is read from OPENAI_API_KEY",
+            "URL",
+        ),
     )
-    openai_base_url: str = field(
-        default=DEFAULT_OPENAI_BASE_URL,
-        metadata={
-            "flag": Flag(
-                "--openai-base-url",
-                "server root; requests go to URL/v1/chat/completions (default %(default)s); "
-                "the key is read from OPENAI_API_KEY",
-                "URL",
-            )
-        },
+    openai_model: str = _option(
+        DEFAULT_OPENAI_MODEL,
+        Flag("--openai-model", "(default %(default)s)", "NAME"),
     )
-    openai_model: str = field(
-        default=DEFAULT_OPENAI_MODEL,
-        metadata={"flag": Flag("--openai-model", "(default %(default)s)", "NAME")},
+    searxng_url: str | None = _option(
+        None,
+        Flag(
+            "--searxng-url",
+            "SearXNG instance for the built-in web_search (without it web_search answers "
+            "that no search provider is configured)",
+            "URL",
+        ),
     )
-    searxng_url: str | None = field(
-        default=None,
-        metadata={
-            "flag": Flag(
-                "--searxng-url",
-                "SearXNG instance for the built-in web_search (without it web_search answers "
-                "that no search provider is configured)",
-                "URL",
-            )
-        },
+    web_fetch_allow: tuple[str, ...] = _option(
+        HostConfig.web_fetch_allow,
+        Flag(
+            "--web-fetch-allow",
+            "a host the built-in web_fetch may reach though it is not public, e.g. "
+            "intranet.example:8080 or localhost:8080 (repeatable); matched by the name the URL "
+            "gives, any port without :PORT. Otherwise web_fetch reaches public addresses only",
+            "HOST[:PORT]",
+            action="append",
+            type=web_fetch_allow_entry,
+            config="web_fetch_allow",
+        ),
     )
-    web_fetch_allow: tuple[str, ...] = field(
-        default=HostConfig.web_fetch_allow,
-        metadata={
-            "flag": Flag(
-                "--web-fetch-allow",
-                "a host the built-in web_fetch may reach though it is not public, e.g. "
-                "intranet.example:8080 or localhost:8080 (repeatable); matched by the name the URL "
-                "gives, any port without :PORT. Otherwise web_fetch reaches public addresses only",
-                "HOST[:PORT]",
-                action="append",
-                type=web_fetch_allow_entry,
-                config="web_fetch_allow",
-            )
-        },
+    erp_base_url: str = _option(
+        HostConfig.erp_base_url,
+        Flag(
+            "--erp-base-url",
+            "where ERP tools' endpoints live (default %(default)s: "
+            "python sample_plugins/erp_backends.py)",
+            "URL",
+            config="erp_base_url",
+        ),
     )
-    erp_base_url: str = field(
-        default=HostConfig.erp_base_url,
-        metadata={
-            "flag": Flag(
-                "--erp-base-url",
-                "where ERP tools' endpoints live (default %(default)s: "
-                "python sample_plugins/erp_backends.py)",
-                "URL",
-                config="erp_base_url",
-            )
-        },
+    actors_file: Path | None = _option(
+        HostConfig.actors_file,
+        Flag(
+            "--actors",
+            'JSON file of ERP actors: {"actors": {"alice": {"tenants": [...], '
+            '"permissions": [...]}}}',
+            "FILE",
+            type=Path,
+            config="actors_file",
+            read=_path,
+        ),
     )
-    actors_file: Path | None = field(
-        default=HostConfig.actors_file,
-        metadata={
-            "flag": Flag(
-                "--actors",
-                'JSON file of ERP actors: {"actors": {"alice": {"tenants": [...], '
-                '"permissions": [...]}}}',
-                "FILE",
-                type=Path,
-                config="actors_file",
-                read=_path,
-            )
-        },
+    keep_alive: float = _option(
+        DEFAULT_KEEP_ALIVE,
+        Flag(
+            "--keep-alive",
+            "send ': keep-alive' after this many seconds without an event (default %(default)s)",
+            "SECONDS",
+            type=float,
+        ),
     )
-    keep_alive: float = field(
-        default=DEFAULT_KEEP_ALIVE,
-        metadata={
-            "flag": Flag(
-                "--keep-alive",
-                "send ': keep-alive' after this many seconds without an event "
-                "(default %(default)s)",
-                "SECONDS",
-                type=float,
-            )
-        },
+    worker_env: tuple[str, ...] = _option(
+        HostConfig.worker_env,
+        Flag(
+            "--worker-env",
+            "pass this variable of the host's environment to plugin workers (repeatable; "
+            "NAME* for a prefix); otherwise a worker sees only PATH, the locale, TZ, JAVA_HOME "
+            "and the FENGYU_* variables, never OPENAI_API_KEY",
+            "NAME",
+            action="append",
+            type=worker_env_name,
+            config="worker_env",
+        ),
     )
-    worker_env: tuple[str, ...] = field(
-        default=HostConfig.worker_env,
-        metadata={
-            "flag": Flag(
-                "--worker-env",
-                "pass this variable of the host's environment to plugin workers (repeatable; "
-                "NAME* for a prefix); otherwise a worker sees only PATH, the locale, TZ, JAVA_HOME "
-                "and the FENGYU_* variables, never OPENAI_API_KEY",
-                "NAME",
-                action="append",
-                type=worker_env_name,
-                config="worker_env",
-            )
-        },
+    worker_limits: WorkerLimits = _option(
+        HostConfig.worker_limits,
+        Flag(
+            "--worker-limit",
+            "a bound of every plugin worker and MCP server, in place of its default "
+            f"(repeatable): processes (default {DEFAULT_LIMITS.processes}; a manifest's "
+            f"maxProcesses wins), open-files (default {DEFAULT_LIMITS.open_files}, per "
+            "process) or data (bytes in its data folder, K/M/G for KiB/MiB/GiB; default 1G)",
+            "NAME=VALUE",
+            action="append",
+            type=worker_limit_setting,
+            config="worker_limits",
+            read=_limits,
+        ),
     )
-    worker_limits: WorkerLimits = field(
-        default=HostConfig.worker_limits,
-        metadata={
-            "flag": Flag(
-                "--worker-limit",
-                "a bound of every plugin worker and MCP server, in place of its default "
-                f"(repeatable): processes (default {DEFAULT_LIMITS.processes}; a manifest's "
-                f"maxProcesses wins), open-files (default {DEFAULT_LIMITS.open_files}, per "
-                "process) or data (bytes in its data folder, K/M/G for KiB/MiB/GiB; default 1G)",
-                "NAME=VALUE",
-                action="append",
-                type=worker_limit_setting,
-                config="worker_limits",
-                read=_limits,
-            )
-        },
+    allowed_host: tuple[str, ...] = _option(
+        (),
+        Flag(
+            "--allowed-host",
+            "a Host header value to answer besides localhost, 127.0.0.1 and [::1] (any port; "
+            "repeatable)",
+            "NAME",
+            action="append",
+        ),
     )
-    allowed_host: tuple[str, ...] = field(
-        default=(),
-        metadata={
-            "flag": Flag(
-                "--allowed-host",
-                "a Host header value to answer besides localhost, 127.0.0.1 and [::1] (any port; "
-                "repeatable)",
-                "NAME",
-                action="append",
-            )
-        },
+    token: str | None = _option(
+        None,
+        Flag(
+            "--token",
+            f"require 'Authorization: Bearer TOKEN' on every request (default: ${TOKEN_ENV}, "
+            "else a fresh token at each start, printed in the console's URL and kept in "
+            "DATA_DIR/api-token); required when --host is not a loopback address",
+            "TOKEN",
+            env=TOKEN_ENV,
+            group="token",
+        ),
     )
-    token: str | None = field(
-        default=None,
-        metadata={
-            "flag": Flag(
-                "--token",
-                f"require 'Authorization: Bearer TOKEN' on every request (default: ${TOKEN_ENV}, "
-                "else a fresh token at each start, printed in the console's URL and kept in "
-                "DATA_DIR/api-token); required when --host is not a loopback address",
-                "TOKEN",
-                env=TOKEN_ENV,
-                group="token",
-            )
-        },
+    no_token: bool = _option(
+        False,
+        Flag(
+            "--no-token",
+            "serve without a token: any program on this machine (a plugin's worker, an MCP "
+            "server, a page on another port) can then drive the API; loopback only",
+            action="store_true",
+            group="token",
+        ),
     )
-    no_token: bool = field(
-        default=False,
-        metadata={
-            "flag": Flag(
-                "--no-token",
-                "serve without a token: any program on this machine (a plugin's worker, an MCP "
-                "server, a page on another port) can then drive the API; loopback only",
-                action="store_true",
-                group="token",
-            )
-        },
+    max_body_bytes: int = _option(
+        HostConfig.max_body_bytes,
+        Flag(
+            "--max-body-bytes",
+            "a larger request body gets 413 (default %(default)s)",
+            "BYTES",
+            type=int,
+            config="max_body_bytes",
+        ),
     )
-    max_body_bytes: int = field(
-        default=HostConfig.max_body_bytes,
-        metadata={
-            "flag": Flag(
-                "--max-body-bytes",
-                "a larger request body gets 413 (default %(default)s)",
-                "BYTES",
-                type=int,
-                config="max_body_bytes",
-            )
-        },
+    max_read_copies: int = _option(
+        HostConfig.max_read_copies,
+        Flag(
+            "--max-read-copies",
+            "read copies of granted files the host keeps at once, over every conversation; "
+            "a grant past it is refused with 409 until one is revoked (default %(default)s)",
+            "N",
+            type=positive_int,
+            config="max_read_copies",
+        ),
     )
-    max_read_copies: int = field(
-        default=HostConfig.max_read_copies,
-        metadata={
-            "flag": Flag(
-                "--max-read-copies",
-                "read copies of granted files the host keeps at once, over every conversation; "
-                "a grant past it is refused with 409 until one is revoked (default %(default)s)",
-                "N",
-                type=positive_int,
-                config="max_read_copies",
-            )
-        },
+    max_read_copy_bytes: int = _option(
+        HostConfig.max_read_copy_bytes,
+        Flag(
+            "--max-read-copy-bytes",
+            "bytes those read copies hold together (default %(default)s: 2 GiB)",
+            "BYTES",
+            type=positive_int,
+            config="max_read_copy_bytes",
+        ),
     )
-    max_read_copy_bytes: int = field(
-        default=HostConfig.max_read_copy_bytes,
-        metadata={
-            "flag": Flag(
-                "--max-read-copy-bytes",
-                "bytes those read copies hold together (default %(default)s: 2 GiB)",
-                "BYTES",
-                type=positive_int,
-                config="max_read_copy_bytes",
-            )
-        },
+    max_copy_bytes: int = _option(
+        HostConfig.max_copy_bytes,
+        Flag(
+            "--max-copy-bytes",
+            "bytes of one copy of a granted file or folder, and of one commit of a writable "
+            "folder (default %(default)s: 1 GiB)",
+            "BYTES",
+            type=positive_int,
+            config="max_copy_bytes",
+        ),
     )
-    max_copy_bytes: int = field(
-        default=HostConfig.max_copy_bytes,
-        metadata={
-            "flag": Flag(
-                "--max-copy-bytes",
-                "bytes of one copy of a granted file or folder, and of one commit of a writable "
-                "folder (default %(default)s: 1 GiB)",
-                "BYTES",
-                type=positive_int,
-                config="max_copy_bytes",
-            )
-        },
+    mcp_config: Path | None = _option(
+        None,
+        Flag(
+            "--mcp-config",
+            'mount the MCP stdio servers of this mcpServers file ({"mcpServers": {"NAME": '
+            '{"command", "args", "env", "cwd"}}}, as Claude Desktop, Cursor and VS Code '
+            "write it) as plugins; each runs in the workers' sandbox, in the file's folder "
+            "unless cwd says otherwise, and its tools are offered as NAME__TOOL",
+            "FILE",
+            type=Path,
+            read=_path,
+        ),
     )
-    mcp_config: Path | None = field(
-        default=None,
-        metadata={
-            "flag": Flag(
-                "--mcp-config",
-                'mount the MCP stdio servers of this mcpServers file ({"mcpServers": {"NAME": '
-                '{"command", "args", "env", "cwd"}}}, as Claude Desktop, Cursor and VS Code '
-                "write it) as plugins; each runs in the workers' sandbox, in the file's folder "
-                "unless cwd says otherwise, and its tools are offered as NAME__TOOL",
-                "FILE",
-                type=Path,
-                read=_path,
-            )
-        },
+    mcp_roots: tuple[Path, ...] = _option(
+        (),
+        Flag(
+            "--mcp-root",
+            "a folder every MCP server may write in its sandbox (repeatable), besides the "
+            "folders its arguments name and its entry's roots",
+            "DIR",
+            action="append",
+            type=Path,
+            read=_resolved,
+        ),
     )
-    mcp_roots: tuple[Path, ...] = field(
-        default=(),
-        metadata={
-            "flag": Flag(
-                "--mcp-root",
-                "a folder every MCP server may write in its sandbox (repeatable), besides the "
-                "folders its arguments name and its entry's roots",
-                "DIR",
-                action="append",
-                type=Path,
-                read=_resolved,
-            )
-        },
-    )
-    log_level: str = field(
-        default="info",
-        metadata={
-            "flag": Flag(
-                "--log-level",
-                "uvicorn's log level (default %(default)s)",
-                choices=("critical", "error", "warning", "info", "debug"),
-            )
-        },
+    log_level: str = _option(
+        "info",
+        Flag(
+            "--log-level",
+            "uvicorn's log level (default %(default)s)",
+            choices=("critical", "error", "warning", "info", "debug"),
+        ),
     )
 
     @staticmethod
