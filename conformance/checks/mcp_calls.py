@@ -22,7 +22,7 @@ from conformance.checks.mcp import McpContext, check
 from conformance.findings import Finding, NotApplicable, NotExercised, shown
 from conformance.mcp.refusal import refusal
 from conformance.mcp.server import McpTool
-from conformance.mcp.services import UNKNOWN_TOOL
+from conformance.mcp.services import UNKNOWN_TOOL, Called
 from conformance.mcp.wire import Reply
 from conformance.properties import Counterexample, find_counterexample
 from conformance.strategies import GeneratorGap, InputSpace
@@ -64,6 +64,23 @@ def _space(ctx: McpContext, tool: McpTool) -> InputSpace:
         return ctx.sessions.input_space(tool)
     except GeneratorGap as exc:
         raise NotApplicable(f"no arguments can be generated: {exc}") from None
+
+
+def _unknown_tool_reply(ctx: McpContext) -> Reply:
+    """The answer to the call of UNKNOWN_TOOL, made in a second start of the server."""
+    ctx.sessions.require_session()
+    reply = ctx.sessions.unknown_tool
+    if reply is None:
+        raise NotApplicable("a second start of the server opened no session: no call was made")
+    return reply
+
+
+def _calls_of(ctx: McpContext, tool: McpTool) -> Iterator[Called]:
+    """The run's calls of tool; one with its minimal arguments when the run made none."""
+    services = ctx.sessions
+    if not any(c.tool == tool.name for c in services.results):
+        services.call(tool.name or "", _space(ctx, tool).minimal())
+    return (c for c in services.results if c.tool == tool.name)
 
 
 def result_problem(reply: Reply) -> str:
@@ -279,10 +296,7 @@ def input_errors_as_results(ctx: McpContext) -> Iterator[Finding]:
 
 @check("MCP-CALL-005")
 def unknown_tool_refused(ctx: McpContext) -> Iterator[Finding]:
-    ctx.sessions.require_session()
-    reply = ctx.sessions.unknown_tool
-    if reply is None:
-        raise NotApplicable("a second start of the server opened no session: no call was made")
+    reply = _unknown_tool_reply(ctx)
     if reply.response is None or reply.succeeded:
         yield ctx.server_finding(
             f"tools/call of {UNKNOWN_TOOL!r}, which the server did not list, got: "
@@ -293,10 +307,7 @@ def unknown_tool_refused(ctx: McpContext) -> Iterator[Finding]:
 
 @check("MCP-CALL-006")
 def unknown_tool_is_a_protocol_error(ctx: McpContext) -> Iterator[Finding]:
-    ctx.sessions.require_session()
-    reply = ctx.sessions.unknown_tool
-    if reply is None:
-        raise NotApplicable("a second start of the server opened no session: no call was made")
+    reply = _unknown_tool_reply(ctx)
     if reply.response is None or reply.succeeded:
         raise NotApplicable(f"the call of {UNKNOWN_TOOL!r} was not refused at all (MCP-CALL-005)")
     code = reply.error.get("code") if reply.error is not None else None
@@ -312,11 +323,8 @@ def unknown_tool_is_a_protocol_error(ctx: McpContext) -> Iterator[Finding]:
 @check("MCP-CALL-007")
 def working_calls_end(ctx: McpContext) -> Iterator[Finding]:
     tool = _tool(ctx)
-    services = ctx.sessions
-    if not any(c.tool == tool.name for c in services.results):
-        services.call(tool.name or "", _space(ctx, tool).minimal())
-    for called in services.results:
-        if called.tool != tool.name or not called.working:
+    for called in _calls_of(ctx, tool):
+        if not called.working:
             continue
         yield ctx.server_finding(
             f"tool {called.tool!r} was still at work {called.seconds:g} s after the call, "
@@ -338,11 +346,8 @@ def secrets_stay_in(ctx: McpContext) -> Iterator[Finding]:
             "(a name with KEY, TOKEN, SECRET, ...) of 8 characters or more; give it a test "
             "token there to have results searched for it"
         )
-    services = ctx.sessions
-    if not any(c.tool == tool.name for c in services.results):
-        services.call(tool.name or "", _space(ctx, tool).minimal())
-    for called in services.results:
-        if called.tool != tool.name or not called.leaked:
+    for called in _calls_of(ctx, tool):
+        if not called.leaked:
             continue
         leaked = called.leaked
         values = " and ".join(

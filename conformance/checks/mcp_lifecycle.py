@@ -13,6 +13,7 @@ from typing import Any
 from conformance.checks.mcp import McpContext, check
 from conformance.findings import Finding, NotApplicable, shown
 from conformance.mcp.services import PROBE_IDS, UNKNOWN_VERSION, Probe
+from conformance.mcp.session import Session
 from conformance.mcp.wire import Reply, Wire, same_id
 from plugin_spec import mcp
 from plugin_spec.framing import MAX_FRAME_BYTES
@@ -36,8 +37,15 @@ def _probe(ctx: McpContext) -> Probe:
     return ctx.sessions.probe
 
 
-def _note(ctx: McpContext, probe: Probe) -> str:
-    return ctx.sessions.transcript_note(probe.wire, ctx.requirement.id)
+def _legacy(ctx: McpContext) -> Session:
+    """The 2025-11-25 session, for the rules only that revision has."""
+    ctx.sessions.require_session()
+    return ctx.sessions.require_legacy()
+
+
+def _note(ctx: McpContext, wire: Wire) -> str:
+    """Where the transcript of wire is saved for this requirement, and how to replay it."""
+    return ctx.sessions.transcript_note(wire, ctx.requirement.id)
 
 
 @check("MCP-LIF-001")
@@ -71,8 +79,7 @@ def session_opens(ctx: McpContext) -> Iterator[Finding]:
 @check("MCP-LIF-002")
 def version_negotiated(ctx: McpContext) -> Iterator[Finding]:
     services = ctx.sessions
-    services.require_session()
-    legacy = services.require_legacy()
+    legacy = _legacy(ctx)
     answered = legacy.opening.result.get("protocolVersion")
     if answered != mcp.LEGACY:
         yield ctx.server_finding(
@@ -177,7 +184,7 @@ def stdout_carries_only_messages(ctx: McpContext) -> Iterator[Finding]:
         )
         yield ctx.server_finding(
             f"{wire.stray_count} stdout line(s) of the probe's session are not one JSON-RPC "
-            f"message:\n{lines}\n{_note(ctx, probe)}",
+            f"message:\n{lines}\n{_note(ctx, probe.wire)}",
         )
     services = ctx.sessions
     services.progress_seen()  # one call of each tool: its answer is read here too
@@ -188,7 +195,7 @@ def stdout_carries_only_messages(ctx: McpContext) -> Iterator[Finding]:
             f"the server sent {first.refused}, which clients refuse unread: the request it "
             f"answered failed and the kit stopped the server ({len(refused)} of the run's "
             f"{len(services.wires())} session(s) ended so)\n"
-            f"{services.transcript_note(first, ctx.requirement.id)}",
+            f"{_note(ctx, first)}",
             fix=DEEP_FIX if first.refused_depth else LONG_FIX,
         )
 
@@ -203,7 +210,7 @@ def ids_echoed(ctx: McpContext) -> Iterator[Finding]:
         if type(got) is not type(sent) or got != sent:
             yield ctx.server_finding(
                 f"a request with the {kind} id {json.dumps(sent)} was answered with id "
-                f"{json.dumps(got)}\n{_note(ctx, probe)}",
+                f"{json.dumps(got)}\n{_note(ctx, probe.wire)}",
                 "/id",
             )
 
@@ -220,9 +227,8 @@ def notifications_unanswered(ctx: McpContext) -> Iterator[Finding]:
         wire = legacy.wire
         answers = _unrequested_responses(wire)
     if answers:
-        note = ctx.sessions.transcript_note(wire, ctx.requirement.id)
         yield ctx.server_finding(
-            f"the server answered notifications: got: {shown(answers[0])}\n{note}",
+            f"the server answered notifications: got: {shown(answers[0])}\n{_note(ctx, wire)}",
         )
 
 
@@ -254,7 +260,7 @@ def results_match_the_schema(ctx: McpContext) -> Iterator[Finding]:
                 yield ctx.server_finding(
                     f"the {method} result (protocol {wire.version}) does not match its "
                     f"schema: {problem}\ngot: {shown(result)}\n"
-                    f"{services.transcript_note(wire, ctx.requirement.id)}",
+                    f"{_note(ctx, wire)}",
                     "/result",
                 )
 
@@ -297,20 +303,17 @@ def _first_error(method: str, exc: Exception) -> str:
 
 @check("MCP-UTL-001")
 def ping_answered(ctx: McpContext) -> Iterator[Finding]:
-    ctx.sessions.require_session()
-    session = ctx.sessions.require_legacy()
+    session = _legacy(ctx)
     reply = session.request(mcp.PING)
     if reply.result != {}:
         yield ctx.server_finding(
-            f"ping should get an empty result; got: {reply.describe()}\n"
-            f"{ctx.sessions.transcript_note(session.wire, ctx.requirement.id)}",
+            f"ping should get an empty result; got: {reply.describe()}\n{_note(ctx, session.wire)}",
         )
 
 
 @check("MCP-UTL-002")
 def log_levels_checked(ctx: McpContext) -> Iterator[Finding]:
-    ctx.sessions.require_session()
-    session = ctx.sessions.require_legacy()
+    session = _legacy(ctx)
     if not isinstance(session.opening.capabilities.get("logging"), dict):
         raise NotApplicable("the server does not declare the logging capability")
     for level in mcp.LOG_LEVELS:
@@ -335,7 +338,7 @@ def cancellation_survived(ctx: McpContext) -> Iterator[Finding]:
     if reply is not None and not reply.ok:
         yield ctx.server_finding(
             f"after notifications/cancelled, the next tools/list got: {reply.describe()}\n"
-            f"{_note(ctx, probe)}",
+            f"{_note(ctx, probe.wire)}",
         )
 
 

@@ -144,17 +144,9 @@ class Session:
         merged["_meta"] = {**mcp.modern_meta(), **(meta if isinstance(meta, Mapping) else {})}
         return merged
 
-    def request(
-        self,
-        method: str,
-        params: JsonMapping | None = None,
-        *,
-        request_id: int | str | None = None,
-        seconds: float | None = None,
-    ) -> Reply:
-        return self.wire.request(
-            method, self.params(params), request_id=request_id, seconds=seconds
-        )
+    def request(self, method: str, params: JsonMapping | None = None) -> Reply:
+        """A request in the era's envelope, at the wire's default deadline and next id."""
+        return self.wire.request(method, self.params(params))
 
     def list_tools(self) -> Listing:
         """tools/list from the first page, following nextCursor to the last."""
@@ -188,8 +180,12 @@ class Session:
         params: dict[str, ReadOnlyJson] = {"name": name, "arguments": arguments}
         if progress is not None:
             params["_meta"] = {"progressToken": progress}
-        seconds = self.wire.deadlines.call
-        return self.request(mcp.TOOLS_CALL, params, seconds=seconds, request_id=progress)
+        return self.wire.request(
+            mcp.TOOLS_CALL,
+            self.params(params),
+            request_id=progress,
+            seconds=self.wire.deadlines.call,
+        )
 
 
 def _page_tools(page: Reply) -> JsonArray:
