@@ -8,6 +8,7 @@ plugins thus never imports the MCP checks, nor conformance.mcp and the MCP SDK t
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -17,23 +18,32 @@ if TYPE_CHECKING:
     from conformance.checks.mcp import McpContext
 
 
+def _import(*modules: str) -> None:
+    """Import check modules by their name in sys.modules, not as attributes of this package:
+    pytester's in-process runs drop the modules a run imported from sys.modules but leave
+    them as the package's attributes, and `from conformance.checks import mcp_calls` would
+    take that stale module and fill no freshly imported registry."""
+    for module in modules:
+        import_module(f"conformance.checks.{module}")
+
+
 def fengyu_checks() -> Registry[FengYuContext]:
     """The FengYu registry, with every FengYu check registered."""
-    from conformance.checks import (  # noqa: F401
-        fengyu_code_first,
-        fengyu_contract_rules,
-        fengyu_effects,
-        fengyu_files,
-        fengyu_flow_nodes,
-        fengyu_host,
-        fengyu_legacy,
-        fengyu_manifest,
-        fengyu_providers,
-        fengyu_resources,
-        fengyu_sensitive,
-        fengyu_tools,
-        fengyu_upgrade,
-        fengyu_worker,
+    _import(
+        "fengyu_code_first",
+        "fengyu_contract_rules",
+        "fengyu_effects",
+        "fengyu_files",
+        "fengyu_flow_nodes",
+        "fengyu_host",
+        "fengyu_legacy",
+        "fengyu_manifest",
+        "fengyu_providers",
+        "fengyu_resources",
+        "fengyu_sensitive",
+        "fengyu_tools",
+        "fengyu_upgrade",
+        "fengyu_worker",
     )
     from conformance.checks.fengyu import FENGYU_CHECKS
 
@@ -42,7 +52,7 @@ def fengyu_checks() -> Registry[FengYuContext]:
 
 def erp_checks() -> Registry[ErpContext]:
     """The ERP registry, with every ERP check registered."""
-    from conformance.checks import erp_endpoints, erp_providers, erp_tools, erp_upgrade  # noqa: F401
+    _import("erp_endpoints", "erp_providers", "erp_tools", "erp_upgrade")
     from conformance.checks.erp import ERP_CHECKS
 
     return ERP_CHECKS
@@ -50,12 +60,12 @@ def erp_checks() -> Registry[ErpContext]:
 
 def mcp_checks() -> Registry[McpContext]:
     """The MCP registry, with every MCP check registered (this imports conformance.mcp)."""
-    from conformance.checks import (  # noqa: F401
-        mcp_calls,
-        mcp_effects,
-        mcp_lifecycle,
-        mcp_listing,
-        mcp_providers,
+    _import(
+        "mcp_calls",
+        "mcp_effects",
+        "mcp_lifecycle",
+        "mcp_listing",
+        "mcp_providers",
     )
     from conformance.checks.mcp import MCP_CHECKS
 

@@ -4,8 +4,9 @@ check modules are imported again (pytester's in-process runs)."""
 
 from __future__ import annotations
 
+import sys
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -71,3 +72,18 @@ def test_the_import_contract_names_every_check_module() -> None:
     mcp = {m for m in modules if m.split(".")[-1].startswith("mcp")}
     assert fengyu_erp <= set(contract["source_modules"])
     assert mcp <= set(contract["forbidden_modules"])
+
+
+@pytest.mark.parametrize("registry", [fengyu_checks, erp_checks, mcp_checks])
+def test_a_registry_dropped_from_sys_modules_is_filled_again(
+    monkeypatch: pytest.MonkeyPatch, registry: Callable[[], Registry[Any]]
+) -> None:
+    """As after a pytester in-process run: the registry and its check modules are gone from
+    sys.modules, yet still attributes of conformance.checks; asking again imports them anew,
+    and the fresh registry serves every check (a stale attribute used to leave it empty, and
+    every item of the next run passed with nothing checked)."""
+    served = registry().served()
+    for name in [m for m in sys.modules if m.startswith("conformance.checks.")]:
+        monkeypatch.delitem(sys.modules, name)
+
+    assert registry().served() == served
