@@ -104,11 +104,15 @@ class Registry(Generic[C]):
         return frozenset(self._checks)
 
     def run(self, context: C) -> list[Finding]:
-        """Every finding for context.requirement, from every check registered for it."""
+        """Every finding for context.requirement, from every check registered for it. A
+        requirement no check serves raises: an item with nothing checked must not pass."""
         rid = context.requirement.id
+        checks = self.checks_for(rid)
+        if not checks:
+            raise LookupError(f"the {self.name} registry has no check for {rid}: a kit defect")
         return [
             finding
-            for func in self.checks_for(rid)
+            for func in checks
             for finding in func(context)
             if finding.requirement == rid
         ]

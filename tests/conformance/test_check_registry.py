@@ -87,3 +87,10 @@ def test_a_registry_dropped_from_sys_modules_is_filled_again(
         monkeypatch.delitem(sys.modules, name)
 
     assert registry().served() == served
+
+
+def test_a_requirement_no_check_serves_raises_rather_than_passing() -> None:
+    registry = Registry[Context]("FengYu", ("fengyu-v2", "fengyu-v1"))
+
+    with pytest.raises(LookupError, match="no check for FY-MAN-001: a kit defect"):
+        registry.run(Context("plugin", requirement("FY-MAN-001")))
