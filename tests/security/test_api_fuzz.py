@@ -23,6 +23,13 @@ from typing import Any
 
 import pytest
 import schemathesis
+
+# Imported here, while the process has one thread, not by from_asgi in the fixture: pytest
+# rewrites the modules of its plugins (schemathesis, anyio, hypothesis) with ast.parse as they
+# are first imported, and CPython 3.11's AST state is shared between threads (gh-106905), so
+# a host thread importing one at the same moment made the fixture's import fail with
+# "SystemError: AST constructor recursion depth mismatch".
+import schemathesis.specs.openapi.schemas
 from hypothesis import HealthCheck, given, note, settings
 from schemathesis.checks import CHECKS, is_check_class, load_all_checks
 from schemathesis.config import SchemathesisConfig
