@@ -914,7 +914,10 @@ def _big_float_in(value: Any) -> bool:
         value = value.values()
     elif kind is not list:
         return kind is float and abs(value) >= _BIG and value.is_integer()
-    for member in value:  # noqa: SIM110 - any() of a generator is twice as slow here
+    for member in value:
+        kind = type(member)  # leaves are looked at here: a call per member costs more
+        if kind is str or kind is int or kind is bool or member is None:
+            continue
         if _big_float_in(member):
             return True
     return False
@@ -926,15 +929,23 @@ def _plain(value: Any) -> bool:
     kind = type(value)
     if kind is dict:
         for key, member in value.items():
-            if type(key) is not str or not _plain(member):
+            if type(key) is not str:
+                return False
+            kind = type(member)  # leaves are looked at here: a call per member costs more
+            if kind is str or kind is int or kind is bool or member is None:
+                continue
+            if not _plain(member):
+                return False
+        return True
+    if kind is list:
+        for member in value:
+            kind = type(member)
+            if kind is str or kind is int or kind is bool or member is None:
+                continue
+            if not _plain(member):
                 return False
         return True
     if kind is str or kind is int or kind is bool or value is None:
-        return True
-    if kind is list:
-        for member in value:  # noqa: SIM110 - all() of a generator is twice as slow here
-            if not _plain(member):
-                return False
         return True
     return kind is float and value == value and value != _INFINITY and value != -_INFINITY
 

@@ -34,8 +34,9 @@ def depth(raw: bytes) -> int:
 
 
 def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
-    """Whether the line nests deeper than limit."""
-    return depth_over(raw, limit) is not None
+    """Whether the line nests deeper than limit (counting brackets first: most lines hold
+    fewer than limit in all)."""
+    return raw.count(b"[") + raw.count(b"{") > limit and depth(raw) > limit
 
 
 def depth_over(raw: bytes, limit: int = MAX_DEPTH) -> int | None:

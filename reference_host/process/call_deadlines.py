@@ -18,18 +18,18 @@ Expire = Callable[[str, float], None]  # told (method, seconds) of the first cal
 class CallDeadlines:
     """Calls by request id with the loop time they must be answered by."""
 
-    def __init__(self, expire: Expire) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, expire: Expire) -> None:
+        self._loop = loop
         self._expire = expire
         self._waiting: dict[str, tuple[float, str, float]] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
 
     def add(self, request_id: str, method: str, seconds: float) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + seconds
+        deadline = self._loop.time() + seconds
         self._waiting[request_id] = (deadline, method, seconds)
         if self._timer is None or deadline < self._timer_at:
-            self._arm(loop, deadline)
+            self._arm(deadline)
 
     def remove(self, request_id: str) -> None:
         self._waiting.pop(request_id, None)
@@ -41,19 +41,18 @@ class CallDeadlines:
             self._timer.cancel()
             self._timer = None
 
-    def _arm(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+    def _arm(self, deadline: float) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        self._timer, self._timer_at = loop.call_at(deadline, self._check), deadline
+        self._timer, self._timer_at = self._loop.call_at(deadline, self._check), deadline
 
     def _check(self) -> None:
         self._timer = None
         if not self._waiting:
             return
-        loop = asyncio.get_running_loop()
-        now = loop.time()
+        now = self._loop.time()
         for deadline, method, seconds in self._waiting.values():
             if deadline <= now:
                 self._expire(method, seconds)
                 return
-        self._arm(loop, min(deadline for deadline, _, _ in self._waiting.values()))
+        self._arm(min(deadline for deadline, _, _ in self._waiting.values()))

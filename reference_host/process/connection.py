@@ -131,7 +131,9 @@ class WorkerConnection:
         self.abandoned: dict[str, asyncio.Future[JsonObject]] = {}
         self._ids = itertools.count(1)
         self._envelope = envelope(spec.locale)
-        self._deadlines = CallDeadlines(self._expired)
+        # the loop, kept: asyncio.get_running_loop() asks the OS for the pid on every call
+        self._loop = asyncio.get_running_loop()
+        self._deadlines = CallDeadlines(self._loop, self._expired)
         self.stderr_tail = StderrTail(self._log_stderr)
         self.skipped_stdout: deque[str] = deque(maxlen=SKIPPED_STDOUT_LINES)
         self._spawned = spawned
@@ -201,7 +203,8 @@ class WorkerConnection:
 
     @property
     def alive(self) -> bool:
-        return self._failure is None and not self._closing and self.process.returncode is None
+        # exited resolves when asyncio learns the exit status, as Process.returncode is set
+        return self._failure is None and not self._closing and not self._spawned.exited.done()
 
     @property
     def stderr(self) -> str:
@@ -212,7 +215,7 @@ class WorkerConnection:
         (WorkerCancelled and WorkerPermissionDenied for FengYu's data codes). A call its
         caller abandons is cancelled in the worker with `$/cancelRequest` (_abandon)."""
         request_id = str(next(self._ids))
-        future: asyncio.Future[JsonObject] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[JsonObject] = self._loop.create_future()
         self.pending[request_id] = future
         request = {**jsonrpc.request(request_id, method, params), **self._envelope}
         abandoned = False
@@ -242,7 +245,7 @@ class WorkerConnection:
             if abandoned:
                 # the caller's cancel took its future: the answer, if one comes, goes to a
                 # fresh one that _abandon waits on (no shield: it costs every call a loop turn)
-                answer: asyncio.Future[JsonObject] = asyncio.get_running_loop().create_future()
+                answer: asyncio.Future[JsonObject] = self._loop.create_future()
                 self.pending[request_id] = self.abandoned[request_id] = answer
                 while len(self.abandoned) > ABANDONED_KEPT:
                     del self.abandoned[next(iter(self.abandoned))]

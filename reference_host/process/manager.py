@@ -162,6 +162,8 @@ class PluginProcessManager:
         """The plugin's running worker, started (or replaced) to serve grants; None for
         grants takes whichever is running."""
         connection = self._connections.get(plugin_id)
+        if grants is None and connection is not None and connection.alive:
+            return connection  # any running worker serves a call without grants
         spec = self._spec(plugin_id, grants)
         if _serves(connection, spec, grants):
             assert connection is not None
