@@ -127,7 +127,7 @@ class PluginProcessManager:
         )
         for observe in self.observers:
             observe(plugin_id, method, params)
-        connection = await self._running(plugin_id, grants)
+        connection = self._ready(plugin_id, grants) or await self._running(plugin_id, grants)
         # paths into the folders the sandbox shows elsewhere (a FileRef's copy), as the worker
         # sees them, and back (sandbox.Place)
         view = connection.spec.view
@@ -161,9 +161,10 @@ class PluginProcessManager:
     async def _running(self, plugin_id: str, grants: Grants | None = None) -> WorkerConnection:
         """The plugin's running worker, started (or replaced) to serve grants; None for
         grants takes whichever is running."""
+        connection = self._ready(plugin_id, grants)
+        if connection is not None:
+            return connection
         connection = self._connections.get(plugin_id)
-        if grants is None and connection is not None and connection.alive:
-            return connection  # any running worker serves a call without grants
         spec = self._spec(plugin_id, grants)
         if _serves(connection, spec, grants):
             assert connection is not None
@@ -182,6 +183,14 @@ class PluginProcessManager:
                 self._connections[plugin_id] = connection
             assert connection is not None
             return connection
+
+    def _ready(self, plugin_id: str, grants: Grants | None) -> WorkerConnection | None:
+        """The running worker when a call without grants can take it as it is (any running
+        worker serves one): found without a coroutine of its own."""
+        connection = self._connections.get(plugin_id)
+        if grants is None and connection is not None and connection.alive:
+            return connection
+        return None
 
     def _no_worker(self, plugin_id: str) -> WorkerLaunchError:
         """The error of a call to a plugin without a worker spec, saying why where known."""
