@@ -111,8 +111,5 @@ class Registry(Generic[C]):
         if not checks:
             raise LookupError(f"the {self.name} registry has no check for {rid}: a kit defect")
         return [
-            finding
-            for func in checks
-            for finding in func(context)
-            if finding.requirement == rid
+            finding for func in checks for finding in func(context) if finding.requirement == rid
         ]
