@@ -42,7 +42,4 @@ def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
 def depth_over(raw: bytes, limit: int = MAX_DEPTH) -> int | None:
     """How deeply the line nests when that is deeper than limit (what a refusal names), else
     None."""
-    if raw.count(b"[") + raw.count(b"{") <= limit:
-        return None
-    found = depth(raw)
-    return found if found > limit else None
+    return depth(raw) if too_deep(raw, limit) else None

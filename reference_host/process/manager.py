@@ -161,9 +161,6 @@ class PluginProcessManager:
     async def _running(self, plugin_id: str, grants: Grants | None = None) -> WorkerConnection:
         """The plugin's running worker, started (or replaced) to serve grants; None for
         grants takes whichever is running."""
-        connection = self._ready(plugin_id, grants)
-        if connection is not None:
-            return connection
         connection = self._connections.get(plugin_id)
         spec = self._spec(plugin_id, grants)
         if _serves(connection, spec, grants):
