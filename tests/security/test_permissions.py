@@ -75,6 +75,11 @@ class Erp:
         os.utime(self.actors_file, (stamp, stamp))
 
 
+def item_tool(code: str, **options: Any) -> dict[str, Any]:
+    """A tool on one item: its path is {ITEMS}/{id}, id its path parameter."""
+    return erp_tool(code, f"{ITEMS}/{{id}}", path_params=("id",), **options)
+
+
 @pytest.fixture
 async def erp(tmp_path: Path, backend_url: str, hits: Recorder, make_host: MakeHost) -> Erp:
     actors_file = tmp_path / "actors.json"
@@ -87,25 +92,10 @@ async def erp(tmp_path: Path, backend_url: str, hits: Recorder, make_host: MakeH
     )
     plugin = write_erp_plugin(
         tmp_path / "plugin",
-        erp_tool(GET, f"{ITEMS}/{{id}}", path_params=("id",)),
+        item_tool(GET),
         erp_tool(FIND, ITEMS, query_params=("q",)),
-        erp_tool(
-            DELETE,
-            f"{ITEMS}/{{id}}",
-            method="DELETE",
-            path_params=("id",),
-            permission="SEC_ADMIN",
-            risk="HIGH",
-            strict=True,
-        ),
-        erp_tool(
-            UPDATE,
-            f"{ITEMS}/{{id}}",
-            method="PUT",
-            path_params=("id",),
-            permission="SEC_WRITE",
-            risk="MEDIUM",
-        ),
+        item_tool(DELETE, method="DELETE", permission="SEC_ADMIN", risk="HIGH", strict=True),
+        item_tool(UPDATE, method="PUT", permission="SEC_WRITE", risk="MEDIUM"),
     )
     await host.install(plugin)
     return Erp(host, actors_file, hits)
@@ -153,6 +143,14 @@ def as_headers(tenant: str, actor: str) -> list[tuple[bytes, bytes]]:
     return [(b"X-Tenant-Id", tenant.encode()), (b"X-Actor", actor.encode())]
 
 
+async def discover(
+    client: tuple[httpx.AsyncClient, list], headers: list[tuple[bytes, bytes]]
+) -> httpx.Response:
+    """The app's answer to a tool discovery request with these headers."""
+    http, _ = client
+    return await http.get(DISCOVERY, headers=headers)
+
+
 # --------------------------------------------------------------------------- discovery
 
 PAIRS = [
@@ -164,8 +162,7 @@ PAIRS = [
 async def test_discovery_lists_exactly_the_permitted_tools(
     client: tuple[httpx.AsyncClient, list], tenant: str, actor: str
 ) -> None:
-    http, _ = client
-    response = await http.get(DISCOVERY, headers=as_headers(tenant, actor))
+    response = await discover(client, as_headers(tenant, actor))
     assert response.status_code == 200
     listed = response.json()
     assert {t["toolCode"] for t in listed} == allowed(tenant, actor)
@@ -188,8 +185,7 @@ async def test_discovery_lists_exactly_the_permitted_tools(
 async def test_discovery_without_both_headers_is_400(
     client: tuple[httpx.AsyncClient, list], headers: list
 ) -> None:
-    http, _ = client
-    response = await http.get(DISCOVERY, headers=headers)
+    response = await discover(client, headers)
     assert response.status_code == 400
     assert response.json()["error"] == "the X-Tenant-Id and X-Actor headers are required"
 
@@ -210,8 +206,7 @@ async def test_discovery_header_tricks_grant_nothing_extra(
     client: tuple[httpx.AsyncClient, list], headers: list
 ) -> None:
     """Smuggled or repeated headers name one tenant and one actor, never a union."""
-    http, _ = client
-    response = await http.get(DISCOVERY, headers=headers)
+    response = await discover(client, headers)
     assert response.status_code in (200, 400)
     listed = {t["toolCode"] for t in response.json()} if response.status_code == 200 else set()
     tenants = [v.decode() for k, v in headers if k.lower() == b"x-tenant-id"]
