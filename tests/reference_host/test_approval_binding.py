@@ -112,28 +112,23 @@ async def upgrade(host: Host, tmp_path: Path) -> None:
     await host.install(greeter(tmp_path, "v4", "4.0.0"))
 
 
-async def test_an_upgrade_while_the_approval_waits_is_not_run(
-    host: tuple[Host, Dispatched], tmp_path: Path
+@pytest.mark.parametrize(
+    ("moment", "told"),
+    [("before", UPGRADED), ("after", None)],
+    ids=["while-the-approval-waits", "between-the-decision-and-the-call"],
+)
+async def test_an_upgrade_around_the_decision_is_not_run(
+    host: tuple[Host, Dispatched], tmp_path: Path, moment: str, told: str | None
 ) -> None:
+    """The upgrade lands before the decision (the verdict tells of it) or after it, while
+    nothing had changed yet (caught before the call): either way the call is not run."""
     the_host, sent = host
-    approver = Approver(the_host, before=lambda: upgrade(the_host, tmp_path))
+    approver = Approver(the_host, **{moment: lambda: upgrade(the_host, tmp_path)})
     events = await chat(the_host, approver)
     (verdict,) = approver.verdicts
-    assert verdict.approved and verdict.changed == UPGRADED  # told when the decision arrives
+    assert verdict.approved and verdict.changed == told
     assert the_failure(events) == not_run(UPGRADED)
     assert sent.calls == []  # neither version's worker got the call
-
-
-async def test_a_change_between_the_decision_and_the_call_is_caught_before_the_call(
-    host: tuple[Host, Dispatched], tmp_path: Path
-) -> None:
-    """Approved while nothing had changed; the upgrade lands before the run goes on."""
-    the_host, sent = host
-    approver = Approver(the_host, after=lambda: upgrade(the_host, tmp_path))
-    events = await chat(the_host, approver)
-    assert approver.verdicts[0].changed is None
-    assert the_failure(events) == not_run(UPGRADED)
-    assert sent.calls == []
 
 
 Change = Callable[[Host, Path], Awaitable[None]]
