@@ -20,10 +20,9 @@ import socket
 import ssl
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from ipaddress import ip_address
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from reference_host.builtins import WebFetchTool
 from reference_host.stream.sse_parser import SSEEvent, SSEParser
 from reference_host.support.loopback import serve_on_loopback
 from reference_host.tools.callbacks import CallContext, plan_and_call
+from tests.answering_server import answering_server
 from tests.conftest import REPO
 from tests.reference_host.served_cli import STARTED, api_headers
 
@@ -267,19 +267,27 @@ async def test_the_allow_list_lets_exactly_the_named_host_through(
 # --------------------------------------------------------------------------- DNS
 
 
+async def fetch_from_a_rebinding_name(
+    scheme: str, server: Loopback | TlsServer, dns: Dns, sockets: Sockets
+) -> None:
+    """rebind.example answers a public address once, then 127.0.0.1. The connection goes to
+    the address that was checked (the loopback server stands in for that public host), and
+    the request still names rebind.example."""
+    dns.answers["rebind.example"] = [[PUBLIC], ["127.0.0.1"]]
+    sockets.target = server.port
+    url = f"{scheme}://rebind.example:{server.port}/secret"
+    assert await web_fetch(url) == fetched(url)
+    assert sockets.opened == [(PUBLIC, server.port)]
+    assert server.asked == [("/secret", f"rebind.example:{server.port}")]
+
+
 async def test_dns_rebinding_cannot_move_the_connection_after_the_check(
     service: Loopback, dns: Dns, sockets: Sockets
 ) -> None:
-    """rebind.example answers a public address once, then 127.0.0.1. The connection goes to
-    the address that was checked (the loopback service stands in for that public host), the
-    name is looked up once, and the request still names rebind.example."""
-    dns.answers["rebind.example"] = [[PUBLIC], ["127.0.0.1"]]
-    sockets.target = service.port
-    url = f"http://rebind.example:{service.port}/secret"
-    assert await web_fetch(url) == fetched(url)
-    assert sockets.opened == [(PUBLIC, service.port)]
+    """The connection goes to the checked address (fetch_from_a_rebinding_name), and the
+    name is looked up once: the answer that would move it is never asked for."""
+    await fetch_from_a_rebinding_name("http", service, dns, sockets)
     assert dns.lookups == ["rebind.example"]
-    assert service.asked == [("/secret", f"rebind.example:{service.port}")]
 
 
 async def test_a_name_with_any_refused_address_is_refused(
@@ -335,32 +343,17 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsServer]:
     make_certificates(folder)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(folder / "site.pem", folder / "site.key")
+    server_names: list[str] = []
+    asked: list[tuple[str, str]] = []
+    context.sni_callback = lambda _socket, name, _context: server_names.append(name)
 
-    class Answer(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            record.asked.append((self.path, self.headers.get("Host", "")))
-            body = SECRET.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def seen(request: BaseHTTPRequestHandler) -> None:
+        asked.append((request.path, request.headers.get("Host", "")))
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    record = TlsServer(httpd.server_address[1], folder / "ca.pem")
-    context.sni_callback = lambda _socket, name, _context: record.server_names.append(name)
-    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), name="tls server")
-    thread.start()
-    try:
-        yield record
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(10)
+    with answering_server(
+        SECRET.encode(), "text/plain", seen, name="tls server", tls=context
+    ) as port:
+        yield TlsServer(port, folder / "ca.pem", server_names, asked)
 
 
 @pytest.fixture
@@ -375,13 +368,8 @@ def tls(tls_server: TlsServer, monkeypatch: pytest.MonkeyPatch) -> TlsServer:
 async def test_https_to_the_checked_address_keeps_the_name_for_sni_and_host(
     tls: TlsServer, dns: Dns, sockets: Sockets
 ) -> None:
-    dns.answers["rebind.example"] = [[PUBLIC], ["127.0.0.1"]]
-    sockets.target = tls.port
-    url = f"https://rebind.example:{tls.port}/secret"
-    assert await web_fetch(url) == fetched(url)
-    assert sockets.opened == [(PUBLIC, tls.port)]
+    await fetch_from_a_rebinding_name("https", tls, dns, sockets)
     assert tls.server_names == ["rebind.example"]
-    assert tls.asked == [("/secret", f"rebind.example:{tls.port}")]
 
 
 async def test_https_checks_the_certificate_against_the_name_not_the_address(

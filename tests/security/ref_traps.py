@@ -8,16 +8,16 @@ the URL trap counts the requests its server answers.
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.answering_server import answering_server
 
 TARGET = json.dumps({"type": "integer"}).encode()
 
@@ -84,25 +84,7 @@ def url_trap() -> Iterator[UrlTrap]:
     """A server on a free loopback port answering every GET with the target schema, stopped
     when the block ends."""
     hits: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            hits.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/schema+json")
-            self.send_header("Content-Length", str(len(TARGET)))
-            self.end_headers()
-            self.wfile.write(TARGET)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, name="url-trap", daemon=True)
-    thread.start()
-    try:
-        yield UrlTrap(f"http://127.0.0.1:{server.server_address[1]}", hits)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with answering_server(
+        TARGET, "application/schema+json", lambda asked: hits.append(asked.path), name="url-trap"
+    ) as port:
+        yield UrlTrap(f"http://127.0.0.1:{port}", hits)
