@@ -192,6 +192,12 @@ async def web(server: str) -> AsyncIterator[tuple[Web, httpx.AsyncClient]]:
 
 
 @pytest.fixture
+def record(web: tuple[Web, httpx.AsyncClient]) -> Web:
+    """The fake web's record alone: web_fetch makes its own client."""
+    return web[0]
+
+
+@pytest.fixture
 def closed_port() -> int:
     """A port on 127.0.0.1 nobody listens on."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -269,8 +275,7 @@ def test_html_to_text_tolerates_broken_markup() -> None:
 # --------------------------------------------------------------------------- web_fetch
 
 
-async def test_fetch_html_page(web: tuple[Web, httpx.AsyncClient]) -> None:
-    record, _ = web
+async def test_fetch_html_page(record: Web) -> None:
     result = await fetch({"url": f"{record.base}/page"})
     assert result == {
         "success": True,
@@ -281,8 +286,7 @@ async def test_fetch_html_page(web: tuple[Web, httpx.AsyncClient]) -> None:
     }
 
 
-async def test_fetch_plain_text_passes_through(web: tuple[Web, httpx.AsyncClient]) -> None:
-    record, _ = web
+async def test_fetch_plain_text_passes_through(record: Web) -> None:
     result = await fetch({"url": f"{record.base}/plain"})
     assert result["success"] is True
     assert result["title"] == ""
@@ -290,10 +294,7 @@ async def test_fetch_plain_text_passes_through(web: tuple[Web, httpx.AsyncClient
     assert result["truncated"] is False
 
 
-async def test_fetch_follows_redirects_and_reports_final_url(
-    web: tuple[Web, httpx.AsyncClient],
-) -> None:
-    record, _ = web
+async def test_fetch_follows_redirects_and_reports_final_url(record: Web) -> None:
     result = await fetch({"url": f"{record.base}/redirect"})
     assert result["success"] is True
     assert result["url"] == f"{record.base}/page"
@@ -305,20 +306,14 @@ async def test_fetch_follows_redirects_and_reports_final_url(
     ]
 
 
-async def test_fetch_decodes_declared_and_sniffed_charsets(
-    web: tuple[Web, httpx.AsyncClient],
-) -> None:
-    record, _ = web
+async def test_fetch_decodes_declared_and_sniffed_charsets(record: Web) -> None:
     latin = await fetch({"url": f"{record.base}/latin1"})
     assert (latin["title"], latin["text"]) == ("Caf\u00e9", "na\u00efve r\u00e9sum\u00e9")
     sniffed = await fetch({"url": f"{record.base}/meta-charset"})
     assert sniffed["text"] == "\u20ac 5"
 
 
-async def test_fetch_bounds_text_default_requested_and_hard_cap(
-    web: tuple[Web, httpx.AsyncClient],
-) -> None:
-    record, _ = web
+async def test_fetch_bounds_text_default_requested_and_hard_cap(record: Web) -> None:
     url = f"{record.base}/long"
     default = await fetch({"url": url})
     assert (len(default["text"]), default["truncated"]) == (20_000, True)
@@ -343,32 +338,27 @@ async def test_fetch_bounds_text_default_requested_and_hard_cap(
         ("/redirect-ftp", "redirected to a non-http(s) URL: ftp://127.0.0.1/file.txt"),
     ],
 )
-async def test_fetch_failures_come_back_as_envelope(
-    web: tuple[Web, httpx.AsyncClient], path: str, expected: str
-) -> None:
-    record, _ = web
+async def test_fetch_failures_come_back_as_envelope(record: Web, path: str, expected: str) -> None:
     result = await fetch({"url": f"{record.base}{path}"})
     assert result["success"] is False
     assert expected in result["error"]
     assert set(result) == {"success", "error"}
 
 
-async def test_fetch_size_cap_is_configurable(web: tuple[Web, httpx.AsyncClient]) -> None:
-    record, _ = web
-    result = await fetch({"url": f"{record.base}/page"}, max_bytes=100)
-    assert result == {
-        "success": False,
-        "error": f"web_fetch: response from {record.base}/page is larger than 100 bytes",
-    }
-
-
-async def test_fetch_times_out(web: tuple[Web, httpx.AsyncClient]) -> None:
-    record, _ = web
-    result = await fetch({"url": f"{record.base}/slow"}, timeout=0.2)
-    assert result == {
-        "success": False,
-        "error": f"web_fetch: timed out after 0.2s fetching {record.base}/slow",
-    }
+@pytest.mark.parametrize(
+    ("path", "limit", "error"),
+    [
+        ("/page", {"max_bytes": 100}, "response from {url} is larger than 100 bytes"),
+        ("/slow", {"timeout": 0.2}, "timed out after 0.2s fetching {url}"),
+    ],
+    ids=["size-cap", "timeout"],
+)
+async def test_fetch_limits_are_configurable(
+    record: Web, path: str, limit: dict[str, Any], error: str
+) -> None:
+    url = f"{record.base}{path}"
+    result = await fetch({"url": url}, **limit)
+    assert result == {"success": False, "error": f"web_fetch: {error.format(url=url)}"}
 
 
 async def test_fetch_network_error(closed_port: int) -> None:
@@ -398,9 +388,8 @@ async def test_fetch_network_error(closed_port: int) -> None:
     ],
 )
 async def test_fetch_rejects_bad_arguments_without_a_request(
-    web: tuple[Web, httpx.AsyncClient], arguments: Any, expected: str
+    record: Web, arguments: Any, expected: str
 ) -> None:
-    record, _ = web
     result = await fetch(arguments)
     assert result["success"] is False
     assert result["error"].startswith("web_fetch: ")
@@ -408,10 +397,7 @@ async def test_fetch_rejects_bad_arguments_without_a_request(
     assert record.served == []
 
 
-async def test_fetch_accepts_integral_float_and_empty_arguments_fail(
-    web: tuple[Web, httpx.AsyncClient],
-) -> None:
-    record, _ = web
+async def test_fetch_accepts_integral_float_and_empty_arguments_fail(record: Web) -> None:
     result = await fetch({"url": f"{record.base}/plain", "maxChars": 4.0})
     assert result["text"] == "Just"
     assert (await fetch(""))["success"] is False
