@@ -12,6 +12,10 @@ import httpx
 
 from reference_host.stream.sse_parser import SSEComment, SSEEvent, SSEItem, SSEParser
 
+# kinds() of a chat stream whose one call was asked for and approved, then the reply: the
+# approval is item 2, the call's result item 3.
+ONE_APPROVED_CALL = [":connected", "tool.call", "approval", "tool.result", "token", "done"]
+
 
 def kinds(items: Sequence[SSEItem]) -> list[str]:
     """`:connected`-style names for comments, event types (with the tool phase) otherwise."""

@@ -51,7 +51,7 @@ from reference_host.support.loopback import serve_on_loopback
 from reference_host.tools.callbacks import CallContext, CallPlan, SentAsIs, ToolResult
 from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
 from tests.reference_host.served_cli import api_headers
-from tests.reference_host.stream_items import data, kinds, stream_deciding
+from tests.reference_host.stream_items import ONE_APPROVED_CALL, data, kinds, stream_deciding
 
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
 EXCEL = REPO / "sample_plugins" / "fan.summer.excel"
@@ -571,7 +571,7 @@ async def test_call_commands_show_the_injected_folder_in_the_approval(
     streamed = await stream_deciding(client, "/api/chat", body)
     assert all(decision.status_code == 200 for decision in streamed.decisions)
     items = streamed.items
-    assert kinds(items) == [":connected", "tool.call", "approval", "tool.result", "token", "done"]
+    assert kinds(items) == ONE_APPROVED_CALL
     approval = data(items[2])
     assert approval["injected"] == ["outputDir"]
     assert [(f["parameter"], f["path"], f["injected"]) for f in approval["files"]] == [

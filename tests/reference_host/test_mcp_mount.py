@@ -42,7 +42,7 @@ from reference_host.mcp.mount import (
 )
 from reference_host.support.loopback import serve_on_loopback
 from reference_host.tools.callbacks import CallContext, plan_and_call
-from tests.reference_host.stream_items import data, kinds, stream_deciding
+from tests.reference_host.stream_items import ONE_APPROVED_CALL, data, kinds, stream_deciding
 
 SERVER = '''
 import subprocess
@@ -369,14 +369,7 @@ async def test_the_host_calls_a_mounted_tool_over_http(tmp_path: Path, config_fi
             decided = await stream_deciding(
                 client, "/api/chat", {"message": message, "conversationId": "c1"}
             )
-            assert kinds(decided.items) == [
-                ":connected",
-                "tool.call",
-                "approval",
-                "tool.result",
-                "token",
-                "done",
-            ]
+            assert kinds(decided.items) == ONE_APPROVED_CALL
             asked = data(decided.items[2])
             (host,) = made
             assert host.mcp is not None

@@ -21,7 +21,7 @@ from reference_host.agent.approval import ApprovalPolicy, Decision
 from reference_host.agent.models import ModelTurn, ScriptedModel
 from reference_host.stream.sse_parser import SSEEvent, SSEItem
 from tests.conftest import MakeHost, python_plugin, v2_manifest
-from tests.reference_host.stream_items import data, kinds, stream_deciding
+from tests.reference_host.stream_items import ONE_APPROVED_CALL, data, kinds, stream_deciding
 from tests.reference_host.test_app import Server, call, install
 from tests.security.conftest import results, run_chat, turn
 
@@ -173,7 +173,7 @@ async def test_the_worker_gets_the_secret_and_nothing_else_shows_it(
 
     raw, items = await stream_approving(client, "POST", "/api/chat", {"message": "connect"})
 
-    assert kinds(items) == [":connected", "tool.call", "approval", "tool.result", "token", "done"]
+    assert kinds(items) == ONE_APPROVED_CALL
     shown = {"server": "imap.example.org", "apiKey": MASK, "auth": {"token": MASK}}
     assert json.loads(data(items[1])["arguments"]) == shown
     assert json.loads(data(items[2])["arguments"]) == shown
