@@ -8,12 +8,14 @@ McpServer, its McpTool for per-tool requirements, and the server's sessions.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from conformance.check_registry import CheckContext, Registry
-from conformance.findings import Finding
+from conformance.findings import Finding, shown
 from conformance.mcp.server import MCP, McpServer, McpTool
+from conformance.mcp.wire import Reply
 
 if TYPE_CHECKING:  # the sessions start the server: only their type is needed here
     from conformance.mcp.services import McpServices
@@ -36,6 +38,17 @@ class McpContext(CheckContext[McpServer, McpTool]):
     def server_finding(self, message: str, at: str = "", fix: str = "") -> Finding:
         """A finding on the MCP server, at pointer `at` of what it answered."""
         return self.plugin.finding(self.requirement.id, message, at, fix)
+
+    def expect(self, ok: bool, message: str, got: object, at: str) -> Iterator[Finding]:
+        """A finding at `at` unless ok: what is wrong, then the value the server gave, quoted
+        ("<message>: got: <got>"), so that a shape rule is its test and its message only."""
+        if not ok:
+            yield self.server_finding(f"{message}: got: {shown(got)}", at)
+
+    def answered(self, message: str, reply: Reply, at: str = "", fix: str = "") -> Finding:
+        """A finding on the answer to a request the check sent: what is wrong, then how the
+        request ended (Reply.describe), so that every such finding quotes the answer alike."""
+        return self.server_finding(f"{message}: {reply.describe()}", at, fix)
 
 
 MCP_CHECKS = Registry[McpContext]("MCP", (MCP,))

@@ -56,24 +56,18 @@ def session_opens(ctx: McpContext) -> Iterator[Finding]:
         return
     opening = server.opening
     assert opening is not None
-    info = opening.server_info
-    where = "/result/_meta" if opening.era == mcp.MODERN else "/result/serverInfo"
-    if not (
+    info, caps = opening.server_info, opening.result.get("capabilities")
+    named = (
         isinstance(info, dict)
         and isinstance(info.get("name"), str)
         and isinstance(info.get("version"), str)
-    ):
-        yield ctx.server_finding(
-            f"the {opening.era} session opened without serverInfo {{name, version}}: "
-            f"got: {shown(info)}",
-            where,
-        )
-    if not isinstance(opening.result.get("capabilities"), dict):
-        yield ctx.server_finding(
-            f"the {opening.era} session opened without a capabilities object: "
-            f"got: {shown(opening.result.get('capabilities'))}",
-            "/result/capabilities",
-        )
+    )
+    where = "/result/_meta" if opening.era == mcp.MODERN else "/result/serverInfo"
+    opened = f"the {opening.era} session opened without"
+    yield from ctx.expect(named, f"{opened} serverInfo {{name, version}}", info, where)
+    yield from ctx.expect(
+        isinstance(caps, dict), f"{opened} a capabilities object", caps, "/result/capabilities"
+    )
 
 
 @check("MCP-LIF-002")
@@ -89,14 +83,13 @@ def version_negotiated(ctx: McpContext) -> Iterator[Finding]:
         )
     reply, alive = services.unknown_version
     version = reply.result.get("protocolVersion") if isinstance(reply.result, dict) else None
+    offered = f"offered protocolVersion {UNKNOWN_VERSION!r}, the server"
     if not alive:
-        yield ctx.server_finding(
-            f"offered protocolVersion {UNKNOWN_VERSION!r}, the server exited: {reply.describe()}",
-        )
+        yield ctx.answered(f"{offered} exited", reply)
     elif reply.response is None or (reply.ok and version not in mcp.HANDSHAKE_VERSIONS):
-        yield ctx.server_finding(
-            f"offered protocolVersion {UNKNOWN_VERSION!r}, the server answered neither a "
-            f"version initialize can open nor an error: {reply.describe()}",
+        yield ctx.answered(
+            f"{offered} answered neither a version initialize can open nor an error",
+            reply,
             "/result/protocolVersion",
         )
 
@@ -106,18 +99,20 @@ def capabilities_declared(ctx: McpContext) -> Iterator[Finding]:
     server = ctx.plugin
     probe = _probe(ctx)
     capabilities = probe.opening.capabilities
-    if server.tools and not isinstance(capabilities.get("tools"), dict):
-        yield ctx.server_finding(
-            f"tools/list answered {len(server.tools)} tool(s), but the capabilities do not "
-            f"declare tools: got: {shown(capabilities)}",
-            "/result/capabilities",
-        )
-    logged = [m for m in _received(probe) if m.get("method") == mcp.LOG_MESSAGE]
-    if logged and not isinstance(capabilities.get("logging"), dict):
-        yield ctx.server_finding(
-            f"the server sent {mcp.LOG_MESSAGE} without declaring logging: got: {shown(logged[0])}",
-            "/result/capabilities",
-        )
+    yield from ctx.expect(
+        not server.tools or isinstance(capabilities.get("tools"), dict),
+        f"tools/list answered {len(server.tools)} tool(s), but the capabilities do not "
+        "declare tools",
+        capabilities,
+        "/result/capabilities",
+    )
+    logged = next((m for m in _received(probe) if m.get("method") == mcp.LOG_MESSAGE), None)
+    yield from ctx.expect(
+        logged is None or isinstance(capabilities.get("logging"), dict),
+        f"the server sent {mcp.LOG_MESSAGE} without declaring logging",
+        logged,
+        "/result/capabilities",
+    )
 
 
 @check("MCP-LIF-004")
@@ -149,29 +144,31 @@ def modern_envelope(ctx: McpContext) -> Iterator[Finding]:
     opening = server.opening
     assert opening is not None
     versions = opening.result.get("supportedVersions")
-    if not (isinstance(versions, list) and all(isinstance(v, str) for v in versions)):
-        yield ctx.server_finding(
-            f"the DiscoverResult's supportedVersions is not a list of versions: "
-            f"got: {shown(versions)}",
-            "/result/supportedVersions",
-        )
+    yield from ctx.expect(
+        isinstance(versions, list) and all(isinstance(v, str) for v in versions),
+        "the DiscoverResult's supportedVersions is not a list of versions",
+        versions,
+        "/result/supportedVersions",
+    )
     session = services.session
     bare = session.wire.request(mcp.TOOLS_LIST, {})
-    if _code(bare) != INVALID_PARAMS:
-        yield ctx.server_finding(
-            "tools/list without the _meta protocol version should get -32602; "
-            f"got: {bare.describe()}",
-            "/params/_meta",
-            fix=f'Refuse a request without params._meta "{mcp.META_VERSION}" with -32602.',
-        )
+    yield from _refused(
+        ctx,
+        "tools/list without the _meta protocol version",
+        bare,
+        INVALID_PARAMS,
+        "/params/_meta",
+        fix=f'Refuse a request without params._meta "{mcp.META_VERSION}" with -32602.',
+    )
     meta = {**mcp.modern_meta(UNKNOWN_VERSION)}
     wrong = session.wire.request(mcp.TOOLS_LIST, {"_meta": meta})
-    if _code(wrong) != mcp.UNSUPPORTED_VERSION:
-        yield ctx.server_finding(
-            f"tools/list at protocol version {UNKNOWN_VERSION!r} should get -32022; "
-            f"got: {wrong.describe()}",
-            "/params/_meta",
-        )
+    yield from _refused(
+        ctx,
+        f"tools/list at protocol version {UNKNOWN_VERSION!r}",
+        wrong,
+        mcp.UNSUPPORTED_VERSION,
+        "/params/_meta",
+    )
 
 
 @check("MCP-STD-001")
@@ -319,16 +316,11 @@ def log_levels_checked(ctx: McpContext) -> Iterator[Finding]:
     for level in mcp.LOG_LEVELS:
         reply = session.request(mcp.SET_LEVEL, {"level": level})
         if not reply.ok:
-            yield ctx.server_finding(
-                f"logging/setLevel {level!r} was refused: {reply.describe()}",
-                "/params/level",
-            )
+            yield ctx.answered(f"logging/setLevel {level!r} was refused", reply, "/params/level")
     reply = session.request(mcp.SET_LEVEL, {"level": "verbose"})
-    if _code(reply) != INVALID_PARAMS:
-        yield ctx.server_finding(
-            f"logging/setLevel 'verbose', not a level, should get -32602; got: {reply.describe()}",
-            "/params/level",
-        )
+    yield from _refused(
+        ctx, "logging/setLevel 'verbose', not a level,", reply, INVALID_PARAMS, "/params/level"
+    )
 
 
 @check("MCP-UTL-003")
@@ -372,6 +364,15 @@ def _progress_problem(token: int, values: list[tuple[JsonValue, JsonValue]], lat
 
 def _code(reply: Reply) -> JsonValue:
     return reply.error.get("code") if reply.error else None
+
+
+def _refused(
+    ctx: McpContext, asked: str, reply: Reply, code: int, at: str, fix: str = ""
+) -> Iterator[Finding]:
+    """A finding unless the request `asked` names got an error of code: a request that the
+    rules say the server must refuse so."""
+    if _code(reply) != code:
+        yield ctx.answered(f"{asked} should get {code}; got", reply, at, fix)
 
 
 def _unrequested_responses(wire: Wire) -> list[JsonObject]:
