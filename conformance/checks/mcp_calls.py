@@ -39,6 +39,8 @@ UNANSWERED_FIX = (
 # An answer refused unread (nested too deep, past 16 MiB) is MCP-STD-001's finding.
 REFUSED_OWNER = "MCP-STD-001"
 WORKING_OWNER = "MCP-CALL-007"
+# The call of UNKNOWN_TOOL, as MCP-CALL-005 and MCP-CALL-006 name it in their findings.
+UNKNOWN_CALL = f"tools/call of {UNKNOWN_TOOL!r}, which the server did not list"
 HANG_FIX = (
     "Bound the tool's work for every input its schema allows (cap counts and sizes in the "
     "inputSchema, e.g. maximum), answer within 30 seconds, and stop when the call is cancelled."
@@ -185,6 +187,19 @@ def _search(
     )
 
 
+def _search_invalid(
+    ctx: McpContext, wrong: str, is_wrong: Callable[[Reply], bool]
+) -> Iterator[Finding]:
+    """Search the item's tool with invalid arguments for an answer that is_wrong, which the
+    finding names as `wrong` ("invalid arguments got <wrong>: <the answer>")."""
+    return _search(
+        ctx,
+        _tool(ctx),
+        lambda r: f"invalid arguments got {wrong}: {r.describe()}" if is_wrong(r) else "",
+        invalid=True,
+    )
+
+
 @check("MCP-CALL-001")
 def valid_calls_answered(ctx: McpContext) -> Iterator[Finding]:
     """A tool whose every answer was a refusal is not exercised (exercised.py), not a pass."""
@@ -270,39 +285,19 @@ def structured_output_conforms(ctx: McpContext) -> Iterator[Finding]:
 
 @check("MCP-CALL-003")
 def invalid_arguments_refused(ctx: McpContext) -> Iterator[Finding]:
-    tool = _tool(ctx)
-    yield from _search(
-        ctx,
-        tool,
-        lambda r: f"invalid arguments got a success result: {r.describe()}" if r.succeeded else "",
-        invalid=True,
-    )
+    yield from _search_invalid(ctx, "a success result", lambda r: r.succeeded)
 
 
 @check("MCP-CALL-004")
 def input_errors_as_results(ctx: McpContext) -> Iterator[Finding]:
-    tool = _tool(ctx)
-    yield from _search(
-        ctx,
-        tool,
-        lambda r: (
-            f"invalid arguments got a JSON-RPC error, not isError: {r.describe()}"
-            if r.error is not None
-            else ""
-        ),
-        invalid=True,
-    )
+    yield from _search_invalid(ctx, "a JSON-RPC error, not isError", lambda r: r.error is not None)
 
 
 @check("MCP-CALL-005")
 def unknown_tool_refused(ctx: McpContext) -> Iterator[Finding]:
     reply = _unknown_tool_reply(ctx)
     if reply.response is None or reply.succeeded:
-        yield ctx.server_finding(
-            f"tools/call of {UNKNOWN_TOOL!r}, which the server did not list, got: "
-            f"{reply.describe()}",
-            "/params/name",
-        )
+        yield ctx.answered(f"{UNKNOWN_CALL}, got", reply, "/params/name")
 
 
 @check("MCP-CALL-006")
@@ -313,11 +308,7 @@ def unknown_tool_is_a_protocol_error(ctx: McpContext) -> Iterator[Finding]:
     code = reply.error.get("code") if reply.error is not None else None
     if code != INVALID_PARAMS:
         got = "an isError result" if reply.error is None else f"a JSON-RPC error of code {code}"
-        yield ctx.server_finding(
-            f"tools/call of {UNKNOWN_TOOL!r}, which the server did not list, got {got}, not "
-            f"a -32602 error: {reply.describe()}",
-            "/params/name",
-        )
+        yield ctx.answered(f"{UNKNOWN_CALL}, got {got}, not a -32602 error", reply, "/params/name")
 
 
 @check("MCP-CALL-007")

@@ -43,24 +43,26 @@ def tool_shape(ctx: McpContext) -> Iterator[Finding]:
     era = server.era
     for tool in _tools(ctx):
         d, at = tool.definition, tool.pointer
-        if not isinstance(d.get("name"), str):
-            yield ctx.server_finding(f"a tool has no string name: got: {shown(d.get('name'))}", at)
+        yield from ctx.expect(
+            isinstance(d.get("name"), str), "a tool has no string name", d.get("name"), at
+        )
         schema = d.get("inputSchema")
-        if not isinstance(schema, dict) or schema.get("type") != "object":
-            yield ctx.server_finding(
-                f"tool {_name(tool)}: inputSchema must be an object schema with type "
-                f'"object"; got: {shown(schema)}',
-                f"{at}/inputSchema",
-            )
+        yield from ctx.expect(
+            isinstance(schema, dict) and schema.get("type") == "object",
+            f'tool {_name(tool)}: inputSchema must be an object schema with type "object"',
+            schema,
+            f"{at}/inputSchema",
+        )
         output = d.get("outputSchema")
         if output is not None:
             object_root = isinstance(output, dict) and output.get("type") == "object"
-            if not isinstance(output, dict) or (era != mcp.MODERN and not object_root):
-                yield ctx.server_finding(
-                    f"tool {_name(tool)}: outputSchema must be an object schema "
-                    f'(type "object" before 2026-07-28); got: {shown(output)}',
-                    f"{at}/outputSchema",
-                )
+            yield from ctx.expect(
+                isinstance(output, dict) and (era == mcp.MODERN or object_root),
+                f"tool {_name(tool)}: outputSchema must be an object schema "
+                '(type "object" before 2026-07-28)',
+                output,
+                f"{at}/outputSchema",
+            )
         annotations = d.get("annotations")
         if annotations is not None:
             yield from _annotation_problems(ctx, tool, annotations)
@@ -140,12 +142,9 @@ def bad_cursors_refused(ctx: McpContext) -> Iterator[Finding]:
     if listing is None or len(listing.pages) < 2:
         raise NotApplicable("the server lists its tools on one page: it issues no cursor")
     reply = ctx.sessions.session.request(mcp.TOOLS_LIST, {"cursor": BAD_CURSOR})
+    asked = f"tools/list with the cursor {BAD_CURSOR!r}, never issued"
     if reply.ok:
-        yield ctx.server_finding(
-            f"tools/list with the cursor {BAD_CURSOR!r}, never issued, got a page: "
-            f"{reply.describe()}",
-            "/params/cursor",
-        )
+        yield ctx.answered(f"{asked}, got a page", reply, "/params/cursor")
 
 
 @check("MCP-TL-005")
@@ -174,11 +173,12 @@ def unique_names(ctx: McpContext) -> Iterator[Finding]:
 def tools_described(ctx: McpContext) -> Iterator[Finding]:
     for tool in _tools(ctx):
         description = tool.definition.get("description")
-        if not isinstance(description, str) or not description.strip():
-            yield ctx.server_finding(
-                f"tool {_name(tool)} has no description: got: {shown(description)}",
-                f"{tool.pointer}/description",
-            )
+        yield from ctx.expect(
+            isinstance(description, str) and bool(description.strip()),
+            f"tool {_name(tool)} has no description",
+            description,
+            f"{tool.pointer}/description",
+        )
 
 
 @check("MCP-TL-008")
