@@ -228,6 +228,8 @@ class WorkerConnection:
             try:
                 await self._send(request)
             except WorkerError:
+                if future.done():
+                    future.exception()  # _fail_pending's, read: not logged at GC as never retrieved
                 if isinstance(self._failure, WorkerTimeout):
                     raise self._failure from None  # the write ran past a deadline (_expired)
                 raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import time
 from pathlib import Path
@@ -132,10 +133,11 @@ async def test_timeout_kills_worker_and_descendants_then_restarts(
 
 
 async def test_the_timeout_covers_a_write_the_worker_does_not_read(
-    manager: PluginProcessManager,
+    manager: PluginProcessManager, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A worker that stops reading stdin lets the pipe fill; the call's timeout must cover
-    writing the request too, or it would wait until something else kills the worker."""
+    writing the request too, or it would wait until something else kills the worker. The
+    call whose write failed leaves no failed future behind for asyncio to log at GC."""
     await manager.invoke("fan.summer.fake", "echo", {})  # the worker runs
     deaf = asyncio.create_task(manager.invoke("fan.summer.fake", "deaf", {}, tool_timeout=30))
     await asyncio.sleep(0)  # the deaf request is written first
@@ -145,6 +147,8 @@ async def test_the_timeout_covers_a_write_the_worker_does_not_read(
     with pytest.raises(WorkerTimeout):  # the timeout killed the worker: its calls fail too
         await deaf
     assert await manager.invoke("fan.summer.fake", "echo", {"n": 1}) == {"n": 1}
+    gc.collect()
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
 
 
 async def test_crash_fails_the_call_and_the_next_call_restarts(

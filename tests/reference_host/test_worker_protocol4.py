@@ -4,6 +4,7 @@ the handshake, the locale envelope, cancellation and structured logs."""
 from __future__ import annotations
 
 import ast
+import gc
 import json
 import os
 import subprocess
@@ -292,8 +293,15 @@ def test_a_warning_is_warn_for_the_host() -> None:
 def test_every_import_of_the_module_is_the_standard_librarys() -> None:
     """Not only those a start runs: an import inside a function would fail in FengYu first
     when that function runs (import-linter cannot take a one-file module as a root package).
-    The one exception is an optional codec, imported where ImportError is caught."""
-    tree = ast.parse(Path(fengyu_worker.__file__).read_text("utf-8"))
+    The one exception is an optional codec, imported where ImportError is caught.
+
+    The GC is off while it parses: CPython 3.11's AST conversion is not re-entrant
+    (gh-106905), and a finalizer the GC runs midway may parse too (a traceback's carets)."""
+    gc.disable()
+    try:
+        tree = ast.parse(Path(fengyu_worker.__file__).read_text("utf-8"))
+    finally:
+        gc.enable()
     guarded = {
         id(node)
         for attempt in ast.walk(tree)
