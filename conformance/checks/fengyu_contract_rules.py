@@ -109,8 +109,8 @@ def official_ids(ctx: FengYuContext) -> Iterator[Finding]:
         yield ctx.manifest_finding(
             "/official",
             f"official is true, but the id {shown(plugin_id)} is not under {OFFICIAL_PREFIX}*",
-            "set official to false or leave it out: only FengYu's own fan.summer.* plugins "
-            "are official",
+            f"set official to false or leave it out: only FengYu's own {OFFICIAL_PREFIX}* "
+            "plugins are official",
         )
 
 
@@ -132,9 +132,7 @@ def backend_has_methods(ctx: FengYuContext) -> Iterator[Finding]:
 
 @check("FY-MAN-028")
 def permissions_once(ctx: FengYuContext) -> Iterator[Finding]:
-    permissions = ctx.plugin.data.get("permissions")
-    if not isinstance(permissions, list) or not permissions:
-        raise NotApplicable("the manifest lists no permissions")
+    permissions = ctx.declared("permissions", list, "the manifest lists no permissions")
     seen: dict[str, int] = {}
     for index, permission in enumerate(permissions):
         if not isinstance(permission, str):

@@ -27,10 +27,8 @@ WIDGET_TYPES: dict[str, set[str]] = {
 }
 
 
-def _nodes(plugin: FengYuPlugin) -> list[tuple[str, JsonObject]]:
-    nodes = plugin.data.get("flowNodes")
-    if not isinstance(nodes, list) or not nodes:
-        raise NotApplicable("the manifest declares no flowNodes")
+def _nodes(ctx: FengYuContext) -> list[tuple[str, JsonObject]]:
+    nodes = ctx.declared("flowNodes", list, "the manifest declares no flowNodes")
     return [(pointer("flowNodes", i), n) for i, n in enumerate(nodes) if isinstance(n, dict)]
 
 
@@ -58,7 +56,7 @@ def _names(properties: JsonObject | None) -> str:
 @check("FY-MAN-022")
 def flow_ports_resolve(ctx: FengYuContext) -> Iterator[Finding]:
     tools = _tools(ctx.plugin)
-    for at, node in _nodes(ctx.plugin):
+    for at, node in _nodes(ctx):
         name = node.get("tool")
         tool = tools.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -126,13 +124,10 @@ def _fields_resolve(
 def _outputs_resolve(
     ctx: FengYuContext, at: str, node: JsonObject, tool: AiTool
 ) -> Iterator[Finding]:
-    outputs = _ports(node, "outputs")
-    if not outputs:
-        return
     site = tool.output_schema
     properties = input_properties(site.data) if site is not None else None
     seen: set[str] = set()
-    for index, port in outputs:
+    for index, port in _ports(node, "outputs"):
         name = port.get("name")
         if not isinstance(name, str):
             continue
@@ -158,7 +153,7 @@ def _outputs_resolve(
 def flow_widgets_fit(ctx: FengYuContext) -> Iterator[Finding]:
     tools = _tools(ctx.plugin)
     widgets = 0
-    for at, node in _nodes(ctx.plugin):
+    for at, node in _nodes(ctx):
         tool = tools.get(str(node.get("tool")))
         properties = input_properties(tool.input_schema.data) if tool and tool.input_schema else {}
         for index, port in _ports(node, "inputs"):
@@ -195,7 +190,7 @@ def _widgets_for(kind: JsonValue) -> str:
 def flow_methods_exist(ctx: FengYuContext) -> Iterator[Finding]:
     methods = _methods(ctx.plugin)
     calls = 0
-    for at, node in _nodes(ctx.plugin):
+    for at, node in _nodes(ctx):
         for index, port in _ports(node, "inputs"):
             for key in ("context", "source"):
                 block = port.get(key)
@@ -236,9 +231,7 @@ def _params_resolve(
 
 @check("FY-MAN-025")
 def i18n_keys_exist(ctx: FengYuContext) -> Iterator[Finding]:
-    i18n = ctx.plugin.data.get("i18n")
-    if not isinstance(i18n, dict) or not i18n:
-        raise NotApplicable("the manifest declares no i18n overrides")
+    i18n = ctx.declared("i18n", dict, "the manifest declares no i18n overrides")
     tools = set(_tools(ctx.plugin))
     raw_nodes = ctx.plugin.data.get("flowNodes")
     nodes = {
