@@ -10,7 +10,7 @@ from jsonschema.exceptions import SchemaError
 
 from conformance.checks.erp import ErpContext, check
 from conformance.checks.fengyu_manifest import offered_tool_names
-from conformance.erp.plugin import MUTATING, ErpPlugin, model_name
+from conformance.erp.plugin import MUTATING, ErpPlugin, ErpTool, model_name
 from conformance.findings import Finding, shown
 from conformance.provider_view import PORTABLE_NAME
 from conformance.schema_messages import explain
@@ -89,18 +89,14 @@ def input_schema_is_json_schema(ctx: ErpContext) -> Iterator[Finding]:
 
 @check("ERP-TOOL-005")
 def namespace_rule(ctx: ErpContext) -> Iterator[Finding]:
-    for tool in ctx.plugin.tools:
-        path = tool.handler.get("path")
-        if isinstance(path, str) and (problem := namespace_problem(path)):
+    for tool, path in _with_path(ctx.plugin):
+        if problem := namespace_problem(path):
             yield ctx.tool_finding(tool, "/handlerConfig/path", f"path {path!r} {problem}")
 
 
 @check("ERP-TOOL-006")
 def params_declared(ctx: ErpContext) -> Iterator[Finding]:
-    for tool in ctx.plugin.tools:
-        path = tool.handler.get("path")
-        if not isinstance(path, str):
-            continue
+    for tool, path in _with_path(ctx.plugin):
         schema = tool.data.get("inputSchema")
         schema = schema if isinstance(schema, dict) else {}
         declared, listed = schema.get("properties"), schema.get("required")
@@ -146,9 +142,8 @@ def params_declared(ctx: ErpContext) -> Iterator[Finding]:
 def placeholders_well_formed(ctx: ErpContext) -> Iterator[Finding]:
     """A path the platform cannot split into text and {name} placeholders is unusable: the
     reference host refuses such a handlerConfig, so no call of the tool could ever be made."""
-    for tool in ctx.plugin.tools:
-        path = tool.handler.get("path")
-        if isinstance(path, str) and (problem := placeholder_problem(path)):
+    for tool, path in _with_path(ctx.plugin):
+        if problem := placeholder_problem(path):
             yield ctx.tool_finding(
                 tool,
                 "/handlerConfig/path",
@@ -228,11 +223,8 @@ def mutating_tools_not_low_risk(ctx: ErpContext) -> Iterator[Finding]:
     for tool in ctx.plugin.tools:
         method = tool.handler.get("method")
         if method in MUTATING and tool.data.get("riskLevel") == "LOW":
-            yield ctx.tool_finding(
-                tool,
-                "/riskLevel",
-                f"{method} {tool.handler.get('path')} changes data but is LOW risk",
-            )
+            route = f"{method} {tool.handler.get('path')}"
+            yield ctx.tool_finding(tool, "/riskLevel", f"{route} changes data but is LOW risk")
 
 
 @check("ERP-TOOL-011")
@@ -286,6 +278,15 @@ def _refused(value: str) -> bool:
     except DispatchError:
         return True
     return False
+
+
+def _with_path(plugin: ErpPlugin) -> Iterator[tuple[ErpTool, str]]:
+    """The tools whose handlerConfig.path is a string, each with its path: the path rules
+    judge no other (a path of another type is the schema's finding)."""
+    for tool in plugin.tools:
+        path = tool.handler.get("path")
+        if isinstance(path, str):
+            yield tool, path
 
 
 def _names(value: object) -> list[str]:
