@@ -19,14 +19,14 @@ from reference_host.erp.dispatch import dispatch
 from reference_host.tools.callbacks import (
     CallContext,
     CallPlan,
+    PluginTool,
     SentAsIs,
     ToolResult,
     failure,
-    unavailable,
 )
 
 
-class RestToolCallback(SentAsIs):
+class RestToolCallback(SentAsIs, PluginTool[ErpToolDecl]):
     """Calls one ERP tool's endpoint on the ERP backend over httpx."""
 
     def __init__(
@@ -38,19 +38,15 @@ class RestToolCallback(SentAsIs):
         directory: ActorDirectory,
         available: Callable[[str], bool],
     ) -> None:
-        self.owner = plugin_id
-        self.definition = decl.definition
-        self.effect = decl.effect
+        super().__init__(plugin_id, decl, available)
         self.required_permission = decl.permission
-        self.decl = decl
         self._client = client
         self._base_url = base_url
         self._directory = directory
-        self._available = available
 
     async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
-        if not self._available(self.owner):
-            return unavailable(self.owner)
+        if gone := self.gone():
+            return gone
         permission = self.decl.permission
         if self.decl.strict and not self._directory.permits(
             context.tenant, context.actor, permission

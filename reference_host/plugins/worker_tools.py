@@ -25,16 +25,16 @@ from reference_host.tools.callbacks import (
     Arguments,
     CallContext,
     CallPlan,
+    PluginTool,
     ToolResult,
     failure,
-    unavailable,
 )
 
 # A call's params with its FileRefs handed over, and the grant folders (writable, readable)
 Opened = tuple[dict[str, Any], tuple[tuple[Path, ...], tuple[Path, ...]]]
 
 
-class WorkerToolCallback:
+class WorkerToolCallback(PluginTool[ToolDecl]):
     """Calls one aiTool's method on its plugin's worker through the process manager."""
 
     def __init__(
@@ -45,13 +45,9 @@ class WorkerToolCallback:
         grants: GrantStore,
         available: Callable[[str], bool],
     ) -> None:
-        self.owner = plugin_id
-        self.definition = decl.definition
-        self.effect = decl.effect
-        self.decl = decl
+        super().__init__(plugin_id, decl, available)
         self._manager = manager
         self._grants = grants
-        self._available = available
         self._contract = InputContract(decl.method, decl.definition.input_schema)
 
     def plan(self, arguments: Arguments, context: CallContext) -> CallPlan:
@@ -69,8 +65,8 @@ class WorkerToolCallback:
             return CallPlan(arguments)
 
     async def call(self, plan: CallPlan, context: CallContext) -> ToolResult:
-        if not self._available(self.owner):
-            return unavailable(self.owner)
+        if gone := self.gone():
+            return gone
         conversation = context.conversation_id
         try:
             args = plan.arguments.object()

@@ -12,9 +12,9 @@ again only where it leaves the process (the SSE frame, the model's tool message)
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from plugin_spec.filerefs import Access, FileKind
 from plugin_spec.json_types import JsonObject, JsonValue
@@ -150,6 +150,36 @@ class SentAsIs:
 
     def plan(self, arguments: Arguments, context: CallContext) -> CallPlan:
         return CallPlan(arguments)
+
+
+class Declared(Protocol):
+    """A plugin's declaration of one tool (a FengYu aiTool, an ERP tool file)."""
+
+    @property
+    def definition(self) -> ToolDefinition: ...
+
+    @property
+    def effect(self) -> Effect: ...
+
+
+D = TypeVar("D", bound=Declared)
+
+
+class PluginTool(Generic[D]):
+    """A tool an installed plugin declares. It belongs to the snapshot it was made for: once
+    its plugin is disabled or uninstalled, `gone()` is the answer instead of a call
+    (spec: host.md#tool-snapshots-and-built-in-names)."""
+
+    def __init__(self, plugin_id: str, decl: D, available: Callable[[str], bool]) -> None:
+        self.owner = plugin_id
+        self.decl = decl
+        self.definition = decl.definition
+        self.effect = decl.effect
+        self._available = available
+
+    def gone(self) -> ToolResult | None:
+        """The "no longer available" failure, or None while the plugin is there."""
+        return None if self._available(self.owner) else unavailable(self.owner)
 
 
 async def plan_and_call(
