@@ -39,3 +39,14 @@ def test_a_16_mib_line_is_measured_whole() -> None:
     """The deepest line the frame cap admits (how fast: benchmarks, not a timed assertion)."""
     half = 8 * 1024 * 1024
     assert depth_over(b"[" * half + b"]" * half) == half
+
+
+def test_both_kinds_of_bracket_count_toward_the_limit_anywhere_in_a_long_line() -> None:
+    """Half the levels in arrays and half in objects, after a long string: the bracket
+    pre-count sums both kinds over the whole line."""
+    levels = MAX_DEPTH + 2
+    opened = b"[" * (levels // 2) + b'{"a":' * (levels // 2)
+    closed = b"1" + b"}" * (levels // 2) + b"]" * (levels // 2)
+    padding = b'"' + b"x" * 100_000 + b'",'
+    assert too_deep(b"[" + padding + opened + closed + b"]")
+    assert not too_deep(b"[" + padding + nested(MAX_DEPTH - 1) + b"]")
