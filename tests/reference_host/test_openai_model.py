@@ -9,7 +9,7 @@ import contextlib
 import json
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from tests.reference_host.stream_items import data, kinds
 
 BASE = "http://127.0.0.1:8000"
 URL = f"{BASE}/v1/chat/completions"
+Answer = Callable[[httpx.Response], respx.Route]
 
 FETCH = ToolDefinition(
     name="web_fetch",
@@ -199,18 +200,28 @@ async def complete(
 
 
 @pytest.fixture
-async def client() -> Any:
+async def client() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(trust_env=False) as client:
         yield client
+
+
+@pytest.fixture
+def answer(respx_mock: respx.MockRouter) -> Answer:
+    """Have the mocked model server answer POST /v1/chat/completions with this response."""
+    return lambda response: respx_mock.post(URL).mock(return_value=response)
+
+
+@pytest.fixture
+def model(client: httpx.AsyncClient) -> OpenAICompatibleModel:
+    """The model most tests ask: no key, default options, over the respx-mocked client."""
+    return OpenAICompatibleModel(BASE, "m", client=client)
 
 
 # -- the request -------------------------------------------------------------------------
 
 
-async def test_request_url_headers_and_body(respx_mock: respx.MockRouter, client: Any) -> None:
-    route = respx_mock.post(URL).mock(
-        return_value=sse_response(chunk({"content": "You're welcome."}, "stop"), DONE)
-    )
+async def test_request_url_headers_and_body(answer: Answer, client: httpx.AsyncClient) -> None:
+    route = answer(sse_response(chunk({"content": "You're welcome."}, "stop"), DONE))
     model = OpenAICompatibleModel(BASE + "/", "test-model", api_key="sk-test", client=client)
     turn = await complete(model, CONVERSATION, [FETCH, CLOCK])
     assert turn == ModelTurn(text="You're welcome.")
@@ -224,8 +235,8 @@ async def test_request_url_headers_and_body(respx_mock: respx.MockRouter, client
     assert request.extensions["timeout"]["read"] == 120.0
 
 
-async def test_no_key_no_tools_no_usage(respx_mock: respx.MockRouter, client: Any) -> None:
-    route = respx_mock.post(URL).mock(return_value=sse_response(DONE))
+async def test_no_key_no_tools_no_usage(answer: Answer, client: httpx.AsyncClient) -> None:
+    route = answer(sse_response(DONE))
     model = OpenAICompatibleModel(BASE, "m", client=client, timeout=7, stream_usage=False)
     await complete(model, [Message(role="user", content="hello")])
     request = route.calls.last.request
@@ -242,10 +253,10 @@ async def test_no_key_no_tools_no_usage(respx_mock: respx.MockRouter, client: An
 
 
 async def test_deltas_in_order_then_the_whole_turn(
-    respx_mock: respx.MockRouter, client: Any
+    answer: Answer, model: OpenAICompatibleModel
 ) -> None:
-    respx_mock.post(URL).mock(
-        return_value=sse_response(
+    answer(
+        sse_response(
             b": keep-alive comment\n\n",
             chunk({"role": "assistant", "content": ""}),
             chunk({"reasoning_content": "The user "}),
@@ -259,7 +270,7 @@ async def test_deltas_in_order_then_the_whole_turn(
             frame({"ignored": "after [DONE]"}),
         )
     )
-    deltas, turn = await run_turn(OpenAICompatibleModel(BASE, "m", client=client))
+    deltas, turn = await run_turn(model)
     assert deltas == [
         Delta("The user ", thinking=True),
         Delta("greets.", thinking=True),
@@ -271,7 +282,7 @@ async def test_deltas_in_order_then_the_whole_turn(
 
 
 async def test_chunks_split_anywhere_even_inside_a_character(
-    respx_mock: respx.MockRouter, client: Any
+    answer: Answer, model: OpenAICompatibleModel
 ) -> None:
     body = chunk({"content": "\u6771\u4eac "}) + chunk({"content": "\U0001f600"}, "stop") + DONE
 
@@ -279,19 +290,17 @@ async def test_chunks_split_anywhere_even_inside_a_character(
         for index in range(len(body)):
             yield body[index : index + 1]
 
-    respx_mock.post(URL).mock(
-        return_value=httpx.Response(200, content=byte_by_byte(), headers=SSE_HEADERS)
-    )
-    deltas, turn = await run_turn(OpenAICompatibleModel(BASE, "m", client=client))
+    answer(httpx.Response(200, content=byte_by_byte(), headers=SSE_HEADERS))
+    deltas, turn = await run_turn(model)
     assert deltas == [Delta("\u6771\u4eac "), Delta("\U0001f600")]
     assert turn.text == "\u6771\u4eac \U0001f600"
 
 
 async def test_parallel_tool_call_pieces_are_assembled_by_index(
-    respx_mock: respx.MockRouter, client: Any
+    answer: Answer, model: OpenAICompatibleModel
 ) -> None:
-    respx_mock.post(URL).mock(
-        return_value=sse_response(
+    answer(
+        sse_response(
             chunk({"content": "Checking."}),
             calls(piece(0, id="call_a", type="function", name="web_fetch", arguments="")),
             calls(
@@ -305,7 +314,7 @@ async def test_parallel_tool_call_pieces_are_assembled_by_index(
             DONE,
         )
     )
-    deltas, turn = await run_turn(OpenAICompatibleModel(BASE, "m", client=client))
+    deltas, turn = await run_turn(model)
     assert deltas == [Delta("Checking.")]
     first, second, third = turn.tool_calls
     assert first == ToolCall("call_a", "web_fetch", '{"url":"http://example.org"}')
@@ -316,11 +325,11 @@ async def test_parallel_tool_call_pieces_are_assembled_by_index(
 
 
 async def test_whole_calls_without_index_and_object_arguments(
-    respx_mock: respx.MockRouter, client: Any
+    answer: Answer, model: OpenAICompatibleModel
 ) -> None:
     """Some servers send each call whole, without `index`, and arguments as an object."""
-    respx_mock.post(URL).mock(
-        return_value=sse_response(
+    answer(
+        sse_response(
             calls(piece(None, id="c1", name="clock", arguments={"zone": "UTC"})),
             calls(piece(None, id="c2", name="web_fetch", arguments='{"url":')),
             calls(piece(None, arguments='"x"}')),  # no id: continues the last call
@@ -329,7 +338,7 @@ async def test_whole_calls_without_index_and_object_arguments(
             DONE,
         )
     )
-    turn = await complete(OpenAICompatibleModel(BASE, "m", client=client))
+    turn = await complete(model)
     assert turn.tool_calls == (
         ToolCall("c1", "clock", '{"zone": "UTC"}'),
         ToolCall("c2", "web_fetch", '{"url":"x"}'),
@@ -337,10 +346,10 @@ async def test_whole_calls_without_index_and_object_arguments(
 
 
 async def test_a_finish_reason_without_done_ends_the_turn(
-    respx_mock: respx.MockRouter, client: Any
+    answer: Answer, model: OpenAICompatibleModel
 ) -> None:
-    respx_mock.post(URL).mock(return_value=sse_response(chunk({"content": "ok"}, "stop")))
-    assert (await complete(OpenAICompatibleModel(BASE, "m", client=client))).text == "ok"
+    answer(sse_response(chunk({"content": "ok"}, "stop")))
+    assert (await complete(model)).text == "ok"
 
 
 @pytest.mark.parametrize(
@@ -375,18 +384,18 @@ async def test_a_finish_reason_without_done_ends_the_turn(
     ],
 )
 async def test_malformed_streams(
-    respx_mock: respx.MockRouter, client: Any, frames: list[bytes], expected: str
+    answer: Answer, model: OpenAICompatibleModel, frames: list[bytes], expected: str
 ) -> None:
-    respx_mock.post(URL).mock(return_value=sse_response(*frames))
+    answer(sse_response(*frames))
     with pytest.raises(ModelError) as caught:
-        await complete(OpenAICompatibleModel(BASE, "m", client=client))
+        await complete(model)
     assert expected in str(caught.value)
 
 
 async def test_a_turn_larger_than_the_cap_is_an_error(
-    respx_mock: respx.MockRouter, client: Any
+    answer: Answer, client: httpx.AsyncClient
 ) -> None:
-    respx_mock.post(URL).mock(return_value=sse_response(b"data: " + b"x" * 5000))
+    answer(sse_response(b"data: " + b"x" * 5000))
     model = OpenAICompatibleModel(BASE, "m", client=client, max_turn_bytes=4096)
     with pytest.raises(ModelError, match=r"exceeded 4096 bytes in one turn$"):
         await complete(model)
@@ -395,9 +404,9 @@ async def test_a_turn_larger_than_the_cap_is_an_error(
 # -- a plain JSON answer (a server that ignores stream: true) ----------------------------
 
 
-async def test_json_reply_text_and_usage(respx_mock: respx.MockRouter, client: Any) -> None:
-    respx_mock.post(URL).mock(
-        return_value=httpx.Response(
+async def test_json_reply_text_and_usage(answer: Answer, model: OpenAICompatibleModel) -> None:
+    answer(
+        httpx.Response(
             200,
             json=reply(
                 {"content": "Hello there."},
@@ -405,12 +414,12 @@ async def test_json_reply_text_and_usage(respx_mock: respx.MockRouter, client: A
             ),
         )
     )
-    deltas, turn = await run_turn(OpenAICompatibleModel(BASE, "m", client=client))
+    deltas, turn = await run_turn(model)
     assert deltas == [Delta("Hello there.")]
     assert turn == ModelTurn(text="Hello there.", tool_calls=(), tokens=12)
 
 
-async def test_json_tool_call_reply(respx_mock: respx.MockRouter, client: Any) -> None:
+async def test_json_tool_call_reply(answer: Answer, model: OpenAICompatibleModel) -> None:
     message = {
         "content": None,
         "tool_calls": [
@@ -427,8 +436,8 @@ async def test_json_tool_call_reply(respx_mock: respx.MockRouter, client: Any) -
             {"type": "function", "function": {"name": "clock"}},
         ],
     }
-    respx_mock.post(URL).mock(return_value=httpx.Response(200, json=reply(message)))
-    deltas, turn = await run_turn(OpenAICompatibleModel(BASE, "m", client=client))
+    answer(httpx.Response(200, json=reply(message)))
+    deltas, turn = await run_turn(model)
     assert deltas == []
     assert turn.text == ""
     assert turn.tokens == 0
@@ -441,16 +450,16 @@ async def test_json_tool_call_reply(respx_mock: respx.MockRouter, client: Any) -
     assert len(third.id) > len("call_")
 
 
-async def test_json_mixed_reply_with_reasoning(respx_mock: respx.MockRouter, client: Any) -> None:
+async def test_json_mixed_reply_with_reasoning(
+    answer: Answer, model: OpenAICompatibleModel
+) -> None:
     message = {
         "content": "Let me check.",
         "reasoning_content": "The user wants the time.",
         "tool_calls": [{"id": "c1", "function": {"name": "clock", "arguments": "{}"}}],
     }
-    respx_mock.post(URL).mock(
-        return_value=httpx.Response(200, json=reply(message, usage={"completion_tokens": 5}))
-    )
-    deltas, turn = await run_turn(OpenAICompatibleModel(BASE, "m", client=client), [], [CLOCK])
+    answer(httpx.Response(200, json=reply(message, usage={"completion_tokens": 5})))
+    deltas, turn = await run_turn(model, [], [CLOCK])
     assert deltas == [Delta("The user wants the time.", thinking=True), Delta("Let me check.")]
     assert turn == ModelTurn(
         text="Let me check.",
@@ -460,7 +469,7 @@ async def test_json_mixed_reply_with_reasoning(respx_mock: respx.MockRouter, cli
     )
 
 
-async def test_json_content_parts_are_joined(respx_mock: respx.MockRouter, client: Any) -> None:
+async def test_json_content_parts_are_joined(answer: Answer, model: OpenAICompatibleModel) -> None:
     message = {
         "content": [
             {"type": "text", "text": "Hello "},
@@ -469,12 +478,8 @@ async def test_json_content_parts_are_joined(respx_mock: respx.MockRouter, clien
         ],
         "tool_calls": None,
     }
-    respx_mock.post(URL).mock(
-        return_value=httpx.Response(200, json=reply(message, usage={"completion_tokens": True}))
-    )
-    assert await complete(OpenAICompatibleModel(BASE, "m", client=client)) == ModelTurn(
-        text="Hello you"
-    )
+    answer(httpx.Response(200, json=reply(message, usage={"completion_tokens": True})))
+    assert await complete(model) == ModelTurn(text="Hello you")
 
 
 @pytest.mark.parametrize(
@@ -507,22 +512,24 @@ async def test_json_content_parts_are_joined(respx_mock: respx.MockRouter, clien
     ],
 )
 async def test_malformed_json_replies(
-    respx_mock: respx.MockRouter, client: Any, payload: Any, expected: str
+    answer: Answer, model: OpenAICompatibleModel, payload: Any, expected: str
 ) -> None:
-    respx_mock.post(URL).mock(
-        return_value=httpx.Response(
+    answer(
+        httpx.Response(
             200, content=json.dumps(payload), headers={"content-type": "application/json"}
         )
     )
     with pytest.raises(ModelError) as caught:
-        await complete(OpenAICompatibleModel(BASE, "m", client=client))
+        await complete(model)
     assert expected in str(caught.value)
 
 
-async def test_neither_an_event_stream_nor_json(respx_mock: respx.MockRouter, client: Any) -> None:
-    respx_mock.post(URL).mock(return_value=httpx.Response(200, html="<html>proxy login</html>"))
+async def test_neither_an_event_stream_nor_json(
+    answer: Answer, model: OpenAICompatibleModel
+) -> None:
+    answer(httpx.Response(200, html="<html>proxy login</html>"))
     with pytest.raises(ModelError) as caught:
-        await complete(OpenAICompatibleModel(BASE, "m", client=client))
+        await complete(model)
     assert str(caught.value) == (
         f"model reply from {URL} is neither an event stream nor JSON "
         "(text/html; charset=utf-8): <html>proxy login</html>"
@@ -530,9 +537,9 @@ async def test_neither_an_event_stream_nor_json(respx_mock: respx.MockRouter, cl
 
 
 async def test_a_json_reply_larger_than_the_cap_is_an_error(
-    respx_mock: respx.MockRouter, client: Any
+    answer: Answer, client: httpx.AsyncClient
 ) -> None:
-    respx_mock.post(URL).mock(return_value=httpx.Response(200, json=reply({"content": "x" * 5000})))
+    answer(httpx.Response(200, json=reply({"content": "x" * 5000})))
     model = OpenAICompatibleModel(BASE, "m", client=client, max_turn_bytes=4096)
     with pytest.raises(ModelError, match=r"is larger than 4096 bytes$"):
         await complete(model)
@@ -542,10 +549,10 @@ async def test_a_json_reply_larger_than_the_cap_is_an_error(
 
 
 async def test_http_error_shows_status_and_api_message(
-    respx_mock: respx.MockRouter, client: Any
+    answer: Answer, client: httpx.AsyncClient
 ) -> None:
-    respx_mock.post(URL).mock(
-        return_value=httpx.Response(
+    answer(
+        httpx.Response(
             401, json={"error": {"message": "Incorrect API key provided", "type": "auth"}}
         )
     )
@@ -557,27 +564,27 @@ async def test_http_error_shows_status_and_api_message(
 
 
 async def test_http_error_body_excerpt_is_bounded(
-    respx_mock: respx.MockRouter, client: Any
+    answer: Answer, model: OpenAICompatibleModel
 ) -> None:
     body = "<html>" + "Bad gateway. " * 10_000 + "</html>"  # more than the 64 KiB read
-    respx_mock.post(URL).mock(return_value=httpx.Response(502, text=body))
+    answer(httpx.Response(502, text=body))
     with pytest.raises(
         ModelError, match=r"^model server answered HTTP 502 .*: <html>Bad gateway"
     ) as caught:
-        await complete(OpenAICompatibleModel(BASE, "m", client=client))
+        await complete(model)
     message = str(caught.value)
     assert len(message) < 650
     assert message.endswith("...")
 
 
-async def test_http_error_with_empty_body(respx_mock: respx.MockRouter, client: Any) -> None:
-    respx_mock.post(URL).mock(return_value=httpx.Response(503))
+async def test_http_error_with_empty_body(answer: Answer, model: OpenAICompatibleModel) -> None:
+    answer(httpx.Response(503))
     with pytest.raises(ModelError, match=r"HTTP 503 .*\(empty body\)$"):
-        await complete(OpenAICompatibleModel(BASE, "m", client=client))
+        await complete(model)
 
 
 async def test_a_server_rejecting_stream_options_is_asked_again_without(
-    respx_mock: respx.MockRouter, client: Any
+    respx_mock: respx.MockRouter, model: OpenAICompatibleModel
 ) -> None:
     rejected = httpx.Response(
         422, json={"detail": [{"loc": ["body", "stream_options"], "msg": "extra field"}]}
@@ -585,7 +592,7 @@ async def test_a_server_rejecting_stream_options_is_asked_again_without(
     route = respx_mock.post(URL).mock(
         side_effect=[rejected, sse_response(chunk({"content": "hi"}, "stop"), DONE)]
     )
-    model = OpenAICompatibleModel(BASE, "m", client=client)
+    model = model
     assert (await complete(model)).text == "hi"
     first, second = (json.loads(call.request.content) for call in route.calls)
     assert first["stream_options"] == {"include_usage": True}
@@ -594,13 +601,11 @@ async def test_a_server_rejecting_stream_options_is_asked_again_without(
 
 
 async def test_a_400_not_about_stream_options_is_not_retried(
-    respx_mock: respx.MockRouter, client: Any
+    answer: Answer, model: OpenAICompatibleModel
 ) -> None:
-    route = respx_mock.post(URL).mock(
-        return_value=httpx.Response(400, json={"error": {"message": "context too long"}})
-    )
+    route = answer(httpx.Response(400, json={"error": {"message": "context too long"}}))
     with pytest.raises(ModelError, match=r"HTTP 400 .*: context too long$"):
-        await complete(OpenAICompatibleModel(BASE, "m", client=client))
+        await complete(model)
     assert route.call_count == 1
 
 
@@ -620,7 +625,7 @@ async def test_a_400_not_about_stream_options_is_not_retried(
     ],
 )
 async def test_transport_errors(
-    respx_mock: respx.MockRouter, client: Any, error: Exception, expected: str
+    respx_mock: respx.MockRouter, client: httpx.AsyncClient, error: Exception, expected: str
 ) -> None:
     respx_mock.post(URL).mock(side_effect=error)
     with pytest.raises(ModelError) as caught:
@@ -639,15 +644,13 @@ async def test_transport_errors(
     ],
 )
 async def test_transport_errors_mid_stream(
-    respx_mock: respx.MockRouter, client: Any, error: Exception, expected: str
+    answer: Answer, client: httpx.AsyncClient, error: Exception, expected: str
 ) -> None:
     async def broken() -> AsyncIterator[bytes]:
         yield chunk({"content": "partial"})
         raise error
 
-    respx_mock.post(URL).mock(
-        return_value=httpx.Response(200, content=broken(), headers=SSE_HEADERS)
-    )
+    answer(httpx.Response(200, content=broken(), headers=SSE_HEADERS))
     seen: list[Any] = []
     with pytest.raises(ModelError) as caught:
         async for part in OpenAICompatibleModel(BASE, "m", client=client, timeout=3).stream([], []):
@@ -657,9 +660,9 @@ async def test_transport_errors_mid_stream(
 
 
 async def test_owned_client_is_closed_given_client_is_not(
-    respx_mock: respx.MockRouter, client: Any
+    answer: Answer, client: httpx.AsyncClient
 ) -> None:
-    respx_mock.post(URL).mock(return_value=sse_response(chunk({"content": "ok"}, "stop"), DONE))
+    answer(sse_response(chunk({"content": "ok"}, "stop"), DONE))
     async with OpenAICompatibleModel(BASE, "m") as owned:
         assert (await complete(owned)).text == "ok"
     assert owned._client.is_closed
