@@ -94,6 +94,9 @@ async def _measure(settings: Settings) -> list[Row]:
             big = size >= MIB
             for name, sides in (("orjson", "both sides"), (clients[2].name, "host side only")):
                 fast = median(samples[name])
+                # The adoption rule reads the both-sides row; the host-side-only row shows what
+                # a host with the extra gains from a worker without it (no target of its own).
+                judged = big and sides == "both sides"
                 rows.append(
                     Row(
                         SECTION,
@@ -102,8 +105,8 @@ async def _measure(settings: Settings) -> list[Row]:
                         fast,
                         "stdlib json",
                         stdlib,
-                        target=f"<= {TARGET}x to adopt" if big else "",
-                        met=fast / stdlib <= TARGET if big else None,
+                        target=f"<= {TARGET}x to adopt" if judged else "",
+                        met=fast / stdlib <= TARGET if judged else None,
                         note=f"saves {(stdlib - fast) * 1e6:+.0f} µs per call",
                     )
                 )
