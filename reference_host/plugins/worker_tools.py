@@ -1,9 +1,6 @@
 """A FengYu aiTool as a ToolCallback: arguments -> FileRefs injected and handed over -> worker
--> what it wrote for writable grants committed.
-
-The callback belongs to the snapshot it was made for; if its plugin has since been disabled
-or uninstalled it answers the spec's "no longer available" failure instead of calling
-(spec: host.md#tool-snapshots-and-built-in-names).
+-> what it wrote for writable grants committed (once its plugin is gone, PluginTool's
+"no longer available" answer instead).
 """
 
 from __future__ import annotations

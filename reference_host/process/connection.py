@@ -228,8 +228,7 @@ class WorkerConnection:
             try:
                 await self._send(request)
             except WorkerError:
-                if future.done():
-                    future.exception()  # _fail_pending's, read: not logged at GC as never retrieved
+                _retrieved(future)  # _fail_pending may have failed it; nobody awaits it now
                 if isinstance(self._failure, WorkerTimeout):
                     raise self._failure from None  # the write ran past a deadline (_expired)
                 raise
@@ -284,8 +283,7 @@ class WorkerConnection:
         finally:
             self.pending.pop(request_id, None)
             self.in_flight.pop(request_id, None)
-        if future.done() and not future.cancelled():
-            future.exception()  # read, so that a failure nobody awaits is not reported
+        _retrieved(future)
         if not answered:
             self.unanswered_cancels.append(request_id)
             await self.kill(
@@ -528,6 +526,13 @@ def stderr_record(plugin_id: str, line: str) -> tuple[str, int, str]:
 def _one_line(text: str) -> str:
     """text with its line breaks written as \\n: one record, one log line."""
     return text.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Read a settled future's exception: one nobody awaits is otherwise logged when the
+    future is collected ("Future exception was never retrieved"), a spurious error."""
+    if future.done() and not future.cancelled():
+        future.exception()
 
 
 async def _within(*waited: asyncio.Future[Any], timeout: float) -> bool:
