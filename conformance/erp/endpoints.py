@@ -14,7 +14,7 @@ from conformance.findings import cut
 from conformance.search_settings import PropertySettings
 from plugin_spec.json_types import JsonValue
 from plugin_spec.rest_handler import DispatchError, RestHandler
-from reference_host.erp.dispatch import NO_CONTENT, build_request
+from reference_host.erp.dispatch import NO_CONTENT, RestCall
 
 
 @dataclass(frozen=True)
@@ -86,14 +86,8 @@ class EndpointServices:
         if not isinstance(arguments, dict):  # a host reads a tool call's arguments as an object
             return Answer(None, None, b"", "the host would not send this: not a JSON object")
         try:
-            request = build_request(
-                self.client,
-                self.base_url,
-                handler,
-                arguments,
-                tenant=self.tenant,
-                actor=self.actor,
-            )
+            call = RestCall(self.base_url, handler, arguments, self.tenant, self.actor)
+            request = call.request(self.client)
         except DispatchError as exc:
             return Answer(None, None, b"", f"the host would not send this: {exc}")
         try:

@@ -25,6 +25,7 @@ import asyncio
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import NoReturn
 
 import httpx
@@ -80,54 +81,62 @@ async def _read_capped(response: httpx.Response, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def build_request(
-    client: httpx.Client | httpx.AsyncClient,
-    base_url: str,
-    handler: RestHandler,
-    arguments: JsonMapping,
-    *,
-    tenant: str,
-    actor: str,
-    timeout: float = 30.0,
-) -> httpx.Request:
-    """The request `dispatch` would send; a DispatchError says why there is none."""
-    if not isinstance(arguments, Mapping):
-        raise DispatchError("arguments must be a JSON object")
-    headers = {
-        "Accept": "application/json",
-        "X-Tenant-Id": _header(tenant, "the tenant"),
-        "X-Actor": _header(actor, "the actor"),
-    }
-    try:
-        base = httpx.URL(base_url)
-    except (httpx.InvalidURL, TypeError) as exc:
-        raise DispatchError(f"invalid ERP base URL {base_url!r}: {exc}") from None
-    if base.scheme not in ("http", "https") or not base.host or base.query or base.fragment:
-        raise DispatchError(f"invalid ERP base URL {base_url!r}: need http(s)://host[:port][/path]")
-    path = substitute_path(handler, arguments)
-    content: bytes | None = None
-    if handler.body_from_input:
+@dataclass(frozen=True)
+class RestCall:
+    """One tool call as the ERP request it becomes: the endpoint, the tool's handler, the
+    call's arguments and who makes it (the tenant and the acting user)."""
+
+    base_url: str
+    handler: RestHandler
+    arguments: JsonMapping
+    tenant: str
+    actor: str
+    timeout: float = 30.0
+
+    def request(self, client: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        """The request `dispatch` would send; a DispatchError says why there is none."""
+        if not isinstance(self.arguments, Mapping):
+            raise DispatchError("arguments must be a JSON object")
+        headers = {
+            "Accept": "application/json",
+            "X-Tenant-Id": _header(self.tenant, "the tenant"),
+            "X-Actor": _header(self.actor, "the actor"),
+        }
+        base_url = self.base_url
         try:
-            content = json.dumps(dict(arguments), ensure_ascii=False, allow_nan=False).encode()
-        except ValueError as exc:
-            raise DispatchError(f"the input cannot be sent as JSON: {exc}") from None
-        headers["Content-Type"] = "application/json"
-    request = client.build_request(
-        handler.method,
-        base_url.rstrip("/") + path,
-        params=tuple(query_items(handler, arguments)),
-        headers=headers,
-        content=content,
-        timeout=timeout,
-    )
-    expected = base.raw_path.rstrip(b"/") + path.encode("ascii")
-    sent = request.url.raw_path.partition(b"?")[0]
-    if sent != expected or request.url.host != base.host:
-        raise DispatchError(
-            f"refusing to send: the URL path became {sent.decode('ascii', 'replace')!r}, "
-            f"not {expected.decode('ascii', 'replace')!r}"
+            base = httpx.URL(base_url)
+        except (httpx.InvalidURL, TypeError) as exc:
+            raise DispatchError(f"invalid ERP base URL {base_url!r}: {exc}") from None
+        if base.scheme not in ("http", "https") or not base.host or base.query or base.fragment:
+            raise DispatchError(
+                f"invalid ERP base URL {base_url!r}: need http(s)://host[:port][/path]"
+            )
+        path = substitute_path(self.handler, self.arguments)
+        content: bytes | None = None
+        if self.handler.body_from_input:
+            try:
+                content = json.dumps(
+                    dict(self.arguments), ensure_ascii=False, allow_nan=False
+                ).encode()
+            except ValueError as exc:
+                raise DispatchError(f"the input cannot be sent as JSON: {exc}") from None
+            headers["Content-Type"] = "application/json"
+        request = client.build_request(
+            self.handler.method,
+            base_url.rstrip("/") + path,
+            params=tuple(query_items(self.handler, self.arguments)),
+            headers=headers,
+            content=content,
+            timeout=self.timeout,
         )
-    return request
+        expected = base.raw_path.rstrip(b"/") + path.encode("ascii")
+        sent = request.url.raw_path.partition(b"?")[0]
+        if sent != expected or request.url.host != base.host:
+            raise DispatchError(
+                f"refusing to send: the URL path became {sent.decode('ascii', 'replace')!r}, "
+                f"not {expected.decode('ascii', 'replace')!r}"
+            )
+        return request
 
 
 async def _send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
@@ -143,15 +152,7 @@ async def _send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Resp
 
 
 async def dispatch(
-    client: httpx.AsyncClient,
-    base_url: str,
-    handler: RestHandler,
-    arguments: JsonMapping,
-    *,
-    tenant: str,
-    actor: str,
-    timeout: float = 30.0,
-    max_response_bytes: int = MAX_RESPONSE_BYTES,
+    client: httpx.AsyncClient, call: RestCall, max_response_bytes: int = MAX_RESPONSE_BYTES
 ) -> ToolResult:
     """Call the ERP endpoint for one tool call; the JSON answer, or the failure
     envelope. Redirects are not followed (they would carry the tenant headers elsewhere);
@@ -160,9 +161,8 @@ async def dispatch(
     A 204 No Content answer (from a DELETE, say) is a success with nothing to report,
     `{"success": true, "status": 204}`; any other 2xx answer must carry a JSON body."""
     try:
-        request = build_request(
-            client, base_url, handler, arguments, tenant=tenant, actor=actor, timeout=timeout
-        )
+        request = call.request(client)
+        timeout = call.timeout
         where = f"{request.method} {request.url.raw_path.partition(b'?')[0].decode('ascii')}"
         try:
             async with asyncio.timeout(timeout):

@@ -15,7 +15,7 @@ import httpx
 from plugin_spec.erp_decls import ErpToolDecl
 from plugin_spec.namespace import namespace_problem
 from reference_host.erp.actors import ActorDirectory
-from reference_host.erp.dispatch import dispatch
+from reference_host.erp.dispatch import RestCall, dispatch
 from reference_host.tools.callbacks import (
     CallContext,
     CallPlan,
@@ -61,11 +61,5 @@ class RestToolCallback(SentAsIs, PluginTool[ErpToolDecl]):
             arguments = plan.arguments.object()
         except ValueError as exc:
             return failure(str(exc))
-        return await dispatch(
-            self._client,
-            self._base_url,
-            self.decl.handler,
-            arguments,
-            tenant=context.tenant,
-            actor=context.actor,
-        )
+        call = RestCall(self._base_url, self.decl.handler, arguments, context.tenant, context.actor)
+        return await dispatch(self._client, call)

@@ -20,7 +20,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from conformance.install_validation import kit_validator
-from reference_host.erp.dispatch import dispatch
+from reference_host.erp.dispatch import RestCall, dispatch
 from reference_host.host import Host
 from sample_plugins.erp_backends import serve_backends
 from tests.conftest import MakeHost
@@ -135,12 +135,14 @@ async def test_a_backend_slower_than_the_timeout_fails_on_the_timeout(
     slow_result, ok_meanwhile = await asyncio.gather(
         dispatch(
             host.http,
-            erp_url,
-            callback.decl.handler,
-            {"mode": "fault"},
-            tenant=CONTEXT.tenant,
-            actor=CONTEXT.actor,
-            timeout=0.5,
+            RestCall(
+                erp_url,
+                callback.decl.handler,
+                {"mode": "fault"},
+                CONTEXT.tenant,
+                CONTEXT.actor,
+                0.5,
+            ),
         ),
         call_tool(host, "faults_error_get", {"mode": "ok"}),
     )

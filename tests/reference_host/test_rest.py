@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from plugin_spec.rest_handler import DispatchError, RestHandler, encode_segment
-from reference_host.erp.dispatch import dispatch
+from reference_host.erp.dispatch import MAX_RESPONSE_BYTES, RestCall, dispatch
 from reference_host.tools.callbacks import ToolResult
 from sample_plugins.erp_backends import load_tool, serve_backends, tool_files
 
@@ -70,11 +70,11 @@ async def call(
     base_url: str = BASE,
     tenant: str = TENANT,
     actor: str = ACTOR,
-    **options: Any,
+    timeout: float = 30.0,
+    max_response_bytes: int = MAX_RESPONSE_BYTES,
 ) -> Any:
-    output = await dispatch(
-        client, base_url, handler, arguments, tenant=tenant, actor=actor, **options
-    )
+    rest_call = RestCall(base_url, handler, arguments, tenant, actor, timeout)
+    output = await dispatch(client, rest_call, max_response_bytes)
     assert isinstance(output, ToolResult)
     return output.output
 
@@ -184,7 +184,7 @@ async def test_the_answer_is_the_json_re_serialised(
         headers={"Content-Type": "application/json"},
     )
     output = await dispatch(
-        client, BASE, get_employee(), {"employeeId": "E1"}, tenant=TENANT, actor=ACTOR
+        client, RestCall(BASE, get_employee(), {"employeeId": "E1"}, TENANT, ACTOR)
     )
     assert output.text() == '{"name": "Zoë", "n": [1, 2.5, null]}'
 
@@ -382,7 +382,7 @@ async def test_a_json_answer_saying_success_false_passes_through(
         json={"success": False, "error": "locked"}
     )
     output = await dispatch(
-        client, BASE, get_employee(), {"employeeId": "E1"}, tenant=TENANT, actor=ACTOR
+        client, RestCall(BASE, get_employee(), {"employeeId": "E1"}, TENANT, ACTOR)
     )
     assert not output.ok
     assert output.output == {"success": False, "error": "locked"}

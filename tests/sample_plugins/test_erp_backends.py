@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator
 
 from conformance.schema_validation import schema_uri, validate
 from plugin_spec.rest_handler import RestHandler
-from reference_host.erp.dispatch import dispatch
+from reference_host.erp.dispatch import RestCall, dispatch
 from sample_plugins.erp_backends import (
     PLUGINS,
     create_app,
@@ -558,15 +558,8 @@ async def run_tool(
     client: httpx.AsyncClient, base_url: str, code: str, arguments: dict, headers: dict = ACME
 ) -> Any:
     handler = RestHandler.from_config(TOOLS[code]["handlerConfig"])
-    output = await dispatch(
-        client,
-        base_url,
-        handler,
-        arguments,
-        tenant=headers["X-Tenant-Id"],
-        actor=headers["X-Actor"],
-        timeout=10,
-    )
+    call = RestCall(base_url, handler, arguments, headers["X-Tenant-Id"], headers["X-Actor"], 10)
+    output = await dispatch(client, call)
     return output.output
 
 

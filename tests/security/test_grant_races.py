@@ -69,8 +69,13 @@ class Swapper(threading.Thread):
     """Swaps target between its real form and a link, until stopped or max_swaps is reached.
 
     make_real(path) creates the real form at a scratch path; the link points at outside.
-    Each swap is one atomic rename onto target.
+    Each swap is one atomic rename onto target. Every HOLD_EVERY-th real form stays for
+    HOLD_SECONDS: at full speed on a loaded machine the real form can be gone again before
+    any call gets through, and a test where every call met a link shows nothing.
     """
+
+    HOLD_EVERY = 10
+    HOLD_SECONDS = 0.02
 
     def __init__(
         self, target: Path, outside: Path, make_real: Callable[[Path], None], max_swaps: int
@@ -93,6 +98,8 @@ class Swapper(threading.Thread):
                 os.rename(self.target, self.target.with_name(f".{self.target.name}.{self.swaps}"))
             os.replace(scratch, self.target)
             self.swaps += 1
+            if self.swaps % (2 * self.HOLD_EVERY) == 0:  # the real form was just put back
+                self.stop.wait(self.HOLD_SECONDS)
 
     def __enter__(self) -> Swapper:
         self.start()
