@@ -32,7 +32,6 @@ a call's timeout in the background.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
@@ -780,6 +779,8 @@ def _awaited(result: Any) -> Any:
     """An async handler's result, run to its end on this call's thread; a generator is no
     answer (a call is answered once), so it fails the call as an internal error."""
     if inspect.isawaitable(result):
+        import asyncio  # here: most workers have no async handler, and it costs a start 50 ms
+
         return asyncio.run(_await(result))
     if inspect.isgenerator(result) or inspect.isasyncgen(result):
         raise TypeError("the handler returned a generator, not a JSON value")

@@ -30,13 +30,16 @@ def reap_orphans() -> int:
     reaped, seen = 0, set[int]()
     for _ in range(ROUNDS):
         zombies, dying = _orphans()
-        for pid in zombies & seen:
+        ripe = zombies & seen
+        for pid in ripe:
             with contextlib.suppress(ChildProcessError):
                 if os.waitpid(pid, os.WNOHANG)[0] == pid:
                     reaped += 1
         seen = zombies - seen
-        if not zombies and not dying:
-            break
+        if not seen and not dying:
+            if not ripe:
+                break
+            continue  # all reaped: look again at once for what their end left, no wait
         time.sleep(INTERVAL)
     return reaped
 

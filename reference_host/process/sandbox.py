@@ -525,7 +525,7 @@ def runtime_folders(argv: list[str]) -> list[Path]:
     search = os.environ.get("PATH", os.defpath)
     entries = [Path(p) for p in search.split(os.pathsep) if p]
     java = os.environ.get("JAVA_HOME")
-    found = _program_folders(argv[0] if argv else "", search)
+    found = [*_program_folders(argv[0] if argv else "", search)]
     found += [f for entry in entries if (f := _install_folder(entry / "x")) is not None]
     found += [Path(java)] if java and Path(java).is_absolute() else []
     candidates = [f.resolve() for f in found if _is_folder(f)]
@@ -535,22 +535,22 @@ def runtime_folders(argv: list[str]) -> list[Path]:
 
 
 @cache
-def _program_folders(program: str, search: str) -> list[Path]:
+def _program_folders(program: str, search: str) -> tuple[Path, ...]:
     """Install folders of the program (found on search when it names no folder), of what
     its links point to, of its script's interpreter, and of a Python environment's base
-    and `.pth` entries."""
+    and `.pth` entries. A tuple: the cache hands the same value to every caller."""
     if not program:
-        return []
+        return ()
     located = program if "/" in program else shutil.which(program, path=search)
     if located is None:
-        return []
+        return ()
     folders: list[Path] = []
     for path in _chain(Path(located).absolute(), search):
         folder = _install_folder(path)
         if folder is not None:
             folders.append(folder)
             folders += _python_extras(folder)
-    return folders
+    return tuple(folders)
 
 
 def _chain(path: Path, search: str) -> Iterator[Path]:

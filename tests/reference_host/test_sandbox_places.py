@@ -3,6 +3,8 @@ the same in both, with the paths in requests and answers mapped between the two 
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -96,3 +98,16 @@ def test_a_shared_network_keeps_a_resolver_that_links_outside_the_system(
     assert "--unshare-net" not in shared
     closed = " ".join(command("bwrap", policy(), ["python3"], PACKAGE))
     assert str(stub) not in closed
+
+
+def test_each_start_finds_the_same_runtime_folders_and_grows_nothing() -> None:
+    """runtime_folders runs at every worker start. Each start used to add PATH's folders to
+    the cached list it was handed, a dozen entries more per start, so a long-lived host (or a
+    kit run restarting a crashing worker) spent longer on every start than on the one before."""
+    argv = [sys.executable, "worker.py"]
+    search = os.environ.get("PATH", os.defpath)
+    first = sandbox.runtime_folders(argv)
+    held = len(sandbox._program_folders(sys.executable, search))
+    for _ in range(3):
+        assert sandbox.runtime_folders(argv) == first
+    assert len(sandbox._program_folders(sys.executable, search)) == held
