@@ -450,8 +450,9 @@ def test_a_late_write_fails_the_read_tool(run_kit, tmp_path: Path) -> None:
     )
     source = source.replace('params["word"]', '"late"')
     worker.write_text(source)
-    # one call, so the write it leaves behind cannot land in the window of a later one
-    result = run_kit([plugin], "-k", "FY-EFF-001", "--conformance-examples", "1")
+    # one call, so the write it leaves behind cannot land in the window of a later one: the
+    # item's own keyword, as `-k FY-EFF-001` also matches every item of this fixture's id
+    result = run_kit([plugin], "-k", ":FY-EFF-001:", "--conformance-examples", "1")
     assert result.reported() == {"FY-EFF-001"}
     (finding,) = result.findings("FY-EFF-001")
     assert "after a call answered" in finding["message"] and ".fixture-cache" in finding["message"]

@@ -50,7 +50,7 @@ from reference_host.stream.sse_parser import SSEComment, SSEEvent, SSEParser, pa
 from reference_host.support.loopback import serve_on_loopback
 from reference_host.tools.callbacks import CallContext, CallPlan, SentAsIs, ToolResult
 from tests.conftest import FIXTURE_PLUGINS, REPO, MakeHost
-from tests.reference_host.served_cli import api_headers
+from tests.reference_host.served_cli import api_headers, terminal_sigint
 from tests.reference_host.stream_items import ONE_APPROVED_CALL, data, kinds, stream_deciding
 
 MARKDOWN = REPO / "sample_plugins" / "fan.summer.markdown"
@@ -861,9 +861,10 @@ def test_cli_serves_and_reports_rejected_plugins(tmp_path: Path) -> None:
         "--log-level",
         "warning",
     ]
-    process = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
-    )
+    with terminal_sigint():
+        process = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
+        )
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
