@@ -36,8 +36,17 @@ def depth(raw: bytes) -> int:
 
 def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
     """Whether the line nests deeper than limit (counting brackets first: most lines hold
-    fewer than limit in all)."""
+    fewer than limit in all). One expression: the host asks it of every line it reads."""
     return len(raw) > limit and _brackets_over(raw, limit) and depth(raw) > limit
+
+
+def depth_over(raw: bytes, limit: int = MAX_DEPTH) -> int | None:
+    """How deeply the line nests when that is deeper than limit (what a refusal names), else
+    None: too_deep's test, with the depth it found kept rather than measured again."""
+    if len(raw) <= limit or not _brackets_over(raw, limit):
+        return None
+    found = depth(raw)
+    return found if found > limit else None
 
 
 def _brackets_over(raw: bytes, limit: int) -> bool:
@@ -54,9 +63,3 @@ def _brackets_over(raw: bytes, limit: int) -> bool:
                 return True
             at = raw.find(bracket, at + 1)
     return False
-
-
-def depth_over(raw: bytes, limit: int = MAX_DEPTH) -> int | None:
-    """How deeply the line nests when that is deeper than limit (what a refusal names), else
-    None."""
-    return depth(raw) if too_deep(raw, limit) else None
